@@ -1,0 +1,3 @@
+module github.com/meridian-gw/meridian
+
+go 1.26.8

@@ -1,0 +1,106 @@
+// Package anthropic holds the Messages API wire format: request types and
+// their validating decoder, the response message, SSE event encoding and the
+// error envelope. It does no I/O.
+package anthropic
+
+import "encoding/json"
+
+// Roles a message may carry. RoleSystem is not in the public API but Claude
+// Code sends mid-conversation system messages, so it is accepted.
+const (
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleSystem    = "system"
+)
+
+// Block types this package models; others are kept as raw JSON.
+const (
+	BlockText             = "text"
+	BlockImage            = "image"
+	BlockDocument         = "document"
+	BlockToolUse          = "tool_use"
+	BlockToolResult       = "tool_result"
+	BlockThinking         = "thinking"
+	BlockRedactedThinking = "redacted_thinking"
+)
+
+// MessagesRequest is a decoded and validated POST /v1/messages body.
+type MessagesRequest struct {
+	Model         string
+	Messages      []Message
+	System        []string // text of each system block, in order
+	MaxTokens     int      // 0 when absent
+	Stream        bool
+	StopSequences []string
+	Temperature   *float64
+	TopP          *float64
+	TopK          *int
+	Metadata      json.RawMessage
+	Thinking      *Thinking
+	Tools         []json.RawMessage
+	ToolChoice    json.RawMessage
+	Effort        string // output_config.effort
+}
+
+// Thinking is the request's extended-thinking setting.
+type Thinking struct {
+	Type         string // enabled, disabled or adaptive
+	BudgetTokens int
+}
+
+// Enabled reports whether the request asked for thinking output.
+func (t *Thinking) Enabled() bool {
+	return t != nil && (t.Type == "enabled" || t.Type == "adaptive")
+}
+
+// Message is one conversation turn. A plain string content is decoded as a
+// single text block.
+type Message struct {
+	Role    string
+	Content []ContentBlock
+}
+
+// ContentBlock is one block of a message. Fields are filled according to
+// Type; Raw always holds the block exactly as the client sent it.
+type ContentBlock struct {
+	Type string
+
+	Text string // text
+
+	Source json.RawMessage // image, document
+	Title  string          // document
+
+	ID    string          // tool_use
+	Name  string          // tool_use
+	Input json.RawMessage // tool_use
+
+	ToolUseID string         // tool_result
+	Content   []ContentBlock // tool_result; a string is one text block
+	IsError   bool           // tool_result
+
+	Thinking  string // thinking
+	Signature string // thinking
+	Data      string // redacted_thinking
+
+	Raw json.RawMessage
+}
+
+// Usage is the token accounting of a response.
+type Usage struct {
+	InputTokens              int `json:"input_tokens"`
+	OutputTokens             int `json:"output_tokens"`
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+}
+
+// Response is a non-streaming Messages API answer.
+type Response struct {
+	ID           string            `json:"id"`
+	Type         string            `json:"type"`
+	Role         string            `json:"role"`
+	Model        string            `json:"model"`
+	Content      []json.RawMessage `json:"content"`
+	StopReason   string            `json:"stop_reason"`
+	StopSequence *string           `json:"stop_sequence"`
+	Usage        Usage             `json:"usage"`
+}

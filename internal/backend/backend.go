@@ -1,0 +1,162 @@
+// Package backend defines what the gateway needs from a model backend: start
+// a session, run turns on it that report events, close it. Backends (the
+// claude CLI driver today) implement it; the types carry no protocol of their
+// own beyond the Anthropic content-block shapes both sides already speak.
+package backend
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// Backend starts sessions.
+type Backend interface {
+	Start(ctx context.Context, opts StartOptions) (Session, error)
+}
+
+// Session is one live conversation process. Turns run one at a time.
+type Session interface {
+	// Turn sends one user message and reports the model's output to emit
+	// until the turn ends. If emit returns an error the turn is interrupted
+	// and Turn returns that error once the backend has settled.
+	Turn(ctx context.Context, in Input, emit func(*Event) error) (*Result, error)
+	// Close ends the session and joins its process. It is safe to call more
+	// than once and always waits for the process to be gone.
+	Close() error
+	// ID is the backend's session id once known (empty before the first turn).
+	ID() string
+}
+
+// StartOptions fix a session's contract: changing any of them needs a new
+// session.
+type StartOptions struct {
+	Model           string
+	System          []string // system prompt blocks; empty means none
+	Dir             string   // working directory of the backend process
+	MaxOutputTokens int      // 0 leaves the backend's default
+	Thinking        Thinking
+	Effort          string // low, medium, high, xhigh, max; empty for default
+}
+
+// Thinking selects the model's extended thinking.
+type Thinking struct {
+	Mode   ThinkingMode
+	Budget int // tokens, for ThinkingEnabled
+}
+
+// ThinkingMode is off, a token budget, or the model's adaptive choice.
+type ThinkingMode uint8
+
+// Thinking modes.
+const (
+	ThinkingOff ThinkingMode = iota
+	ThinkingEnabled
+	ThinkingAdaptive
+)
+
+// Input is one user message: Anthropic content blocks, already rendered.
+type Input struct {
+	Content []json.RawMessage
+}
+
+// EventKind tells which fields of an Event are set.
+type EventKind uint8
+
+// Event kinds.
+const (
+	// MessageStart: an upstream message began; Usage holds its input counts.
+	MessageStart EventKind = iota + 1
+	// BlockStart: Index, BlockType and Block (the content_block JSON).
+	BlockStart
+	// BlockDelta: Index, DeltaType, Delta (the delta JSON) and, for text
+	// deltas, Text.
+	BlockDelta
+	// BlockStop: Index.
+	BlockStop
+	// Abandon: the stopped block at Index belongs to an upstream message
+	// that broke off; a retry supersedes it. A stream cannot take it back,
+	// a complete answer leaves it out.
+	Abandon
+	// MessageDelta: an upstream message ended with StopReason.
+	MessageDelta
+	// RateLimit: the account's rate-limit window state (ResetsAt, Status).
+	RateLimit
+	// Retry: the backend will retry an upstream call after RetryDelay
+	// because of HTTP Status.
+	Retry
+)
+
+// Event is one thing that happened during a turn. One struct for all kinds
+// keeps the hot relay path free of interface allocations.
+type Event struct {
+	Kind EventKind
+
+	Index     int
+	BlockType string
+	Block     json.RawMessage
+	DeltaType string
+	Delta     json.RawMessage
+	Text      string
+
+	StopReason string
+	Usage      Usage
+
+	Status      int
+	LimitStatus string // RateLimit: window status ("allowed", "rejected", …)
+	RetryDelay  time.Duration
+	ResetsAt    time.Time
+}
+
+// Usage is token accounting.
+type Usage struct {
+	InputTokens              int
+	OutputTokens             int
+	CacheCreationInputTokens int
+	CacheReadInputTokens     int
+}
+
+// Result ends a turn.
+type Result struct {
+	SessionID  string
+	StopReason string
+	Usage      Usage
+	// Failure is set when the turn did not produce a usable answer.
+	Failure *Failure
+}
+
+// FailureKind classifies a failed turn.
+type FailureKind uint8
+
+// Failure kinds.
+const (
+	// FailUpstream: the model API refused or failed; Status and Type say how.
+	FailUpstream FailureKind = iota + 1
+	// FailPromptTooLong: the conversation does not fit the model's context.
+	FailPromptTooLong
+	// FailLimit: the backend stopped on one of its own limits (turns, budget).
+	FailLimit
+	// FailBackend: the backend process misbehaved (crashed, bad output).
+	FailBackend
+	// FailUnavailable: the backend cannot be started (binary missing).
+	FailUnavailable
+)
+
+// Failure describes why a turn failed.
+type Failure struct {
+	Kind    FailureKind
+	Status  int    // upstream HTTP status, when known
+	Type    string // upstream error type ("rate_limit_error"), when known
+	Message string
+	// Waits the upstream stated, when they survived into what the backend
+	// reported.
+	RetryDelay time.Duration
+	ResetsAt   time.Time
+}
+
+func (f *Failure) Error() string { return f.Message }
+
+// ErrUnavailable wraps failures to start a backend that retrying cannot
+// fix until the operator acts (for example, the CLI is not installed).
+var ErrUnavailable = errors.New("backend unavailable")

@@ -1,0 +1,232 @@
+// Package claude drives the official claude CLI as a subprocess over its
+// stream-json protocol: it builds the command line and environment, speaks
+// the control protocol, turns the CLI's output into backend events, and
+// joins every process it starts.
+package claude
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/url"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/meridian-gw/meridian/internal/backend"
+)
+
+// Entrypoint is the CLI's CLAUDE_CODE_ENTRYPOINT tag for sessions Meridian
+// starts. The CLI reports it upstream; a Go host speaking the SDK protocol
+// is what this tag names.
+const Entrypoint = "sdk-go"
+
+// InstallHint tells an operator how to get the CLI.
+const InstallHint = "install it with `npm install -g @anthropic-ai/claude-code` (or `claude install`), or point --claude-path / MERIDIAN_CLAUDE_PATH at the binary"
+
+// Config configures a Driver. Zero durations take the defaults below.
+type Config struct {
+	// Path is the CLI binary: a path, or a name looked up on PATH.
+	Path string
+	// Env is the environment the CLI inherits, typically os.Environ().
+	Env []string
+	// SelfAddr is the gateway's own listen address. An ANTHROPIC_BASE_URL
+	// pointing there is dropped so the CLI cannot call back into Meridian.
+	SelfAddr string
+	// Launcher starts processes; nil means ExecLauncher.
+	Launcher Launcher
+	Logger   *slog.Logger
+
+	// InterruptGrace bounds the wait for a turn to end after an interrupt.
+	InterruptGrace time.Duration
+	// ExitGrace bounds the wait for the CLI to exit after stdin closes.
+	ExitGrace time.Duration
+	// KillGrace bounds the wait between SIGTERM and SIGKILL.
+	KillGrace time.Duration
+}
+
+// Defaults for Config. Interrupt, exit and kill graces add up to under
+// three seconds, the longest a cancelled request may keep its process.
+const (
+	DefaultInterruptGrace = time.Second
+	DefaultExitGrace      = 500 * time.Millisecond
+	DefaultKillGrace      = time.Second
+)
+
+// Driver starts claude CLI sessions. It implements backend.Backend.
+type Driver struct {
+	cfg Config
+	log *slog.Logger
+}
+
+// New returns a Driver.
+func New(cfg Config) *Driver {
+	if cfg.Path == "" {
+		cfg.Path = "claude"
+	}
+	if cfg.Launcher == nil {
+		cfg.Launcher = ExecLauncher{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.InterruptGrace <= 0 {
+		cfg.InterruptGrace = DefaultInterruptGrace
+	}
+	if cfg.ExitGrace <= 0 {
+		cfg.ExitGrace = DefaultExitGrace
+	}
+	if cfg.KillGrace <= 0 {
+		cfg.KillGrace = DefaultKillGrace
+	}
+	return &Driver{cfg: cfg, log: cfg.Logger}
+}
+
+// Resolve finds the CLI binary, or returns an error wrapping
+// backend.ErrUnavailable that says how to install it.
+func (d *Driver) Resolve() (string, error) {
+	if _, isExec := d.cfg.Launcher.(ExecLauncher); !isExec {
+		return d.cfg.Path, nil // a stand-in launcher interprets the path itself
+	}
+	p, err := exec.LookPath(d.cfg.Path)
+	if err != nil {
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("%w: claude CLI not found (%q): %s", backend.ErrUnavailable, d.cfg.Path, InstallHint)
+		}
+		return "", fmt.Errorf("%w: claude CLI %q is not usable: %v", backend.ErrUnavailable, d.cfg.Path, err)
+	}
+	return p, nil
+}
+
+// Start launches a CLI process for one conversation. It returns as soon as
+// the process runs: the initialize request is written, not awaited, because
+// the CLI prints nothing until the first user message arrives.
+func (d *Driver) Start(ctx context.Context, opts backend.StartOptions) (backend.Session, error) {
+	p, err := d.launch(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.initialize(opts.System); err != nil {
+		_ = p.Close()
+		return nil, fmt.Errorf("initialize claude: %w", err)
+	}
+	return p, nil
+}
+
+func (d *Driver) launch(ctx context.Context, opts backend.StartOptions) (*Process, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	path, err := d.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	spec := Spec{Path: path, Args: Args(opts), Env: d.env(opts), Dir: opts.Dir}
+	proc, err := d.cfg.Launcher.Launch(spec)
+	if err != nil {
+		return nil, fmt.Errorf("start claude: %w", err)
+	}
+	return newProcess(d, proc), nil
+}
+
+// Args builds the CLI's argument list for a session.
+func Args(opts backend.StartOptions) []string {
+	args := []string{
+		"--output-format=stream-json",
+		"--verbose",
+		"--input-format=stream-json",
+		"--include-partial-messages",
+		// Permission prompts come to us as control requests, never a TTY.
+		"--permission-prompt-tool=stdio",
+		// The user's settings, CLAUDE.md, MCP servers and slash commands
+		// must not leak into a gateway session.
+		"--setting-sources=",
+		"--strict-mcp-config",
+		"--disable-slash-commands",
+		// No built-in tools: the client owns whatever tools exist.
+		"--tools=",
+	}
+	if opts.Model != "" {
+		args = append(args, "--model="+opts.Model)
+	}
+	switch opts.Thinking.Mode {
+	case backend.ThinkingOff:
+		args = append(args, "--thinking=disabled")
+	case backend.ThinkingAdaptive:
+		args = append(args, "--thinking=adaptive")
+	case backend.ThinkingEnabled:
+		args = append(args, "--max-thinking-tokens="+strconv.Itoa(opts.Thinking.Budget))
+	}
+	if opts.Effort != "" {
+		args = append(args, "--effort="+opts.Effort)
+	}
+	return args
+}
+
+// env derives the CLI's environment from the configured one.
+func (d *Driver) env(opts backend.StartOptions) []string {
+	out := make([]string, 0, len(d.cfg.Env)+4)
+	entrypoint := false
+	for _, kv := range d.cfg.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "NODE_OPTIONS", "DEBUG", "CLAUDECODE",
+			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "CLAUDE_CODE_MAX_OUTPUT_TOKENS":
+			continue
+		case "ANTHROPIC_BASE_URL":
+			if d.pointsAtSelf(v) {
+				d.log.Warn("ignoring ANTHROPIC_BASE_URL: it points at this gateway and would loop", "url", v)
+				continue
+			}
+		case "CLAUDE_CODE_ENTRYPOINT":
+			entrypoint = true
+		}
+		out = append(out, kv)
+	}
+	if !entrypoint {
+		out = append(out, "CLAUDE_CODE_ENTRYPOINT="+Entrypoint)
+	}
+	out = append(out, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
+	if opts.MaxOutputTokens > 0 {
+		out = append(out, "CLAUDE_CODE_MAX_OUTPUT_TOKENS="+strconv.Itoa(opts.MaxOutputTokens))
+	}
+	return out
+}
+
+func (d *Driver) pointsAtSelf(raw string) bool {
+	if d.cfg.SelfAddr == "" {
+		return false
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	port := u.Port()
+	if port == "" && u.Scheme == "https" {
+		port = "443"
+	} else if port == "" {
+		port = "80"
+	}
+	selfHost, selfPort, err := net.SplitHostPort(d.cfg.SelfAddr)
+	if err != nil || port != selfPort {
+		return false
+	}
+	return sameHost(u.Hostname(), selfHost)
+}
+
+func sameHost(a, b string) bool {
+	norm := func(h string) string {
+		if h == "localhost" || h == "" || h == "0.0.0.0" || h == "::" {
+			return "loopback"
+		}
+		if ip := net.ParseIP(h); ip != nil && ip.IsLoopback() {
+			return "loopback"
+		}
+		return strings.ToLower(h)
+	}
+	return norm(a) == norm(b)
+}

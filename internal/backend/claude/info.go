@@ -1,0 +1,124 @@
+package claude
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"syscall"
+
+	"github.com/meridian-gw/meridian/internal/backend"
+)
+
+// AuthStatus is the CLI's view of its login, from `claude auth status`.
+type AuthStatus struct {
+	LoggedIn    bool   `json:"loggedIn"`
+	AuthMethod  string `json:"authMethod"`
+	APIProvider string `json:"apiProvider"`
+}
+
+// Model is one model the CLI offers, from its initialize reply.
+type Model struct {
+	Alias       string // the value the CLI accepts, e.g. "opus"
+	ID          string // the model id it resolves to
+	DisplayName string
+	Description string
+}
+
+// Version runs `claude --version` and returns the version number.
+func (d *Driver) Version(ctx context.Context) (string, error) {
+	out, err := d.run(ctx, "--version")
+	if err != nil {
+		return "", err
+	}
+	v, _, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
+	if v == "" {
+		return "", errors.New("claude --version printed nothing")
+	}
+	return v, nil
+}
+
+// Auth runs `claude auth status --json`. A logged-out CLI exits 1 but still
+// prints its status, which is then returned without error.
+func (d *Driver) Auth(ctx context.Context) (AuthStatus, error) {
+	out, runErr := d.run(ctx, "auth", "status", "--json")
+	var st AuthStatus
+	if err := json.Unmarshal(bytes.TrimSpace(out), &st); err != nil {
+		if runErr != nil {
+			return st, runErr
+		}
+		return st, fmt.Errorf("claude auth status: unexpected output %q", truncate(out, 120))
+	}
+	return st, nil
+}
+
+// Models starts a CLI process only to read the model list from its
+// initialize reply; no user message is sent, so no API call is made.
+func (d *Driver) Models(ctx context.Context) ([]Model, error) {
+	p, err := d.launch(ctx, backend.StartOptions{})
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	raw, err := p.request(ctx, "models_", initializeRequest{Subtype: "initialize", SystemPrompt: []string{""}})
+	if err != nil {
+		return nil, err
+	}
+	var reply struct {
+		Models []struct {
+			Value         string `json:"value"`
+			ResolvedModel string `json:"resolvedModel"`
+			DisplayName   string `json:"displayName"`
+			Description   string `json:"description"`
+		} `json:"models"`
+	}
+	if err := json.Unmarshal(raw, &reply); err != nil {
+		return nil, fmt.Errorf("claude initialize reply: %w", err)
+	}
+	models := make([]Model, 0, len(reply.Models))
+	for _, m := range reply.Models {
+		models = append(models, Model{Alias: m.Value, ID: m.ResolvedModel, DisplayName: m.DisplayName, Description: m.Description})
+	}
+	return models, nil
+}
+
+// run executes a short CLI command and returns its stdout. The process is
+// killed when ctx ends and always joined.
+func (d *Driver) run(ctx context.Context, args ...string) ([]byte, error) {
+	path, err := d.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	proc, err := d.cfg.Launcher.Launch(Spec{Path: path, Args: args, Env: d.env(backend.StartOptions{})})
+	if err != nil {
+		return nil, fmt.Errorf("run claude %s: %w", strings.Join(args, " "), err)
+	}
+	_ = proc.Stdin().Close()
+	stop := context.AfterFunc(ctx, func() { _ = proc.Signal(syscall.SIGKILL) })
+	stderrDone := make(chan struct{})
+	go func() {
+		defer close(stderrDone)
+		_, _ = io.Copy(io.Discard, proc.Stderr())
+	}()
+	out, readErr := io.ReadAll(io.LimitReader(proc.Stdout(), 1<<20))
+	_, _ = io.Copy(io.Discard, proc.Stdout())
+	<-stderrDone
+	waitErr := proc.Wait()
+	stop()
+	_ = proc.Signal(syscall.SIGKILL) // anything it left in its group
+	_ = proc.Stdout().Close()
+	_ = proc.Stderr().Close()
+	if ctx.Err() != nil {
+		return out, fmt.Errorf("claude %s: %w", strings.Join(args, " "), ctx.Err())
+	}
+	if readErr != nil {
+		return out, readErr
+	}
+	if waitErr != nil {
+		return out, fmt.Errorf("claude %s: %w", strings.Join(args, " "), waitErr)
+	}
+	return out, nil
+}

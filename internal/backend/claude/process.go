@@ -1,0 +1,382 @@
+package claude
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// maxLineBytes bounds one stdout line. Tool results can make lines large;
+// anything beyond this is a broken stream, not a message.
+const maxLineBytes = 64 << 20
+
+// stderrTailBytes is how much of the CLI's stderr is kept for error reports.
+const stderrTailBytes = 8 << 10
+
+// Process is one running claude CLI. It implements backend.Session.
+type Process struct {
+	d    *Driver
+	proc Proc
+	log  *slog.Logger
+
+	writeMu sync.Mutex
+	wbuf    []byte
+
+	lines      chan *line    // turn output, in order
+	stopping   chan struct{} // closed when Close begins; the reader stops delivering
+	readerDone chan struct{}
+	stderrDone chan struct{}
+	exited     chan struct{} // closed once Wait returned
+	waitErr    error
+
+	mu        sync.Mutex
+	seq       int
+	pending   map[string]chan controlResponsePayload
+	sessionID string
+	inTurn    bool
+	broken    error // once set, the process takes no more turns
+
+	stderr tailBuffer
+
+	closeOnce sync.Once
+}
+
+func newProcess(d *Driver, proc Proc) *Process {
+	p := &Process{
+		d:          d,
+		proc:       proc,
+		log:        d.log.With("pid", proc.Pid()),
+		lines:      make(chan *line, 256),
+		stopping:   make(chan struct{}),
+		readerDone: make(chan struct{}),
+		stderrDone: make(chan struct{}),
+		exited:     make(chan struct{}),
+	}
+	go p.readLoop()
+	go p.stderrLoop()
+	go func() {
+		p.waitErr = proc.Wait()
+		close(p.exited)
+	}()
+	return p
+}
+
+// Pid is the CLI's process id.
+func (p *Process) Pid() int { return p.proc.Pid() }
+
+// ID implements backend.Session: the CLI's session id once it reported one.
+func (p *Process) ID() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.sessionID
+}
+
+func (p *Process) setSessionID(id string) {
+	if id == "" {
+		return
+	}
+	p.mu.Lock()
+	p.sessionID = id
+	p.mu.Unlock()
+}
+
+func (p *Process) nextRequestID(prefix string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.seq++
+	return prefix + strconv.Itoa(p.seq)
+}
+
+// initialize sends the initialize control request. The system prompt goes
+// here rather than on argv: an empty list element gives an empty custom
+// prompt, so the client's prompt replaces Claude Code's own.
+func (p *Process) initialize(system []string) error {
+	if len(system) == 0 {
+		system = []string{""}
+	}
+	return p.writeJSON(controlRequest{
+		Type:      "control_request",
+		RequestID: p.nextRequestID("init_"),
+		Request:   initializeRequest{Subtype: "initialize", SystemPrompt: system},
+	})
+}
+
+// request sends a control request and waits for its response.
+func (p *Process) request(ctx context.Context, prefix string, req any) (json.RawMessage, error) {
+	id := p.nextRequestID(prefix)
+	ch := make(chan controlResponsePayload, 1)
+	p.mu.Lock()
+	if p.pending == nil {
+		p.pending = make(map[string]chan controlResponsePayload)
+	}
+	p.pending[id] = ch
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.pending, id)
+		p.mu.Unlock()
+	}()
+	if err := p.writeJSON(controlRequest{Type: "control_request", RequestID: id, Request: req}); err != nil {
+		return nil, err
+	}
+	select {
+	case resp := <-ch:
+		if resp.Subtype == "error" {
+			return nil, fmt.Errorf("claude refused %s: %s", prefix, resp.Error)
+		}
+		return resp.Response, nil
+	case <-p.readerDone:
+		return nil, errors.New(p.exitError())
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// interrupt asks the CLI to end the current turn. The turn still ends with
+// a result line, which the caller waits for.
+func (p *Process) interrupt() error {
+	return p.writeJSON(controlRequest{
+		Type:      "control_request",
+		RequestID: p.nextRequestID("int_"),
+		Request:   interruptRequest{Subtype: "interrupt"},
+	})
+}
+
+// writeJSON writes one line to the CLI's stdin.
+func (p *Process) writeJSON(v any) error {
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+	buf := bytes.NewBuffer(p.wbuf[:0])
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil { // Encode appends the newline
+		return fmt.Errorf("encode: %w", err)
+	}
+	p.wbuf = buf.Bytes()
+	if _, err := p.proc.Stdin().Write(p.wbuf); err != nil {
+		return fmt.Errorf("write to claude: %w", err)
+	}
+	if cap(p.wbuf) > 1<<20 {
+		p.wbuf = nil // do not pin a large prompt's buffer for the process's life
+	}
+	return nil
+}
+
+func (p *Process) readLoop() {
+	defer close(p.readerDone)
+	defer close(p.lines)
+	r := bufio.NewReaderSize(p.proc.Stdout(), 64<<10)
+	var long []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			if len(long)+len(chunk) > maxLineBytes {
+				p.log.Error("claude wrote a line beyond the size bound; dropping it", "bytes", len(long)+len(chunk))
+				long = long[:0]
+				p.discardRestOfLine(r)
+				continue
+			}
+			long = append(long, chunk...)
+			continue
+		case len(long) > 0:
+			chunk = append(long, chunk...)
+			long = long[:0]
+		}
+		if len(bytes.TrimSpace(chunk)) > 0 {
+			p.dispatch(chunk)
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, syscall.EBADF) {
+				p.log.Debug("claude stdout closed", "err", err)
+			}
+			return
+		}
+	}
+}
+
+func (p *Process) discardRestOfLine(r *bufio.Reader) {
+	for {
+		_, err := r.ReadSlice('\n')
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return
+		}
+	}
+}
+
+// dispatch routes one stdout line: control traffic is answered here, the
+// rest goes to the running turn.
+func (p *Process) dispatch(raw []byte) {
+	l := new(line)
+	if err := json.Unmarshal(raw, l); err != nil {
+		p.log.Warn("claude wrote a line that is not JSON; ignoring it", "line", truncate(raw, 200))
+		return
+	}
+	switch l.Type {
+	case "control_request":
+		p.answer(l)
+		return
+	case "control_response":
+		var resp controlResponsePayload
+		if json.Unmarshal(l.Response, &resp) != nil {
+			return
+		}
+		p.mu.Lock()
+		waiter := p.pending[resp.RequestID]
+		delete(p.pending, resp.RequestID)
+		p.mu.Unlock()
+		if waiter != nil {
+			waiter <- resp
+		} else if resp.Subtype == "error" {
+			p.log.Warn("claude refused a control request", "request_id", resp.RequestID, "error", resp.Error)
+		}
+		return
+	case "control_cancel_request", "keep_alive":
+		return
+	}
+	select {
+	case p.lines <- l:
+	case <-p.stopping:
+	}
+}
+
+// answer replies to a control request from the CLI. The gateway registers
+// no hooks, tools or MCP servers, so permission requests are denied and
+// everything else is refused.
+func (p *Process) answer(l *line) {
+	var req incomingRequest
+	_ = json.Unmarshal(l.Request, &req)
+	resp := responseBody{RequestID: l.RequestID}
+	switch req.Subtype {
+	case "can_use_tool":
+		resp.Subtype = "success"
+		resp.Response = map[string]any{
+			"behavior":  "deny",
+			"message":   "no tools are available in this session",
+			"toolUseID": req.ToolUse,
+		}
+	case "hook_callback":
+		resp.Subtype = "success"
+		resp.Response = map[string]any{}
+	default:
+		resp.Subtype = "error"
+		resp.Error = "unsupported control request: " + req.Subtype
+	}
+	if err := p.writeJSON(controlResponse{Type: "control_response", Response: resp}); err != nil {
+		p.log.Debug("could not answer claude", "subtype", req.Subtype, "err", err)
+	}
+}
+
+func (p *Process) stderrLoop() {
+	defer close(p.stderrDone)
+	sc := bufio.NewScanner(p.proc.Stderr())
+	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	for sc.Scan() {
+		b := sc.Bytes()
+		p.stderr.Write(b)
+		p.log.Debug("claude stderr", "line", string(b))
+	}
+}
+
+// exitError describes how the process ended, for error reports.
+func (p *Process) exitError() string {
+	select {
+	case <-p.exited:
+	case <-time.After(p.d.cfg.ExitGrace):
+		return "claude stopped producing output"
+	}
+	msg := "claude exited"
+	if p.waitErr != nil {
+		msg += " (" + p.waitErr.Error() + ")"
+	}
+	if tail := p.stderr.String(); tail != "" {
+		msg += ": " + tail
+	}
+	return msg
+}
+
+// Close ends the process and joins it: stdin is closed so the CLI exits on
+// its own; if it does not within ExitGrace the group gets SIGTERM, then
+// SIGKILL after KillGrace. Close returns only when the process and its
+// readers are gone.
+func (p *Process) Close() error {
+	p.closeOnce.Do(func() {
+		close(p.stopping)
+		_ = p.proc.Stdin().Close()
+		if !p.waitExited(p.d.cfg.ExitGrace) {
+			p.log.Debug("claude did not exit after stdin closed; terminating")
+			_ = p.proc.Signal(syscall.SIGTERM)
+			if !p.waitExited(p.d.cfg.KillGrace) {
+				p.log.Warn("claude ignored SIGTERM; killing")
+				_ = p.proc.Signal(syscall.SIGKILL)
+				<-p.exited
+			}
+		}
+		// Anything the CLI started in its group goes with it.
+		_ = p.proc.Signal(syscall.SIGKILL)
+		for _, done := range []chan struct{}{p.readerDone, p.stderrDone} {
+			select {
+			case <-done:
+			case <-time.After(p.d.cfg.ExitGrace):
+				// A descendant outside the group may hold the pipe open.
+				_ = p.proc.Stdout().Close()
+				_ = p.proc.Stderr().Close()
+				<-done
+			}
+		}
+		_ = p.proc.Stdout().Close()
+		_ = p.proc.Stderr().Close()
+	})
+	return nil
+}
+
+func (p *Process) waitExited(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// tailBuffer keeps the last stderrTailBytes of what was written.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tailBuffer) Write(b []byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.buf) > 0 {
+		t.buf = append(t.buf, '\n')
+	}
+	t.buf = append(t.buf, b...)
+	if over := len(t.buf) - stderrTailBytes; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(bytes.TrimSpace(t.buf))
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	return string(b[:n]) + "…"
+}

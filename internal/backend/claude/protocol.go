@@ -1,0 +1,159 @@
+package claude
+
+import (
+	"encoding/json"
+)
+
+// line is one stdout message of the CLI. Only the fields the driver acts on
+// are decoded; the CLI adds fields often and unknown ones are ignored.
+type line struct {
+	Type    string `json:"type"`
+	Subtype string `json:"subtype"`
+
+	SessionID       string  `json:"session_id"`
+	ParentToolUseID *string `json:"parent_tool_use_id"`
+
+	// stream_event
+	Event           json.RawMessage  `json:"event"`
+	APIMessageID    string           `json:"api_message_id"`
+	AbandonedBlocks *abandonedBlocks `json:"abandoned_blocks"`
+
+	// assistant / user
+	Message           json.RawMessage `json:"message"`
+	Error             string          `json:"error"`
+	IsAPIErrorMessage bool            `json:"is_api_error_message"`
+	APIErrorStatus    *int            `json:"api_error_status"`
+	APIErrorType      string          `json:"api_error_type"`
+	APIError          string          `json:"api_error"`
+	APIErrorParams    *struct {
+		RateLimitInfo *rateLimitInfo `json:"rate_limit_info"`
+	} `json:"api_error_params"`
+
+	// control_request / control_response
+	RequestID string          `json:"request_id"`
+	Request   json.RawMessage `json:"request"`
+	Response  json.RawMessage `json:"response"`
+
+	// result
+	IsError        bool       `json:"is_error"`
+	Result         string     `json:"result"`
+	StopReason     string     `json:"stop_reason"`
+	TerminalReason string     `json:"terminal_reason"`
+	Errors         []string   `json:"errors"`
+	Usage          *usageJSON `json:"usage"`
+
+	// system/api_retry
+	RetryDelayMS float64 `json:"retry_delay_ms"`
+	ErrorStatus  *int    `json:"error_status"`
+
+	// rate_limit_event
+	RateLimitInfo *rateLimitInfo `json:"rate_limit_info"`
+}
+
+type abandonedBlocks struct {
+	APIMessageID   string `json:"api_message_id"`
+	FromBlockIndex int    `json:"from_block_index"`
+}
+
+type rateLimitInfo struct {
+	Status        string  `json:"status"`
+	ResetsAt      float64 `json:"resetsAt"` // unix seconds
+	RateLimitType string  `json:"rateLimitType"`
+}
+
+type usageJSON struct {
+	InputTokens              int `json:"input_tokens"`
+	OutputTokens             int `json:"output_tokens"`
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+}
+
+// streamEvent is the raw Anthropic SSE event inside a stream_event line.
+type streamEvent struct {
+	Type         string          `json:"type"`
+	Index        int             `json:"index"`
+	ContentBlock json.RawMessage `json:"content_block"`
+	Delta        json.RawMessage `json:"delta"`
+	Message      *struct {
+		ID    string     `json:"id"`
+		Usage *usageJSON `json:"usage"`
+	} `json:"message"`
+	Usage *usageJSON `json:"usage"`
+}
+
+// typeOnly peeks at a block's or delta's type.
+type typeOnly struct {
+	Type string `json:"type"`
+}
+
+// deltaFields are the parts of a delta the driver looks into.
+type deltaFields struct {
+	Type       string `json:"type"`
+	Text       string `json:"text"`
+	StopReason string `json:"stop_reason"`
+}
+
+// assistantMessage is the message of an assistant line: one content block.
+type assistantMessage struct {
+	ID         string            `json:"id"`
+	Model      string            `json:"model"`
+	Content    []json.RawMessage `json:"content"`
+	StopReason string            `json:"stop_reason"`
+}
+
+// --- host → CLI ---
+
+type controlRequest struct {
+	Type      string `json:"type"`
+	RequestID string `json:"request_id"`
+	Request   any    `json:"request"`
+}
+
+type initializeRequest struct {
+	Subtype      string   `json:"subtype"`
+	SystemPrompt []string `json:"systemPrompt"`
+}
+
+type interruptRequest struct {
+	Subtype string `json:"subtype"`
+}
+
+type userLine struct {
+	Type            string      `json:"type"`
+	SessionID       string      `json:"session_id"`
+	Message         userMessage `json:"message"`
+	ParentToolUseID *string     `json:"parent_tool_use_id"`
+}
+
+type userMessage struct {
+	Role    string            `json:"role"`
+	Content []json.RawMessage `json:"content"`
+}
+
+type controlResponse struct {
+	Type     string       `json:"type"`
+	Response responseBody `json:"response"`
+}
+
+type responseBody struct {
+	Subtype   string `json:"subtype"`
+	RequestID string `json:"request_id"`
+	Response  any    `json:"response,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+// controlResponsePayload is the inner part of a control_response line.
+type controlResponsePayload struct {
+	Subtype   string          `json:"subtype"`
+	RequestID string          `json:"request_id"`
+	Response  json.RawMessage `json:"response"`
+	Error     string          `json:"error"`
+}
+
+// incomingRequest is a control request from the CLI.
+type incomingRequest struct {
+	Subtype  string          `json:"subtype"`
+	ToolName string          `json:"tool_name"`
+	ToolUse  string          `json:"tool_use_id"`
+	Message  json.RawMessage `json:"message"`
+}

@@ -1,0 +1,361 @@
+package claude
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/meridian-gw/meridian/internal/backend"
+)
+
+// translator turns one turn's CLI output into backend events.
+//
+// The CLI relays the upstream's SSE events as stream_event lines, one
+// upstream message per API call. A turn may span several calls (the CLI
+// answers a tool call and asks again), each restarting block indices at 0,
+// so blocks get turn-wide indices here. When a stream breaks, the CLI marks
+// the begun blocks abandoned and retries without streaming; that retry's
+// content arrives only as assistant lines, one block per line, and is
+// replayed here as start/delta/stop events so no answer is lost.
+type translator struct {
+	emit func(*backend.Event) error
+	ev   backend.Event
+	next int        // next turn-wide block index
+	msgs []*message // upstream messages of this turn, in order
+
+	apiErr    *line // synthetic assistant line describing an API error
+	retry     *line // last system/api_retry line
+	rateLimit *line // last rate_limit_event line
+}
+
+// message tracks one upstream message within the turn.
+type message struct {
+	id         string
+	streamed   bool  // its stream events were seen
+	index      []int // upstream block index → turn index, -1 when not forwarded
+	open       []bool
+	assistants int  // assistant lines seen (one per block)
+	stopped    bool // a stop reason was reported
+}
+
+func newTranslator(emit func(*backend.Event) error) *translator {
+	return &translator{emit: emit}
+}
+
+// forwarded reports whether a block type reaches the client. The session
+// offers the model no tools, so any tool call is the CLI's own business.
+func forwarded(blockType string) bool {
+	switch blockType {
+	case "text", "thinking", "redacted_thinking":
+		return true
+	}
+	return false
+}
+
+// handle processes one line; it returns the turn's result on the last line.
+func (t *translator) handle(l *line) (*backend.Result, error) {
+	if l.ParentToolUseID != nil && *l.ParentToolUseID != "" {
+		return nil, nil // a subagent's traffic, not the answer
+	}
+	switch l.Type {
+	case "stream_event":
+		return nil, t.streamEvent(l)
+	case "assistant":
+		return nil, t.assistant(l)
+	case "result":
+		return t.result(l), nil
+	case "system":
+		if l.Subtype == "api_retry" {
+			t.retry = l
+			t.ev = backend.Event{Kind: backend.Retry, RetryDelay: millis(l.RetryDelayMS), Status: intOr(l.ErrorStatus)}
+			return nil, t.emit(&t.ev)
+		}
+	case "rate_limit_event":
+		if l.RateLimitInfo != nil {
+			t.rateLimit = l
+			t.ev = backend.Event{Kind: backend.RateLimit, LimitStatus: l.RateLimitInfo.Status, ResetsAt: unixTime(l.RateLimitInfo.ResetsAt)}
+			return nil, t.emit(&t.ev)
+		}
+	}
+	return nil, nil
+}
+
+func (t *translator) message(id string) *message {
+	for i := len(t.msgs) - 1; i >= 0; i-- {
+		if t.msgs[i].id == id {
+			return t.msgs[i]
+		}
+	}
+	m := &message{id: id}
+	t.msgs = append(t.msgs, m)
+	return m
+}
+
+func (t *translator) streamEvent(l *line) error {
+	var se streamEvent
+	if err := json.Unmarshal(l.Event, &se); err != nil {
+		return nil // not a shape we know; the assistant line still carries the content
+	}
+	id := l.APIMessageID
+	switch se.Type {
+	case "message_start":
+		if id == "" && se.Message != nil {
+			id = se.Message.ID
+		}
+		m := t.message(id)
+		m.streamed = true
+		t.ev = backend.Event{Kind: backend.MessageStart}
+		if se.Message != nil && se.Message.Usage != nil {
+			t.ev.Usage = se.Message.Usage.backend()
+		}
+		return t.emit(&t.ev)
+	case "content_block_start":
+		m := t.message(id)
+		m.streamed = true
+		var bt typeOnly
+		_ = json.Unmarshal(se.ContentBlock, &bt)
+		idx := -1
+		if forwarded(bt.Type) {
+			idx = t.next
+			t.next++
+		}
+		m.setIndex(se.Index, idx)
+		if idx < 0 {
+			return nil
+		}
+		t.ev = backend.Event{Kind: backend.BlockStart, Index: idx, BlockType: bt.Type, Block: se.ContentBlock}
+		return t.emit(&t.ev)
+	case "content_block_delta":
+		m := t.message(id)
+		idx := m.turnIndex(se.Index)
+		if idx < 0 {
+			return nil
+		}
+		var df deltaFields
+		_ = json.Unmarshal(se.Delta, &df)
+		t.ev = backend.Event{Kind: backend.BlockDelta, Index: idx, DeltaType: df.Type, Delta: se.Delta, Text: df.Text}
+		return t.emit(&t.ev)
+	case "content_block_stop":
+		m := t.message(id)
+		idx := m.turnIndex(se.Index)
+		if idx < 0 || !m.open[se.Index] {
+			return nil
+		}
+		m.open[se.Index] = false
+		t.ev = backend.Event{Kind: backend.BlockStop, Index: idx}
+		return t.emit(&t.ev)
+	case "message_delta":
+		m := t.message(id)
+		var df deltaFields
+		_ = json.Unmarshal(se.Delta, &df)
+		if df.StopReason == "" || m.stopped {
+			return nil
+		}
+		m.stopped = true
+		t.ev = backend.Event{Kind: backend.MessageDelta, StopReason: df.StopReason}
+		if se.Usage != nil {
+			t.ev.Usage = se.Usage.backend()
+		}
+		return t.emit(&t.ev)
+	case "message_stop":
+		if ab := l.AbandonedBlocks; ab != nil {
+			return t.abandon(t.message(ab.APIMessageID), ab.FromBlockIndex)
+		}
+	}
+	return nil
+}
+
+// abandon closes and abandons the blocks of a message that broke off.
+func (t *translator) abandon(m *message, from int) error {
+	for up := max(from, 0); up < len(m.index); up++ {
+		idx := m.index[up]
+		if idx < 0 {
+			continue
+		}
+		if m.open[up] {
+			m.open[up] = false
+			t.ev = backend.Event{Kind: backend.BlockStop, Index: idx}
+			if err := t.emit(&t.ev); err != nil {
+				return err
+			}
+		}
+		t.ev = backend.Event{Kind: backend.Abandon, Index: idx}
+		if err := t.emit(&t.ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// assistant handles a complete assistant line. Streamed messages were
+// already relayed block by block; a message that was never streamed (the
+// CLI's non-streaming fallback) is replayed from these lines.
+func (t *translator) assistant(l *line) error {
+	if l.IsAPIErrorMessage {
+		t.apiErr = l
+		return nil
+	}
+	var am assistantMessage
+	if err := json.Unmarshal(l.Message, &am); err != nil || am.ID == "" {
+		return nil
+	}
+	m := t.message(am.ID)
+	m.assistants++
+	if m.streamed {
+		return nil
+	}
+	for _, block := range am.Content {
+		if err := t.replayBlock(block); err != nil {
+			return err
+		}
+	}
+	if am.StopReason != "" && !m.stopped {
+		m.stopped = true
+		t.ev = backend.Event{Kind: backend.MessageDelta, StopReason: am.StopReason}
+		return t.emit(&t.ev)
+	}
+	return nil
+}
+
+// replayBlock emits a complete block as start, deltas and stop, the way a
+// stream would have carried it.
+func (t *translator) replayBlock(block json.RawMessage) error {
+	var b struct {
+		Type      string `json:"type"`
+		Text      string `json:"text"`
+		Thinking  string `json:"thinking"`
+		Signature string `json:"signature"`
+	}
+	if json.Unmarshal(block, &b) != nil || !forwarded(b.Type) {
+		return nil
+	}
+	idx := t.next
+	t.next++
+	start, deltas := block, []json.RawMessage(nil)
+	switch b.Type {
+	case "text":
+		start = json.RawMessage(`{"type":"text","text":""}`)
+		deltas = append(deltas, mustJSON(map[string]string{"type": "text_delta", "text": b.Text}))
+	case "thinking":
+		start = json.RawMessage(`{"type":"thinking","thinking":"","signature":""}`)
+		deltas = append(deltas, mustJSON(map[string]string{"type": "thinking_delta", "thinking": b.Thinking}))
+		if b.Signature != "" {
+			deltas = append(deltas, mustJSON(map[string]string{"type": "signature_delta", "signature": b.Signature}))
+		}
+	}
+	t.ev = backend.Event{Kind: backend.BlockStart, Index: idx, BlockType: b.Type, Block: start}
+	if err := t.emit(&t.ev); err != nil {
+		return err
+	}
+	for _, d := range deltas {
+		var df deltaFields
+		_ = json.Unmarshal(d, &df)
+		t.ev = backend.Event{Kind: backend.BlockDelta, Index: idx, DeltaType: df.Type, Delta: d, Text: df.Text}
+		if err := t.emit(&t.ev); err != nil {
+			return err
+		}
+	}
+	t.ev = backend.Event{Kind: backend.BlockStop, Index: idx}
+	return t.emit(&t.ev)
+}
+
+func (m *message) setIndex(up, idx int) {
+	for len(m.index) <= up {
+		m.index = append(m.index, -1)
+		m.open = append(m.open, false)
+	}
+	m.index[up] = idx
+	m.open[up] = idx >= 0
+}
+
+func (m *message) turnIndex(up int) int {
+	if up < 0 || up >= len(m.index) {
+		return -1
+	}
+	return m.index[up]
+}
+
+// result builds the turn's result. The CLI reports API errors as subtype
+// "success" with is_error set, so both are checked.
+func (t *translator) result(l *line) *backend.Result {
+	res := &backend.Result{SessionID: l.SessionID, StopReason: l.StopReason}
+	if l.Usage != nil {
+		res.Usage = l.Usage.backend()
+	}
+	if l.IsError || l.Subtype != "success" {
+		res.Failure = t.failure(l)
+		res.StopReason = ""
+	}
+	return res
+}
+
+func (t *translator) failure(l *line) *backend.Failure {
+	f := &backend.Failure{Kind: backend.FailBackend, Message: l.Result}
+	if f.Message == "" {
+		f.Message = strings.Join(l.Errors, "; ")
+	}
+	if f.Message == "" {
+		f.Message = "claude ended the turn with " + l.Subtype
+	}
+	status := intOr(l.APIErrorStatus)
+	errType := l.APIErrorType
+	if t.apiErr != nil {
+		if status == 0 {
+			status = intOr(t.apiErr.APIErrorStatus)
+		}
+		if errType == "" {
+			errType = t.apiErr.APIErrorType
+		}
+		if p := t.apiErr.APIErrorParams; p != nil && p.RateLimitInfo != nil {
+			f.ResetsAt = unixTime(p.RateLimitInfo.ResetsAt)
+		}
+	}
+	switch {
+	case l.TerminalReason == "prompt_too_long":
+		f.Kind, f.Status = backend.FailPromptTooLong, 400
+	case l.Subtype == "error_max_turns" || l.Subtype == "error_max_budget_usd" || l.APIError == "max_output_tokens":
+		f.Kind = backend.FailLimit
+	case status != 0 || l.TerminalReason == "api_error":
+		f.Kind, f.Status, f.Type = backend.FailUpstream, status, errType
+	}
+	if t.retry != nil && status != 0 && intOr(t.retry.ErrorStatus) == status {
+		f.RetryDelay = millis(t.retry.RetryDelayMS)
+	}
+	if f.ResetsAt.IsZero() && t.rateLimit != nil && t.rateLimit.RateLimitInfo.Status == "rejected" {
+		f.ResetsAt = unixTime(t.rateLimit.RateLimitInfo.ResetsAt)
+	}
+	return f
+}
+
+func (u *usageJSON) backend() backend.Usage {
+	return backend.Usage{
+		InputTokens:              u.InputTokens,
+		OutputTokens:             u.OutputTokens,
+		CacheCreationInputTokens: u.CacheCreationInputTokens,
+		CacheReadInputTokens:     u.CacheReadInputTokens,
+	}
+}
+
+func intOr(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+func millis(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
+
+func unixTime(sec float64) time.Time {
+	if sec <= 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, int64(sec*float64(time.Second)))
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only called with string maps
+	}
+	return b
+}

@@ -1,0 +1,167 @@
+package claude
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/meridian-gw/meridian/internal/backend"
+)
+
+// errBusy reports a second concurrent turn on one process.
+var errBusy = errors.New("claude: a turn is already running on this process")
+
+// Turn implements backend.Session. It writes the user message without
+// waiting for the CLI's init (the CLI prints nothing before it has input),
+// then relays the turn's output until the result line.
+func (p *Process) Turn(ctx context.Context, in backend.Input, emit func(*backend.Event) error) (*backend.Result, error) {
+	p.mu.Lock()
+	if p.broken != nil {
+		err := p.broken
+		p.mu.Unlock()
+		return nil, err
+	}
+	if p.inTurn {
+		p.mu.Unlock()
+		return nil, errBusy
+	}
+	p.inTurn = true
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.inTurn = false
+		p.mu.Unlock()
+	}()
+
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := p.writeUser(ctx, in.Content); err != nil {
+		p.markBroken(err)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return p.crashResult(), nil
+	}
+
+	t := newTranslator(emit)
+	for {
+		select {
+		case l, ok := <-p.lines:
+			if !ok {
+				p.markBroken(errors.New("claude exited"))
+				return p.crashResult(), nil
+			}
+			if l.Type == "system" && l.Subtype == "init" {
+				p.setSessionID(l.SessionID)
+			}
+			res, err := t.handle(l)
+			if err != nil {
+				p.log.Debug("turn output refused; interrupting", "err", err)
+				p.settle()
+				return nil, err
+			}
+			if res != nil {
+				p.setSessionID(res.SessionID)
+				return res, nil
+			}
+		case <-ctx.Done():
+			p.settle()
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// writeUser sends the user message. A cancelled context aborts a write the
+// CLI is not reading, by closing stdin.
+func (p *Process) writeUser(ctx context.Context, content []json.RawMessage) error {
+	stop := context.AfterFunc(ctx, func() { _ = p.proc.Stdin().Close() })
+	defer stop()
+	return p.writeJSON(userLine{
+		Type:    "user",
+		Message: userMessage{Role: "user", Content: guardSlashCommand(content)},
+	})
+}
+
+// settle interrupts the running turn and waits, up to InterruptGrace, for
+// its result line, so the process is left between turns. If the result does
+// not come the process is marked broken and must be closed.
+func (p *Process) settle() {
+	if err := p.interrupt(); err != nil {
+		p.markBroken(fmt.Errorf("interrupt: %w", err))
+		return
+	}
+	deadline := time.NewTimer(p.d.cfg.InterruptGrace)
+	defer deadline.Stop()
+	for {
+		select {
+		case l, ok := <-p.lines:
+			if !ok {
+				p.markBroken(errors.New("claude exited during interrupt"))
+				return
+			}
+			if l.Type == "result" {
+				p.setSessionID(l.SessionID)
+				return
+			}
+		case <-deadline.C:
+			p.markBroken(errors.New("claude did not end an interrupted turn in time"))
+			return
+		}
+	}
+}
+
+func (p *Process) markBroken(err error) {
+	p.mu.Lock()
+	if p.broken == nil {
+		p.broken = err
+	}
+	p.mu.Unlock()
+}
+
+// crashResult reports a process that went away mid-turn.
+func (p *Process) crashResult() *backend.Result {
+	return &backend.Result{
+		SessionID: p.ID(),
+		Failure:   &backend.Failure{Kind: backend.FailBackend, Message: p.exitError()},
+	}
+}
+
+// guardSlashCommand keeps the CLI from taking a user message for one of its
+// own commands. The CLI checks whether the last text block starts with "/"
+// and names a command it knows ("/compact"), and then answers it itself.
+// Splitting the leading slash into its own block leaves the text the model
+// sees unchanged while the last block no longer starts with "/".
+func guardSlashCommand(content []json.RawMessage) []json.RawMessage {
+	if len(content) == 0 {
+		return content
+	}
+	last := content[len(content)-1]
+	var b struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(last, &b) != nil || b.Type != "text" {
+		return content
+	}
+	trimmed := strings.TrimLeft(b.Text, " \t\r\n")
+	if !strings.HasPrefix(trimmed, "/") || len(trimmed) == 1 {
+		return content
+	}
+	cut := len(b.Text) - len(trimmed) + 1
+	out := make([]json.RawMessage, 0, len(content)+1)
+	out = append(out, content[:len(content)-1]...)
+	out = append(out, textBlock(b.Text[:cut]), textBlock(b.Text[cut:]))
+	return out
+}
+
+func textBlock(s string) json.RawMessage {
+	b, _ := json.Marshal(struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}{"text", s})
+	return b
+}

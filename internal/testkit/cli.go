@@ -1,0 +1,138 @@
+package testkit
+
+import (
+	"bytes"
+	"crypto/rand"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The pinned claude CLI lives in the repository's ignored tools folder,
+// installed by scripts/install-claude at the version in scripts/claude-version.
+const (
+	versionFile = "scripts/claude-version"
+	toolsDir    = ".tools/claude"
+	binInPkg    = "node_modules/@anthropic-ai/claude-code-linux-x64/claude"
+)
+
+// RepoRoot returns the module root, found from the working directory.
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// ClaudeVersion returns the pinned CLI version.
+func ClaudeVersion(t testing.TB) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(RepoRoot(t), versionFile))
+	if err != nil {
+		t.Fatalf("read pinned claude version: %v", err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// ClaudePath returns the pinned real CLI. MERIDIAN_TEST_CLAUDE overrides the
+// location. When the binary is missing the test is skipped, except under CI
+// (CI set), where a missing CLI fails the run: the real-CLI tests must not
+// silently vanish.
+func ClaudePath(t testing.TB) string {
+	t.Helper()
+	path := os.Getenv("MERIDIAN_TEST_CLAUDE")
+	if path == "" {
+		path = filepath.Join(RepoRoot(t), toolsDir, ClaudeVersion(t), binInPkg)
+	}
+	if st, err := os.Stat(path); err != nil || st.IsDir() {
+		msg := fmt.Sprintf("real claude CLI not found at %s; run scripts/install-claude", path)
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg + " (CI is set: real-CLI tests may not be skipped)")
+		}
+		t.Skip(msg)
+	}
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+		t.Skipf("the pinned CLI is linux-x64; this is %s/%s", runtime.GOOS, runtime.GOARCH)
+	}
+	return path
+}
+
+// ClaudeEnv returns an isolated environment for a CLI talking to the fake
+// upstream at baseURL: a temporary HOME and config dir, a dummy API key,
+// no retries, and a marker variable that Processes finds the CLI's
+// processes by.
+func ClaudeEnv(t testing.TB, baseURL string) (env []string, marker string) {
+	t.Helper()
+	home := t.TempDir()
+	marker = rand.Text()
+	env = []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + home,
+		"CLAUDE_CONFIG_DIR=" + filepath.Join(home, ".claude"),
+		"ANTHROPIC_BASE_URL=" + baseURL,
+		"ANTHROPIC_API_KEY=test-key",
+		"CLAUDE_CODE_MAX_RETRIES=0",
+		"TMPDIR=" + home,
+		"MERIDIAN_TEST_MARKER=" + marker,
+	}
+	return env, marker
+}
+
+// Processes lists the pids of live processes whose environment carries the
+// marker from ClaudeEnv. Zombies count as gone.
+func Processes(marker string) []int {
+	want := []byte("MERIDIAN_TEST_MARKER=" + marker + "\x00")
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil || !bytes.Contains(append(env, 0), want) {
+			continue
+		}
+		if stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil {
+			// Field 3, after the parenthesised command name, is the state.
+			if i := bytes.LastIndexByte(stat, ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+				continue
+			}
+		}
+		pids = append(pids, pid)
+	}
+	return pids
+}
+
+// WaitNoProcesses fails the test unless every process carrying the marker
+// is gone within d.
+func WaitNoProcesses(t testing.TB, marker string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		pids := Processes(marker)
+		if len(pids) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processes still alive after %v: %v", d, pids)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

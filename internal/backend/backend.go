@@ -160,3 +160,28 @@ func (f *Failure) Error() string { return f.Message }
 // ErrUnavailable wraps failures to start a backend that retrying cannot
 // fix until the operator acts (for example, the CLI is not installed).
 var ErrUnavailable = errors.New("backend unavailable")
+
+// Inspector reports facts about a backend for health and model listings.
+type Inspector interface {
+	// Version is the backend CLI's version.
+	Version(ctx context.Context) (string, error)
+	// Auth is the backend's login state.
+	Auth(ctx context.Context) (Auth, error)
+	// Models lists the models the backend offers.
+	Models(ctx context.Context) ([]Model, error)
+}
+
+// Auth is a backend's login state.
+type Auth struct {
+	LoggedIn bool   `json:"logged_in"`
+	Method   string `json:"method,omitempty"`
+	Provider string `json:"provider,omitempty"`
+}
+
+// Model is one model a backend offers.
+type Model struct {
+	Alias       string // what the backend accepts, e.g. "opus"
+	ID          string // the model id it resolves to
+	DisplayName string
+	Description string
+}

@@ -86,9 +86,9 @@ func New(cfg Config) *Driver {
 	return &Driver{cfg: cfg, log: cfg.Logger}
 }
 
-// Resolve finds the CLI binary, or returns an error wrapping
+// Locate finds the CLI binary, or returns an error wrapping
 // backend.ErrUnavailable that says how to install it.
-func (d *Driver) Resolve() (string, error) {
+func (d *Driver) Locate() (string, error) {
 	if _, isExec := d.cfg.Launcher.(ExecLauncher); !isExec {
 		return d.cfg.Path, nil // a stand-in launcher interprets the path itself
 	}
@@ -121,7 +121,7 @@ func (d *Driver) launch(ctx context.Context, opts backend.StartOptions) (*Proces
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	path, err := d.Resolve()
+	path, err := d.Locate()
 	if err != nil {
 		return nil, err
 	}

@@ -13,19 +13,11 @@ import (
 	"github.com/meridian-gw/meridian/internal/backend"
 )
 
-// AuthStatus is the CLI's view of its login, from `claude auth status`.
-type AuthStatus struct {
+// authStatus is the output of `claude auth status --json`.
+type authStatus struct {
 	LoggedIn    bool   `json:"loggedIn"`
 	AuthMethod  string `json:"authMethod"`
 	APIProvider string `json:"apiProvider"`
-}
-
-// Model is one model the CLI offers, from its initialize reply.
-type Model struct {
-	Alias       string // the value the CLI accepts, e.g. "opus"
-	ID          string // the model id it resolves to
-	DisplayName string
-	Description string
 }
 
 // Version runs `claude --version` and returns the version number.
@@ -43,21 +35,21 @@ func (d *Driver) Version(ctx context.Context) (string, error) {
 
 // Auth runs `claude auth status --json`. A logged-out CLI exits 1 but still
 // prints its status, which is then returned without error.
-func (d *Driver) Auth(ctx context.Context) (AuthStatus, error) {
+func (d *Driver) Auth(ctx context.Context) (backend.Auth, error) {
 	out, runErr := d.run(ctx, "auth", "status", "--json")
-	var st AuthStatus
+	var st authStatus
 	if err := json.Unmarshal(bytes.TrimSpace(out), &st); err != nil {
 		if runErr != nil {
-			return st, runErr
+			return backend.Auth{}, runErr
 		}
-		return st, fmt.Errorf("claude auth status: unexpected output %q", truncate(out, 120))
+		return backend.Auth{}, fmt.Errorf("claude auth status: unexpected output %q", truncate(out, 120))
 	}
-	return st, nil
+	return backend.Auth{LoggedIn: st.LoggedIn, Method: st.AuthMethod, Provider: st.APIProvider}, nil
 }
 
 // Models starts a CLI process only to read the model list from its
 // initialize reply; no user message is sent, so no API call is made.
-func (d *Driver) Models(ctx context.Context) ([]Model, error) {
+func (d *Driver) Models(ctx context.Context) ([]backend.Model, error) {
 	p, err := d.launch(ctx, backend.StartOptions{})
 	if err != nil {
 		return nil, err
@@ -78,9 +70,9 @@ func (d *Driver) Models(ctx context.Context) ([]Model, error) {
 	if err := json.Unmarshal(raw, &reply); err != nil {
 		return nil, fmt.Errorf("claude initialize reply: %w", err)
 	}
-	models := make([]Model, 0, len(reply.Models))
+	models := make([]backend.Model, 0, len(reply.Models))
 	for _, m := range reply.Models {
-		models = append(models, Model{Alias: m.Value, ID: m.ResolvedModel, DisplayName: m.DisplayName, Description: m.Description})
+		models = append(models, backend.Model{Alias: m.Value, ID: m.ResolvedModel, DisplayName: m.DisplayName, Description: m.Description})
 	}
 	return models, nil
 }
@@ -88,7 +80,7 @@ func (d *Driver) Models(ctx context.Context) ([]Model, error) {
 // run executes a short CLI command and returns its stdout. The process is
 // killed when ctx ends and always joined.
 func (d *Driver) run(ctx context.Context, args ...string) ([]byte, error) {
-	path, err := d.Resolve()
+	path, err := d.Locate()
 	if err != nil {
 		return nil, err
 	}

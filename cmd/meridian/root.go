@@ -1,0 +1,201 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/meridian-gw/meridian/internal/gateway"
+	"github.com/meridian-gw/meridian/internal/httpapi"
+)
+
+// serveConfig is everything `meridian serve` is configured with.
+type serveConfig struct {
+	Host          string
+	Port          int
+	ClaudePath    string
+	MaxConcurrent int
+	QueueTimeout  time.Duration
+	DataDir       string
+	APIKey        string
+	MaxBodyBytes  int64
+	LogLevel      string
+	LogFormat     string
+}
+
+func newRootCommand(environ []string) *cobra.Command {
+	env := envMap(environ)
+	cfg := &serveConfig{}
+	var envErr error
+	serve := func(cmd *cobra.Command, _ []string) error {
+		if envErr != nil {
+			return envErr
+		}
+		return runServe(cmd.Context(), cfg, environ, cmd.ErrOrStderr())
+	}
+	root := &cobra.Command{
+		Use:           "meridian",
+		Short:         "A local Anthropic Messages API gateway backed by the official claude CLI",
+		Long:          "meridian serves the Anthropic Messages API on a local port and answers by driving the official claude CLI.\nWith no subcommand it runs `meridian serve`.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE:          serve,
+	}
+	serveCmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the gateway (the default command)",
+		Args:  cobra.NoArgs,
+		RunE:  serve,
+	}
+	// The flags belong to both root and serve, so `meridian --port 1` and
+	// `meridian serve --port 1` mean the same.
+	for _, c := range []*cobra.Command{root, serveCmd} {
+		if err := bindServeFlags(c.Flags(), cfg, env); err != nil && envErr == nil {
+			envErr = err
+		}
+	}
+	root.AddCommand(serveCmd, &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) {
+			fmt.Fprintln(cmd.OutOrStdout(), "meridian", version())
+		},
+	})
+	return root
+}
+
+// bindServeFlags declares the serve flags; each has an environment twin
+// that sets its default, and the flag wins over the variable.
+func bindServeFlags(fs *pflag.FlagSet, cfg *serveConfig, env map[string]string) error {
+	var firstErr error
+	note := func(err error) {
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	str := func(p *string, name, envName, def, usage string) {
+		if v, ok := env[envName]; ok && v != "" {
+			def = v
+		}
+		fs.StringVar(p, name, def, usage+" ("+envName+")")
+	}
+	integer := func(p *int, name, envName string, def int, usage string) {
+		if v, ok := env[envName]; ok && v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				note(fmt.Errorf("%s=%q: not an integer", envName, v))
+			} else {
+				def = n
+			}
+		}
+		fs.IntVar(p, name, def, usage+" ("+envName+")")
+	}
+	str(&cfg.Host, "host", "MERIDIAN_HOST", "127.0.0.1", "address to listen on")
+	integer(&cfg.Port, "port", "MERIDIAN_PORT", 3456, "port to listen on")
+	str(&cfg.ClaudePath, "claude-path", "MERIDIAN_CLAUDE_PATH", "claude", "the claude CLI binary, a path or a name on PATH")
+	integer(&cfg.MaxConcurrent, "max-concurrent", "MERIDIAN_MAX_CONCURRENT", gateway.DefaultMaxConcurrent, "most claude processes running at once")
+	str(&cfg.DataDir, "data-dir", "MERIDIAN_DATA_DIR", defaultDataDir(env), "where Meridian keeps its state")
+	str(&cfg.APIKey, "api-key", "MERIDIAN_API_KEY", "", "require this key (x-api-key or Authorization: Bearer) on /v1/*; needed to listen beyond loopback")
+	str(&cfg.LogLevel, "log-level", "MERIDIAN_LOG_LEVEL", "info", "debug, info, warn or error")
+	str(&cfg.LogFormat, "log-format", "MERIDIAN_LOG_FORMAT", "text", "text or json")
+
+	queue := gateway.DefaultQueueTimeout
+	if v, ok := env["MERIDIAN_QUEUE_TIMEOUT"]; ok && v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			note(fmt.Errorf("MERIDIAN_QUEUE_TIMEOUT=%q: not a duration (e.g. 30s)", v))
+		} else {
+			queue = d
+		}
+	}
+	fs.DurationVar(&cfg.QueueTimeout, "queue-timeout", queue, "longest a request waits for a free claude slot before a 529 (MERIDIAN_QUEUE_TIMEOUT)")
+
+	body := int64(httpapi.DefaultMaxBodyBytes)
+	if v, ok := env["MERIDIAN_MAX_BODY_BYTES"]; ok && v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			note(fmt.Errorf("MERIDIAN_MAX_BODY_BYTES=%q: not a positive integer", v))
+		} else {
+			body = n
+		}
+	}
+	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", body, "largest request body accepted (MERIDIAN_MAX_BODY_BYTES)")
+	return firstErr
+}
+
+func envMap(environ []string) map[string]string {
+	m := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// defaultDataDir follows the XDG base directory convention.
+func defaultDataDir(env map[string]string) string {
+	if d := env["XDG_DATA_HOME"]; d != "" {
+		return filepath.Join(d, "meridian")
+	}
+	if home := env["HOME"]; home != "" {
+		return filepath.Join(home, ".local", "share", "meridian")
+	}
+	return filepath.Join(os.TempDir(), "meridian")
+}
+
+// version reports the module version and VCS revision the binary was
+// built from.
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := info.Main.Version
+	if v == "" || v == "(devel)" {
+		v = "dev"
+	}
+	var rev, dirty string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+dirty"
+			}
+		}
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if rev != "" {
+		v += " (" + rev + dirty + ")"
+	}
+	return v
+}
+
+func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: l}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+}

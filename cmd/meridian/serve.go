@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/meridian-gw/meridian/internal/backend/claude"
+	"github.com/meridian-gw/meridian/internal/gateway"
+	"github.com/meridian-gw/meridian/internal/httpapi"
+)
+
+// runServe runs the gateway until ctx ends.
+func runServe(ctx context.Context, cfg *serveConfig, environ []string, logTo io.Writer) error {
+	log, err := newLogger(cfg.LogLevel, cfg.LogFormat, logTo)
+	if err != nil {
+		return err
+	}
+	if cfg.Port < 0 || cfg.Port > 65535 {
+		return fmt.Errorf("--port %d: out of range", cfg.Port)
+	}
+	if cfg.MaxConcurrent < 1 {
+		return fmt.Errorf("--max-concurrent %d: must be at least 1", cfg.MaxConcurrent)
+	}
+	// The CLI runs in a workspace of its own, so it never sees the
+	// directory meridian happened to be started in.
+	workspace := filepath.Join(cfg.DataDir, "workspace")
+	if err := os.MkdirAll(workspace, 0o700); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	addr := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
+
+	driver := claude.New(claude.Config{
+		Path:     cfg.ClaudePath,
+		Env:      environ,
+		SelfAddr: addr,
+		Logger:   log.With("component", "claude"),
+	})
+	gw := gateway.New(gateway.Config{
+		Backend:       driver,
+		Inspector:     driver,
+		Workspace:     workspace,
+		MaxConcurrent: cfg.MaxConcurrent,
+		QueueTimeout:  cfg.QueueTimeout,
+		Logger:        log.With("component", "gateway"),
+	})
+	defer gw.Close()
+	srv, err := httpapi.New(httpapi.Config{
+		Addr:         addr,
+		APIKey:       cfg.APIKey,
+		MaxBodyBytes: cfg.MaxBodyBytes,
+		Version:      version(),
+		Gateway:      gw,
+		Logger:       log.With("component", "http"),
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := srv.Listen()
+	if err != nil {
+		return err
+	}
+	if path, err := driver.Locate(); err != nil {
+		log.Warn("claude CLI not available: requests will fail with 503 until it is", "err", err)
+	} else {
+		log.Info("using claude CLI", "path", path)
+	}
+	log.Info("meridian listening", "addr", ln.Addr().String(), "version", version(), "data_dir", cfg.DataDir,
+		"max_concurrent", cfg.MaxConcurrent, "api_key", cfg.APIKey != "")
+	return srv.Serve(ctx, ln)
+}

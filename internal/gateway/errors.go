@@ -1,0 +1,96 @@
+package gateway
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/meridian-gw/meridian/internal/anthropic"
+	"github.com/meridian-gw/meridian/internal/backend"
+	"github.com/meridian-gw/meridian/internal/retryafter"
+)
+
+// Error is a failed request as the client should see it: an HTTP status,
+// an error type from the Anthropic vocabulary (other protocols map it), a
+// message, and for 429/503/529 the wait before retrying.
+type Error struct {
+	Status     int
+	Type       string
+	Message    string
+	RetryAfter time.Duration
+	// WaitSource says where RetryAfter came from, for logs.
+	WaitSource retryafter.Source
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Type, e.Message) }
+
+// RetryAfterSeconds is the wait in whole seconds, 0 when there is none.
+func (e *Error) RetryAfterSeconds() int {
+	if e.RetryAfter <= 0 {
+		return 0
+	}
+	return retryafter.Seconds(e.RetryAfter)
+}
+
+// newError builds an Error, computing the wait for statuses that carry one.
+func newError(status int, typ, msg string, facts retryafter.Facts) *Error {
+	e := &Error{Status: status, Type: typ, Message: msg}
+	facts.Status = status
+	if facts.Message == "" {
+		facts.Message = msg
+	}
+	e.RetryAfter, e.WaitSource = retryafter.Compute(facts)
+	return e
+}
+
+// InvalidRequest is a 400 for a request the gateway cannot serve.
+func InvalidRequest(msg string) *Error {
+	return &Error{Status: http.StatusBadRequest, Type: anthropic.ErrInvalidRequest, Message: msg}
+}
+
+// classify maps a failed turn to the client's error. It is pure: the
+// observed rate-limit window and the clock come in as arguments.
+func classify(f *backend.Failure, window, now time.Time) *Error {
+	facts := retryafter.Facts{
+		UpstreamDelay: f.RetryDelay,
+		ResetsAt:      f.ResetsAt,
+		Message:       f.Message,
+		WindowReset:   window,
+		Now:           now,
+	}
+	switch f.Kind {
+	case backend.FailPromptTooLong:
+		return newError(http.StatusBadRequest, anthropic.ErrInvalidRequest, "prompt is too long: "+f.Message, facts)
+	case backend.FailUnavailable:
+		return newError(http.StatusServiceUnavailable, anthropic.ErrAPI, f.Message, facts)
+	case backend.FailLimit, backend.FailBackend:
+		return newError(http.StatusInternalServerError, anthropic.ErrAPI, f.Message, facts)
+	}
+	status, typ := upstreamStatus(f.Status)
+	msg := f.Message
+	if status == http.StatusUnauthorized {
+		msg += " (the claude CLI is not logged in or its credentials were refused: run `claude login` or check `claude auth status`)"
+	}
+	return newError(status, typ, msg, facts)
+}
+
+// upstreamStatus maps the model API's HTTP status to the client's.
+func upstreamStatus(s int) (int, string) {
+	switch {
+	case s == 0:
+		// No HTTP answer at all: the API could not be reached.
+		return http.StatusServiceUnavailable, anthropic.ErrAPI
+	case s == http.StatusTooManyRequests:
+		return s, anthropic.ErrRateLimit
+	case s == anthropic.StatusOverloaded:
+		return s, anthropic.ErrOverloaded
+	case s == http.StatusServiceUnavailable:
+		return s, anthropic.ErrAPI
+	case s >= 500:
+		return http.StatusBadGateway, anthropic.ErrAPI
+	case s == http.StatusUnauthorized, s == http.StatusForbidden, s == http.StatusNotFound,
+		s == http.StatusRequestEntityTooLarge, s == http.StatusBadRequest:
+		return s, anthropic.ErrorTypeForStatus(s)
+	}
+	return http.StatusBadGateway, anthropic.ErrAPI
+}

@@ -1,0 +1,276 @@
+// Package gateway orchestrates one request: it plans the backend session,
+// waits for an admission slot, runs the turn, relays the output and turns
+// failures into client errors with a retry wait. It knows no transport.
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/meridian-gw/meridian/internal/admission"
+	"github.com/meridian-gw/meridian/internal/anthropic"
+	"github.com/meridian-gw/meridian/internal/backend"
+	"github.com/meridian-gw/meridian/internal/replay"
+	"github.com/meridian-gw/meridian/internal/retryafter"
+)
+
+// Config configures a Gateway.
+type Config struct {
+	Backend   backend.Backend
+	Inspector Inspector
+	// Workspace is the working directory backend processes run in.
+	Workspace string
+	// MaxConcurrent bounds running backend processes.
+	MaxConcurrent int
+	// QueueTimeout bounds how long a request waits for a slot.
+	QueueTimeout time.Duration
+	Logger       *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Inspector is what the gateway asks about its backend beyond sessions.
+type Inspector interface {
+	backend.Inspector
+	// Locate finds the backend's binary.
+	Locate() (string, error)
+}
+
+// Defaults for Config.
+const (
+	DefaultMaxConcurrent = 10
+	DefaultQueueTimeout  = 30 * time.Second
+)
+
+// Gateway serves model requests through a backend.
+type Gateway struct {
+	cfg    Config
+	log    *slog.Logger
+	slots  *admission.Limiter
+	window rateWindow
+	health healthCache
+	models modelCache
+	probes sync.WaitGroup // background backend probes
+}
+
+// New returns a Gateway.
+func New(cfg Config) *Gateway {
+	if cfg.MaxConcurrent <= 0 {
+		cfg.MaxConcurrent = DefaultMaxConcurrent
+	}
+	if cfg.QueueTimeout <= 0 {
+		cfg.QueueTimeout = DefaultQueueTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Gateway{
+		cfg:   cfg,
+		log:   cfg.Logger,
+		slots: admission.New(cfg.MaxConcurrent, cfg.QueueTimeout),
+	}
+}
+
+// NewMessageID returns a fresh id for a response message.
+func NewMessageID() string { return "msg_" + rand.Text() }
+
+// Messages answers one Messages API request, reporting the response to out.
+// The returned error is an *Error for the client, the context's error when
+// the client went away, or nil. If out was started, the caller renders an
+// *Error inside the response; otherwise as the whole response.
+func (g *Gateway) Messages(ctx context.Context, req *anthropic.MessagesRequest, id string, out Output) error {
+	opts, in, perr := g.plan(req)
+	if perr != nil {
+		return perr
+	}
+	release, err := g.admit(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+
+	began := g.cfg.Now()
+	sess, err := g.cfg.Backend.Start(ctx, opts)
+	if err != nil {
+		return g.startError(ctx, err)
+	}
+	// Close joins the process; it runs before the slot is released.
+	defer sess.Close()
+
+	r := newRelay(out, Start{ID: id, Model: req.Model}, req, sess.ID)
+	res, err := sess.Turn(ctx, in, func(ev *backend.Event) error {
+		g.observe(ev)
+		return r.handle(ev)
+	})
+	switch {
+	case errors.Is(err, errEnough):
+		err = r.finishEarly()
+		g.log.Info("turn cut short", "session", sess.ID(), "stop_sequence", r.stopAt, "took", g.cfg.Now().Sub(began))
+		return err
+	case err != nil:
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return err // the output refused a write: the client is gone
+	case res.Failure != nil:
+		e := classify(res.Failure, g.window.get(g.cfg.Now()), g.cfg.Now())
+		g.log.Warn("turn failed", "session", res.SessionID, "status", e.Status, "type", e.Type,
+			"retry_after", e.RetryAfter, "wait_source", e.WaitSource, "error", res.Failure.Message)
+		return e
+	}
+	g.log.Info("turn done", "session", res.SessionID, "stop", res.StopReason, "took", g.cfg.Now().Sub(began),
+		"input_tokens", res.Usage.InputTokens, "output_tokens", res.Usage.OutputTokens,
+		"cache_read", res.Usage.CacheReadInputTokens, "cache_write", res.Usage.CacheCreationInputTokens)
+	return r.finish(res)
+}
+
+// plan checks what the backend cannot do and derives the session options
+// and the message to send.
+func (g *Gateway) plan(req *anthropic.MessagesRequest) (backend.StartOptions, backend.Input, *Error) {
+	last := len(req.Messages) - 1
+	for last >= 0 && req.Messages[last].Role == anthropic.RoleSystem {
+		last--
+	}
+	if last < 0 {
+		return backend.StartOptions{}, backend.Input{}, InvalidRequest("messages: at least one user message is required")
+	}
+	if req.Messages[last].Role != anthropic.RoleUser {
+		return backend.StartOptions{}, backend.Input{}, InvalidRequest(fmt.Sprintf(
+			"messages.%d: the last message must be the user's; prefilling the assistant's reply is not supported by the claude backend", last))
+	}
+	if req.Effort != "" && !validEffort(req.Effort) {
+		return backend.StartOptions{}, backend.Input{}, InvalidRequest(fmt.Sprintf(
+			"output_config.effort: must be one of low, medium, high, xhigh, max; got %q", req.Effort))
+	}
+	opts := backend.StartOptions{
+		Model:           ResolveModel(req.Model),
+		System:          req.System,
+		Dir:             g.cfg.Workspace,
+		MaxOutputTokens: req.MaxTokens,
+		Effort:          req.Effort,
+	}
+	if t := req.Thinking; t != nil {
+		switch t.Type {
+		case "enabled":
+			opts.Thinking = backend.Thinking{Mode: backend.ThinkingEnabled, Budget: t.BudgetTokens}
+		case "adaptive":
+			opts.Thinking = backend.Thinking{Mode: backend.ThinkingAdaptive}
+		}
+	}
+	return opts, backend.Input{Content: replay.Render(req.Messages)}, nil
+}
+
+func validEffort(e string) bool {
+	switch e {
+	case "low", "medium", "high", "xhigh", "max":
+		return true
+	}
+	return false
+}
+
+// ResolveModel maps the model name a client sends to what the CLI takes.
+// Only "default" is rewritten (to the CLI's own default model); everything
+// else passes through: the CLI resolves its aliases (opus, sonnet, haiku)
+// and sends full model ids as they are.
+func ResolveModel(name string) string {
+	if name == "default" {
+		return ""
+	}
+	return name
+}
+
+// Ignored lists request parameters the backend cannot honour; they are
+// reported to the client rather than silently pretended.
+func Ignored(req *anthropic.MessagesRequest) []string {
+	var out []string
+	if req.Temperature != nil {
+		out = append(out, "temperature")
+	}
+	if req.TopP != nil {
+		out = append(out, "top_p")
+	}
+	if req.TopK != nil {
+		out = append(out, "top_k")
+	}
+	if len(req.Tools) > 0 {
+		out = append(out, "tools")
+	}
+	if len(req.ToolChoice) > 0 {
+		out = append(out, "tool_choice")
+	}
+	return out
+}
+
+func (g *Gateway) admit(ctx context.Context) (func(), error) {
+	release, err := g.slots.Acquire(ctx)
+	if err == nil {
+		return release, nil
+	}
+	if errors.Is(err, admission.ErrTimeout) {
+		_, waiting, size := g.slots.Stats()
+		return nil, newError(anthropic.StatusOverloaded, anthropic.ErrOverloaded, fmt.Sprintf(
+			"all %d claude process slots stayed busy for %s (%d more requests waiting); retry later or raise --max-concurrent",
+			size, g.cfg.QueueTimeout, waiting), retryafter.Facts{Now: g.cfg.Now()})
+	}
+	return nil, err
+}
+
+func (g *Gateway) startError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if errors.Is(err, backend.ErrUnavailable) {
+		return newError(http.StatusServiceUnavailable, anthropic.ErrAPI, err.Error(), retryafter.Facts{Now: g.cfg.Now()})
+	}
+	g.log.Error("backend start failed", "err", err)
+	return &Error{Status: http.StatusInternalServerError, Type: anthropic.ErrAPI, Message: "could not start claude: " + err.Error()}
+}
+
+// observe records what turn events say about the account.
+func (g *Gateway) observe(ev *backend.Event) {
+	switch ev.Kind {
+	case backend.RateLimit:
+		g.window.observe(ev.ResetsAt)
+		if ev.LimitStatus != "allowed" {
+			g.log.Info("rate limit window", "status", ev.LimitStatus, "resets_at", ev.ResetsAt)
+		}
+	case backend.Retry:
+		g.log.Info("upstream call will be retried", "status", ev.Status, "delay", ev.RetryDelay)
+	}
+}
+
+// Slots reports admission: processes running, requests waiting, the bound.
+func (g *Gateway) Slots() (inUse, waiting, size int) { return g.slots.Stats() }
+
+// rateWindow remembers the account's last observed rate-limit reset.
+type rateWindow struct {
+	mu    sync.Mutex
+	reset time.Time
+}
+
+func (w *rateWindow) observe(t time.Time) {
+	if t.IsZero() {
+		return
+	}
+	w.mu.Lock()
+	w.reset = t
+	w.mu.Unlock()
+}
+
+func (w *rateWindow) get(now time.Time) time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.reset.After(now) {
+		return w.reset
+	}
+	return time.Time{}
+}

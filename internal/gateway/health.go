@@ -1,0 +1,146 @@
+package gateway
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/meridian-gw/meridian/internal/backend"
+)
+
+// How long backend facts are trusted, and how long probing them may take.
+const (
+	authTTL       = 30 * time.Second
+	authFailTTL   = 5 * time.Second
+	versionTTL    = 10 * time.Minute
+	modelsTTL     = 10 * time.Minute
+	modelsFailTTL = 30 * time.Second
+	probeDeadline = 5 * time.Second
+)
+
+// Health is the gateway's state for GET /health.
+type Health struct {
+	Status    string       `json:"status"` // ok, degraded or unavailable
+	Claude    ClaudeHealth `json:"claude"`
+	Processes Slots        `json:"processes"`
+}
+
+// ClaudeHealth describes the CLI.
+type ClaudeHealth struct {
+	Found   bool          `json:"found"`
+	Path    string        `json:"path,omitempty"`
+	Version string        `json:"version,omitempty"`
+	Auth    *backend.Auth `json:"auth,omitempty"`
+	Error   string        `json:"error,omitempty"`
+}
+
+// Slots is the admission state.
+type Slots struct {
+	Running int `json:"running"`
+	Waiting int `json:"waiting"`
+	Max     int `json:"max"`
+}
+
+// Health probes the CLI (cached briefly, so a health-check storm starts no
+// process storm) and reports admission state.
+func (g *Gateway) Health(ctx context.Context) Health {
+	inUse, waiting, size := g.slots.Stats()
+	h := Health{Status: "ok", Processes: Slots{Running: inUse, Waiting: waiting, Max: size}}
+	path, err := g.cfg.Inspector.Locate()
+	if err != nil {
+		h.Status, h.Claude.Error = "unavailable", err.Error()
+		return h
+	}
+	h.Claude.Found, h.Claude.Path = true, path
+	version, verr := g.health.version.get(ctx, g, func(ctx context.Context) (string, time.Duration, error) {
+		v, err := g.cfg.Inspector.Version(ctx)
+		return v, versionTTL, err
+	})
+	auth, aerr := g.health.auth.get(ctx, g, func(ctx context.Context) (backend.Auth, time.Duration, error) {
+		a, err := g.cfg.Inspector.Auth(ctx)
+		if err != nil || !a.LoggedIn {
+			return a, authFailTTL, err
+		}
+		return a, authTTL, nil
+	})
+	h.Claude.Version = version
+	switch {
+	case verr != nil:
+		h.Status, h.Claude.Error = "degraded", "claude --version: "+verr.Error()
+	case aerr != nil:
+		h.Status, h.Claude.Error = "degraded", "claude auth status: "+aerr.Error()
+	case !auth.LoggedIn:
+		h.Claude.Auth = &auth
+		h.Status, h.Claude.Error = "unavailable", "claude is not logged in: run `claude login` (or set ANTHROPIC_API_KEY)"
+	default:
+		h.Claude.Auth = &auth
+	}
+	return h
+}
+
+// Close waits for background probes; each runs under its own deadline.
+func (g *Gateway) Close() { g.probes.Wait() }
+
+// Models lists the backend's models, cached.
+func (g *Gateway) Models(ctx context.Context) ([]backend.Model, error) {
+	return g.models.get(ctx, g, func(ctx context.Context) ([]backend.Model, time.Duration, error) {
+		m, err := g.cfg.Inspector.Models(ctx)
+		if err != nil {
+			return nil, modelsFailTTL, err
+		}
+		return m, modelsTTL, nil
+	})
+}
+
+type healthCache struct {
+	version cached[string]
+	auth    cached[backend.Auth]
+}
+
+type modelCache = cached[[]backend.Model]
+
+// cached holds one probed value. Concurrent callers share one probe; the
+// probe runs under its own deadline, detached from any one caller, so a
+// caller that leaves does not fail the others.
+type cached[T any] struct {
+	mu      sync.Mutex
+	val     T
+	err     error
+	expires time.Time
+	running chan struct{}
+}
+
+func (c *cached[T]) get(ctx context.Context, g *Gateway, probe func(context.Context) (T, time.Duration, error)) (T, error) {
+	c.mu.Lock()
+	if g.cfg.Now().Before(c.expires) {
+		defer c.mu.Unlock()
+		return c.val, c.err
+	}
+	running := c.running
+	if running == nil {
+		running = make(chan struct{})
+		c.running = running
+		g.probes.Go(func() { c.refresh(running, g.cfg.Now, probe) })
+	}
+	c.mu.Unlock()
+	select {
+	case <-running:
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.val, c.err
+}
+
+func (c *cached[T]) refresh(done chan struct{}, now func() time.Time, probe func(context.Context) (T, time.Duration, error)) {
+	ctx, cancel := context.WithTimeout(context.Background(), probeDeadline)
+	defer cancel()
+	start := now()
+	v, ttl, err := probe(ctx)
+	c.mu.Lock()
+	c.val, c.err, c.expires, c.running = v, err, start.Add(ttl), nil
+	c.mu.Unlock()
+	close(done)
+}

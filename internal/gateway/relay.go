@@ -1,0 +1,276 @@
+package gateway
+
+import (
+	"encoding/json"
+	"errors"
+
+	"github.com/meridian-gw/meridian/internal/anthropic"
+	"github.com/meridian-gw/meridian/internal/backend"
+	"github.com/meridian-gw/meridian/internal/textstop"
+)
+
+// Output receives one response as it is produced. Implementations render a
+// protocol (Anthropic SSE, an accumulated JSON message, later OpenAI). Block
+// indices are contiguous from 0. Calls come from one goroutine.
+type Output interface {
+	// Start begins the response; it comes once, before any block.
+	Start(Start) error
+	BlockStart(index int, block json.RawMessage) error
+	BlockDelta(index int, delta json.RawMessage) error
+	BlockStop(index int) error
+	// Abandon says the stopped block at index belonged to an upstream
+	// message that broke off and was retried. A stream cannot take it back;
+	// an accumulated answer leaves it out.
+	Abandon(index int)
+	// Finish ends a successful response.
+	Finish(Finish) error
+}
+
+// Start opens a response.
+type Start struct {
+	ID        string
+	Model     string
+	Usage     anthropic.Usage
+	SessionID string // the backend's session id, when known
+}
+
+// Finish closes a response.
+type Finish struct {
+	StopReason   string
+	StopSequence string
+	Usage        anthropic.Usage
+	SessionID    string
+}
+
+// errEnough ends a turn early: a stop sequence matched or the output limit
+// was reached, and the answer so far is the answer.
+var errEnough = errors.New("gateway: response complete")
+
+// relay turns backend events into Output calls for one response: it drops
+// blocks the client did not ask for (thinking), renumbers the rest,
+// applies stop sequences, and ends the response when the upstream reports
+// its output limit.
+type relay struct {
+	out      Output
+	start    Start
+	started  bool
+	thinking bool
+	session  func() string
+
+	blocks []block // by backend index
+	next   int     // next client index
+	stops  *textstop.Matcher
+	stopAt string // the stop sequence that matched
+
+	usage    anthropic.Usage // summed over finished upstream messages
+	msgUsage anthropic.Usage // the current upstream message's counts
+	delta    []byte
+}
+
+type block struct {
+	client int // client index, -1 when dropped
+	kind   string
+	open   bool
+}
+
+func newRelay(out Output, start Start, req *anthropic.MessagesRequest, session func() string) *relay {
+	return &relay{
+		out:      out,
+		start:    start,
+		session:  session,
+		thinking: req.Thinking.Enabled(),
+		stops:    textstop.New(req.StopSequences),
+	}
+}
+
+func (r *relay) begin() error {
+	if r.started {
+		return nil
+	}
+	r.started = true
+	r.start.SessionID = r.session()
+	return r.out.Start(r.start)
+}
+
+// handle is the backend's emit callback.
+func (r *relay) handle(ev *backend.Event) error {
+	switch ev.Kind {
+	case backend.MessageStart:
+		r.closeMessageUsage()
+		r.msgUsage = usageOf(ev.Usage)
+		if !r.started {
+			r.start.Usage = r.msgUsage
+		}
+		return r.begin()
+	case backend.BlockStart:
+		b := block{client: -1, kind: ev.BlockType}
+		if r.wanted(ev.BlockType) {
+			b.client, b.open = r.next, true
+			r.next++
+		}
+		r.setBlock(ev.Index, b)
+		if !b.open {
+			return nil
+		}
+		if err := r.begin(); err != nil {
+			return err
+		}
+		return r.out.BlockStart(b.client, ev.Block)
+	case backend.BlockDelta:
+		b := r.block(ev.Index)
+		if b == nil || !b.open {
+			return nil
+		}
+		if ev.DeltaType == "text_delta" && r.stops.Active() {
+			return r.textDelta(b, ev.Text)
+		}
+		return r.out.BlockDelta(b.client, ev.Delta)
+	case backend.BlockStop:
+		b := r.block(ev.Index)
+		if b == nil || !b.open {
+			return nil
+		}
+		if b.kind == "text" && r.stops.Active() {
+			if rest := r.stops.Flush(); rest != "" {
+				if err := r.writeText(b.client, rest); err != nil {
+					return err
+				}
+			}
+		}
+		return r.stopBlock(b)
+	case backend.Abandon:
+		if b := r.block(ev.Index); b != nil && b.client >= 0 {
+			r.out.Abandon(b.client)
+		}
+	case backend.MessageDelta:
+		if ev.Usage.OutputTokens > 0 {
+			r.msgUsage.OutputTokens = ev.Usage.OutputTokens
+		}
+		if ev.StopReason == anthropic.StopMaxTokens {
+			// The CLI would ask the model to go on; the Messages API stops.
+			return errEnough
+		}
+	}
+	return nil
+}
+
+func (r *relay) wanted(blockType string) bool {
+	switch blockType {
+	case "thinking", "redacted_thinking":
+		return r.thinking
+	}
+	return true
+}
+
+func (r *relay) setBlock(idx int, b block) {
+	for len(r.blocks) <= idx {
+		r.blocks = append(r.blocks, block{client: -1})
+	}
+	r.blocks[idx] = b
+}
+
+func (r *relay) block(idx int) *block {
+	if idx < 0 || idx >= len(r.blocks) {
+		return nil
+	}
+	return &r.blocks[idx]
+}
+
+func (r *relay) stopBlock(b *block) error {
+	b.open = false
+	return r.out.BlockStop(b.client)
+}
+
+// textDelta passes text through the stop-sequence matcher.
+func (r *relay) textDelta(b *block, text string) error {
+	release, stop := r.stops.Feed(text)
+	if release != "" {
+		if err := r.writeText(b.client, release); err != nil {
+			return err
+		}
+	}
+	if stop == "" {
+		return nil
+	}
+	r.stopAt = stop
+	if err := r.stopBlock(b); err != nil {
+		return err
+	}
+	return errEnough
+}
+
+func (r *relay) writeText(idx int, text string) error {
+	r.delta = append(r.delta[:0], `{"type":"text_delta","text":`...)
+	r.delta = anthropic.AppendString(r.delta, text)
+	r.delta = append(r.delta, '}')
+	return r.out.BlockDelta(idx, r.delta)
+}
+
+func (r *relay) closeMessageUsage() {
+	r.usage.InputTokens += r.msgUsage.InputTokens
+	r.usage.OutputTokens += r.msgUsage.OutputTokens
+	r.usage.CacheCreationInputTokens += r.msgUsage.CacheCreationInputTokens
+	r.usage.CacheReadInputTokens += r.msgUsage.CacheReadInputTokens
+	r.msgUsage = anthropic.Usage{}
+}
+
+// finish ends a turn the backend completed.
+func (r *relay) finish(res *backend.Result) error {
+	if err := r.begin(); err != nil {
+		return err
+	}
+	stop := res.StopReason
+	if stop == "" || stop == anthropic.StopToolUse {
+		// The CLI answered its own tool calls; the client sees a final answer.
+		stop = anthropic.StopEndTurn
+	}
+	return r.out.Finish(Finish{StopReason: stop, Usage: usageOf(res.Usage), SessionID: res.SessionID})
+}
+
+// finishEarly ends a turn the relay cut short. The CLI's own totals for an
+// interrupted turn are not reliable, so usage is what the stream reported.
+func (r *relay) finishEarly() error {
+	r.closeMessageUsage()
+	if err := r.closeOpenBlocks(); err != nil {
+		return err
+	}
+	f := Finish{StopReason: anthropic.StopMaxTokens, Usage: r.usage, SessionID: r.session()}
+	if r.stopAt != "" {
+		f.StopReason, f.StopSequence = anthropic.StopSequence, r.stopAt
+	}
+	if err := r.begin(); err != nil {
+		return err
+	}
+	return r.out.Finish(f)
+}
+
+// closeOpenBlocks is for an early end: blocks the backend never stopped
+// are closed so the client's stream stays well formed.
+func (r *relay) closeOpenBlocks() error {
+	for i := range r.blocks {
+		b := &r.blocks[i]
+		if !b.open {
+			continue
+		}
+		if b.kind == "text" && r.stopAt == "" {
+			if rest := r.stops.Flush(); rest != "" {
+				if err := r.writeText(b.client, rest); err != nil {
+					return err
+				}
+			}
+		}
+		if err := r.stopBlock(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func usageOf(u backend.Usage) anthropic.Usage {
+	return anthropic.Usage{
+		InputTokens:              u.InputTokens,
+		OutputTokens:             u.OutputTokens,
+		CacheCreationInputTokens: u.CacheCreationInputTokens,
+		CacheReadInputTokens:     u.CacheReadInputTokens,
+	}
+}

@@ -1,0 +1,102 @@
+package httpapi
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/meridian-gw/meridian/internal/anthropic"
+	"github.com/meridian-gw/meridian/internal/gateway"
+)
+
+// guard refuses what must not reach a handler: browser pages of other
+// origins (a local gateway is otherwise open to any website the user
+// visits), DNS-rebound host names when listening on loopback, and /v1
+// requests without the API key when one is set.
+func (s *Server) guard(next http.Handler) http.Handler {
+	loopback := isLoopbackAddr(s.cfg.Addr)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if loopback && r.Host != "" && !isLoopbackHost(hostOnly(r.Host)) {
+			writeError(w, &gateway.Error{Status: http.StatusForbidden, Type: anthropic.ErrPermission,
+				Message: fmt.Sprintf("host %q is not this machine: Meridian listens on loopback and answers only loopback host names", r.Host)})
+			return
+		}
+		if origin := r.Header.Get("Origin"); origin != "" && !loopbackOrigin(origin) {
+			writeError(w, &gateway.Error{Status: http.StatusForbidden, Type: anthropic.ErrPermission,
+				Message: fmt.Sprintf("requests from web pages of other origins (%s) are refused", origin)})
+			return
+		}
+		if s.hasKey && needsKey(r.URL.Path) && !s.keyOK(r) {
+			writeError(w, &gateway.Error{Status: http.StatusUnauthorized, Type: anthropic.ErrAuthentication,
+				Message: "invalid or missing API key: send it as x-api-key or Authorization: Bearer"})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func needsKey(path string) bool {
+	return strings.HasPrefix(path, "/v1/") || path == "/messages" || strings.HasPrefix(path, "/messages/")
+}
+
+func (s *Server) keyOK(r *http.Request) bool {
+	key := r.Header.Get("X-Api-Key")
+	if key == "" {
+		if auth := r.Header.Get("Authorization"); len(auth) > 7 && strings.EqualFold(auth[:7], "bearer ") {
+			key = strings.TrimSpace(auth[7:])
+		}
+	}
+	if key == "" {
+		return false
+	}
+	// Comparing fixed-size digests keeps the time independent of the key.
+	d := digest(key)
+	return subtle.ConstantTimeCompare(d[:], s.apiKey[:]) == 1
+}
+
+func digest(s string) [32]byte { return sha256.Sum256([]byte(s)) }
+
+// readBody reads a request body up to the configured bound.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *gateway.Error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return nil, &gateway.Error{Status: http.StatusRequestEntityTooLarge, Type: anthropic.ErrRequestTooLarge,
+			Message: fmt.Sprintf("request body exceeds %d bytes (--max-body-bytes)", s.cfg.MaxBodyBytes)}
+	case err != nil:
+		return nil, gateway.InvalidRequest("could not read the request body: " + err.Error())
+	}
+	return body, nil
+}
+
+func hostOnly(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
+	}
+	return strings.Trim(hostport, "[]")
+}
+
+func isLoopbackAddr(addr string) bool {
+	h, _, err := net.SplitHostPort(addr)
+	return err == nil && isLoopbackHost(h)
+}
+
+func isLoopbackHost(h string) bool {
+	if strings.EqualFold(h, "localhost") || strings.HasSuffix(strings.ToLower(h), ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+func loopbackOrigin(origin string) bool {
+	u, err := url.Parse(origin)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && isLoopbackHost(u.Hostname())
+}

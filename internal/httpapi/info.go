@@ -1,0 +1,175 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/meridian-gw/meridian/internal/anthropic"
+	"github.com/meridian-gw/meridian/internal/backend"
+	"github.com/meridian-gw/meridian/internal/gateway"
+)
+
+// root serves GET and HEAD / (Claude Code probes it when it starts).
+func (s *Server) root(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{
+		"service": "meridian",
+		"version": s.cfg.Version,
+		"endpoints": []string{
+			"POST /v1/messages", "POST /v1/messages/count_tokens", "GET /v1/models", "GET /health",
+		},
+	})
+}
+
+// health serves GET /health: 200 when requests can be served, 503 when the
+// CLI is missing or not logged in.
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	h := s.gw.Health(r.Context())
+	status := http.StatusOK
+	if h.Status == "unavailable" {
+		status = http.StatusServiceUnavailable
+	}
+	writeJSON(w, status, h)
+}
+
+// countTokens serves POST /v1/messages/count_tokens with an estimate: the
+// CLI cannot count tokens, so the answer is marked as estimated.
+func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) {
+	body, herr := s.readBody(w, r)
+	if herr != nil {
+		writeError(w, herr)
+		return
+	}
+	req, err := anthropic.DecodeMessagesRequest(body)
+	if err != nil {
+		writeError(w, gateway.InvalidRequest(err.Error()))
+		return
+	}
+	w.Header().Set(headerTokenEstimate, "true")
+	writeJSON(w, http.StatusOK, map[string]int{"input_tokens": gateway.EstimateTokens(req)})
+}
+
+// listModels serves GET /v1/models in the Anthropic list shape when the
+// client speaks Anthropic (it sends anthropic-version or x-api-key), else
+// in the OpenAI shape.
+func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
+	models, err := s.gw.Models(r.Context())
+	if err != nil {
+		s.fail(w, r, modelsError(err))
+		return
+	}
+	entries := modelEntries(models)
+	if anthropicClient(r) {
+		data := make([]anthropicModel, len(entries))
+		for i, e := range entries {
+			data[i] = e.anthropic()
+		}
+		resp := map[string]any{"data": data, "has_more": false, "first_id": nil, "last_id": nil}
+		if len(data) > 0 {
+			resp["first_id"], resp["last_id"] = data[0].ID, data[len(data)-1].ID
+		}
+		writeJSON(w, http.StatusOK, resp)
+		return
+	}
+	data := make([]openAIModel, len(entries))
+	for i, e := range entries {
+		data[i] = openAIModel{ID: e.id, Object: "model", Created: 0, OwnedBy: "anthropic"}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+}
+
+// getModel serves GET /v1/models/{id}.
+func (s *Server) getModel(w http.ResponseWriter, r *http.Request) {
+	models, err := s.gw.Models(r.Context())
+	if err != nil {
+		s.fail(w, r, modelsError(err))
+		return
+	}
+	id := r.PathValue("id")
+	for _, e := range modelEntries(models) {
+		if e.id == id {
+			if anthropicClient(r) {
+				writeJSON(w, http.StatusOK, e.anthropic())
+			} else {
+				writeJSON(w, http.StatusOK, openAIModel{ID: e.id, Object: "model", OwnedBy: "anthropic"})
+			}
+			return
+		}
+	}
+	writeError(w, &gateway.Error{Status: http.StatusNotFound, Type: anthropic.ErrNotFound, Message: "model not found: " + id})
+}
+
+func modelsError(err error) error {
+	return &gateway.Error{Status: http.StatusServiceUnavailable, Type: anthropic.ErrAPI,
+		Message: "could not list the claude CLI's models: " + err.Error(), RetryAfter: 5 * time.Second}
+}
+
+func anthropicClient(r *http.Request) bool {
+	return r.Header.Get("Anthropic-Version") != "" || r.Header.Get("X-Api-Key") != ""
+}
+
+type modelEntry struct {
+	id, display string
+}
+
+type anthropicModel struct {
+	Type        string `json:"type"`
+	ID          string `json:"id"`
+	DisplayName string `json:"display_name"`
+	CreatedAt   string `json:"created_at"`
+}
+
+type openAIModel struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+func (e modelEntry) anthropic() anthropicModel {
+	// The CLI does not report release dates; the epoch marks "unknown".
+	return anthropicModel{Type: "model", ID: e.id, DisplayName: e.display, CreatedAt: "1970-01-01T00:00:00Z"}
+}
+
+// modelEntries lists each resolved model id once, then the aliases the CLI
+// accepts for them ("opus"), skipping its "default" pseudo-model.
+func modelEntries(models []backend.Model) []modelEntry {
+	var ids, aliases []modelEntry
+	seen := map[string]bool{}
+	for _, m := range models {
+		display := m.DisplayName
+		if before, _, ok := strings.Cut(m.Description, " · "); ok && before != "" {
+			display = before // "Opus 5.5" rather than "Opus"
+		}
+		if m.ID != "" && !seen[m.ID] {
+			seen[m.ID] = true
+			ids = append(ids, modelEntry{id: m.ID, display: display})
+		}
+		if m.Alias != "" && m.Alias != "default" && !seen[m.Alias] {
+			seen[m.Alias] = true
+			aliases = append(aliases, modelEntry{id: m.Alias, display: display + " (latest)"})
+		}
+	}
+	return append(ids, aliases...)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		body = anthropic.AppendError(nil, anthropic.ErrAPI, "could not encode the response", 0)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// writeError renders an error envelope with its status and, for statuses
+// that carry one, Retry-After.
+func writeError(w http.ResponseWriter, e *gateway.Error) {
+	retryAfterHeader(w.Header(), e)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(e.Status)
+	_, _ = w.Write(anthropic.AppendError(nil, e.Type, e.Message, 0))
+}

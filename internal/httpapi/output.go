@@ -1,0 +1,299 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/meridian-gw/meridian/internal/anthropic"
+	"github.com/meridian-gw/meridian/internal/gateway"
+)
+
+// streamOutput renders a response as Anthropic SSE. It commits the headers
+// lazily: on the first model output, or on the first ping when the model is
+// slow to start.
+type streamOutput struct {
+	mu        sync.Mutex
+	w         http.ResponseWriter
+	rc        *http.ResponseController
+	buf       []byte
+	start     gateway.Start
+	committed bool
+	done      bool  // message_stop or an error event was written
+	werr      error // the first failed write: the client is gone
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+func newStreamOutput(w http.ResponseWriter, start gateway.Start, ping time.Duration) *streamOutput {
+	o := &streamOutput{w: w, rc: http.NewResponseController(w), start: start, stop: make(chan struct{})}
+	o.wg.Go(func() { o.pinger(ping) })
+	return o
+}
+
+// close stops the pinger and waits for it.
+func (o *streamOutput) close() {
+	close(o.stop)
+	o.wg.Wait()
+}
+
+func (o *streamOutput) pinger(every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-o.stop:
+			return
+		case <-t.C:
+		}
+		o.mu.Lock()
+		if !o.done && o.werr == nil {
+			if !o.committed {
+				o.commit(o.start)
+			}
+			o.buf = anthropic.AppendPing(o.buf)
+			o.flush()
+		}
+		o.mu.Unlock()
+	}
+}
+
+// commit writes the headers and message_start. Callers hold mu.
+func (o *streamOutput) commit(st gateway.Start) {
+	h := o.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	if st.SessionID != "" {
+		h.Set(headerSession, st.SessionID)
+	}
+	o.w.WriteHeader(http.StatusOK)
+	o.committed = true
+	o.buf = anthropic.AppendMessageStart(o.buf, st.ID, st.Model, st.Usage)
+}
+
+// flush writes the buffered frames. Callers hold mu.
+func (o *streamOutput) flush() error {
+	if o.werr != nil {
+		return o.werr
+	}
+	if len(o.buf) > 0 {
+		if _, err := o.w.Write(o.buf); err != nil {
+			o.werr = err
+			return err
+		}
+		o.buf = o.buf[:0]
+	}
+	if err := o.rc.Flush(); err != nil {
+		o.werr = err
+	}
+	return o.werr
+}
+
+func (o *streamOutput) Start(st gateway.Start) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.committed {
+		o.commit(st)
+	}
+	return o.flush()
+}
+
+func (o *streamOutput) BlockStart(index int, block json.RawMessage) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.buf = anthropic.AppendBlockStart(o.buf, index, block)
+	return o.flush()
+}
+
+func (o *streamOutput) BlockDelta(index int, delta json.RawMessage) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.buf = anthropic.AppendBlockDelta(o.buf, index, delta)
+	return o.flush()
+}
+
+func (o *streamOutput) BlockStop(index int) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.buf = anthropic.AppendBlockStop(o.buf, index)
+	return o.flush()
+}
+
+// Abandon is a no-op: what was streamed stays streamed.
+func (o *streamOutput) Abandon(int) {}
+
+func (o *streamOutput) Finish(f gateway.Finish) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.buf = anthropic.AppendMessageDelta(o.buf, f.StopReason, f.StopSequence, f.Usage)
+	o.buf = anthropic.AppendMessageStop(o.buf)
+	o.done = true
+	return o.flush()
+}
+
+// fail ends a committed stream with an error event and reports true; an
+// uncommitted one is left to the caller to answer with a status.
+func (o *streamOutput) fail(err error) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.committed {
+		return false
+	}
+	if o.done || o.werr != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var ge *gateway.Error
+	if !errors.As(err, &ge) {
+		ge = &gateway.Error{Status: http.StatusInternalServerError, Type: anthropic.ErrAPI, Message: err.Error()}
+	}
+	o.buf = anthropic.AppendErrorEvent(o.buf, ge.Type, ge.Message, ge.RetryAfterSeconds())
+	o.done = true
+	_ = o.flush()
+	return true
+}
+
+// messageOutput accumulates a response into one JSON message.
+type messageOutput struct {
+	start   gateway.Start
+	blocks  []*blockAcc
+	finish  gateway.Finish
+	session string
+}
+
+type blockAcc struct {
+	kind      string
+	start     json.RawMessage
+	text      strings.Builder
+	signature strings.Builder
+	input     []byte
+	abandoned bool
+}
+
+func newMessageOutput() *messageOutput { return &messageOutput{} }
+
+func (o *messageOutput) Start(st gateway.Start) error {
+	o.start = st
+	o.session = st.SessionID
+	return nil
+}
+
+func (o *messageOutput) BlockStart(index int, block json.RawMessage) error {
+	var b struct {
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		Thinking string `json:"thinking"`
+	}
+	_ = json.Unmarshal(block, &b)
+	acc := &blockAcc{kind: b.Type, start: block}
+	acc.text.WriteString(b.Text + b.Thinking)
+	for len(o.blocks) <= index {
+		o.blocks = append(o.blocks, nil)
+	}
+	o.blocks[index] = acc
+	return nil
+}
+
+func (o *messageOutput) BlockDelta(index int, delta json.RawMessage) error {
+	if index >= len(o.blocks) || o.blocks[index] == nil {
+		return nil
+	}
+	acc := o.blocks[index]
+	var d struct {
+		Type        string `json:"type"`
+		Text        string `json:"text"`
+		Thinking    string `json:"thinking"`
+		Signature   string `json:"signature"`
+		PartialJSON string `json:"partial_json"`
+	}
+	if json.Unmarshal(delta, &d) != nil {
+		return nil
+	}
+	switch d.Type {
+	case "text_delta":
+		acc.text.WriteString(d.Text)
+	case "thinking_delta":
+		acc.text.WriteString(d.Thinking)
+	case "signature_delta":
+		acc.signature.WriteString(d.Signature)
+	case "input_json_delta":
+		acc.input = append(acc.input, d.PartialJSON...)
+	}
+	return nil
+}
+
+func (o *messageOutput) BlockStop(int) error { return nil }
+
+func (o *messageOutput) Abandon(index int) {
+	if index < len(o.blocks) && o.blocks[index] != nil {
+		o.blocks[index].abandoned = true
+	}
+}
+
+func (o *messageOutput) Finish(f gateway.Finish) error {
+	o.finish = f
+	if f.SessionID != "" {
+		o.session = f.SessionID
+	}
+	return nil
+}
+
+func (o *messageOutput) response() anthropic.Response {
+	resp := anthropic.Response{
+		ID:         o.start.ID,
+		Type:       "message",
+		Role:       anthropic.RoleAssistant,
+		Model:      o.start.Model,
+		Content:    make([]json.RawMessage, 0, len(o.blocks)),
+		StopReason: o.finish.StopReason,
+		Usage:      o.finish.Usage,
+	}
+	if o.finish.StopSequence != "" {
+		seq := o.finish.StopSequence
+		resp.StopSequence = &seq
+	}
+	for _, b := range o.blocks {
+		if b == nil || b.abandoned {
+			continue
+		}
+		resp.Content = append(resp.Content, b.render())
+	}
+	return resp
+}
+
+func (b *blockAcc) render() json.RawMessage {
+	var v any
+	switch b.kind {
+	case "text":
+		v = struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}{b.kind, b.text.String()}
+	case "thinking":
+		v = struct {
+			Type      string `json:"type"`
+			Thinking  string `json:"thinking"`
+			Signature string `json:"signature"`
+		}{b.kind, b.text.String(), b.signature.String()}
+	default:
+		if len(b.input) == 0 {
+			return b.start
+		}
+		var m map[string]json.RawMessage
+		if json.Unmarshal(b.start, &m) != nil || !json.Valid(b.input) {
+			return b.start
+		}
+		m["input"] = b.input
+		v = m
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return b.start
+	}
+	return out
+}

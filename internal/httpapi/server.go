@@ -1,0 +1,238 @@
+// Package httpapi is Meridian's HTTP front: the only package that binds a
+// listener. It routes requests, guards them (API key, browser origins, body
+// size), decodes protocol bodies and renders the gateway's responses as
+// JSON or SSE.
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/meridian-gw/meridian/internal/gateway"
+)
+
+// Config configures a Server.
+type Config struct {
+	// Addr is host:port to listen on.
+	Addr string
+	// APIKey, when set, is required on /v1/* and /messages.
+	APIKey string
+	// MaxBodyBytes bounds a request body; larger bodies get 413.
+	MaxBodyBytes int64
+	// PingInterval paces SSE pings on quiet streams.
+	PingInterval time.Duration
+	// DrainTimeout bounds how long shutdown waits for running requests
+	// before cancelling them.
+	DrainTimeout time.Duration
+	// Version is reported by GET /.
+	Version string
+
+	Gateway *gateway.Gateway
+	Logger  *slog.Logger
+}
+
+// Defaults for Config.
+const (
+	DefaultMaxBodyBytes = 32 << 20
+	DefaultPingInterval = 15 * time.Second
+	DefaultDrainTimeout = 10 * time.Second
+)
+
+// Server serves the gateway over HTTP.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	gw      *gateway.Gateway
+	handler http.Handler
+	apiKey  [32]byte // digest of the key, compared in constant time
+	hasKey  bool
+}
+
+// New returns a Server. It refuses to expose a non-loopback address
+// without an API key.
+func New(cfg Config) (*Server, error) {
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.PingInterval <= 0 {
+		cfg.PingInterval = DefaultPingInterval
+	}
+	if cfg.DrainTimeout <= 0 {
+		cfg.DrainTimeout = DefaultDrainTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	host, _, err := net.SplitHostPort(cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen address %q: %w", cfg.Addr, err)
+	}
+	if !isLoopbackHost(host) && cfg.APIKey == "" {
+		return nil, fmt.Errorf("refusing to listen on %s without an API key: anyone who can reach it could use your Claude account; set --api-key (or MERIDIAN_API_KEY), or listen on 127.0.0.1", cfg.Addr)
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, gw: cfg.Gateway}
+	if cfg.APIKey != "" {
+		s.apiKey, s.hasKey = digest(cfg.APIKey), true
+	}
+	s.handler = s.routes()
+	return s, nil
+}
+
+// Handler returns the server's handler, middleware included.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Listen binds the configured address.
+func (s *Server) Listen() (net.Listener, error) {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", s.cfg.Addr, err)
+	}
+	return ln, nil
+}
+
+// Serve answers requests on ln until ctx ends, then drains: running
+// requests get DrainTimeout to finish before they are cancelled, and Serve
+// returns only after every handler has returned.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	base, cancelRequests := context.WithCancel(context.Background())
+	defer cancelRequests()
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return base },
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	var wg sync.WaitGroup
+	errc := make(chan error, 1)
+	wg.Go(func() { errc <- srv.Serve(ln) })
+
+	select {
+	case err := <-errc:
+		wg.Wait()
+		return err
+	case <-ctx.Done():
+	}
+	s.log.Info("shutting down: draining requests", "timeout", s.cfg.DrainTimeout)
+	drain, cancel := context.WithTimeout(context.Background(), s.cfg.DrainTimeout)
+	defer cancel()
+	if err := srv.Shutdown(drain); err != nil {
+		s.log.Warn("drain timed out: cancelling running requests")
+		cancelRequests()
+		// Cancelled handlers join their processes and return; wait for that.
+		final, cancelFinal := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancelFinal()
+		if err := srv.Shutdown(final); err != nil {
+			_ = srv.Close()
+		}
+	}
+	wg.Wait()
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/messages", s.messages)
+	mux.HandleFunc("POST /messages", s.messages)
+	mux.HandleFunc("POST /v1/messages/count_tokens", s.countTokens)
+	mux.HandleFunc("POST /messages/count_tokens", s.countTokens)
+	mux.HandleFunc("GET /v1/models", s.listModels)
+	mux.HandleFunc("GET /v1/models/{id}", s.getModel)
+	mux.HandleFunc("GET /health", s.health)
+	mux.HandleFunc("GET /{$}", s.root)
+	mux.HandleFunc("/", s.notFound)
+	return s.recoverer(s.logRequests(s.guard(mux)))
+}
+
+// knownPaths answer 405 rather than 404 to a wrong method.
+func knownPath(p string) bool {
+	switch p {
+	case "/v1/messages", "/messages", "/v1/messages/count_tokens", "/messages/count_tokens",
+		"/v1/models", "/health", "/":
+		return true
+	}
+	return false
+}
+
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	if knownPath(r.URL.Path) {
+		writeError(w, &gateway.Error{Status: http.StatusMethodNotAllowed, Type: "not_found_error",
+			Message: fmt.Sprintf("method %s is not allowed on %s", r.Method, r.URL.Path)})
+		return
+	}
+	writeError(w, &gateway.Error{Status: http.StatusNotFound, Type: "not_found_error",
+		Message: fmt.Sprintf("not found: %s %s", r.Method, r.URL.Path)})
+}
+
+// statusWriter records the status for the access log.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach Flush and deadlines.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (s *Server) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		level := slog.LevelInfo
+		if r.URL.Path == "/health" || r.Method == http.MethodHead {
+			level = slog.LevelDebug
+		}
+		s.log.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path,
+			"status", sw.status, "bytes", sw.bytes, "took", time.Since(start).Round(time.Microsecond),
+			"agent", r.UserAgent())
+	})
+}
+
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("handler panic", "panic", v, "path", r.URL.Path)
+				writeError(w, &gateway.Error{Status: http.StatusInternalServerError, Type: "api_error", Message: "internal error"})
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// retryAfterHeader sets Retry-After for errors that carry a wait.
+func retryAfterHeader(h http.Header, e *gateway.Error) {
+	if secs := e.RetryAfterSeconds(); secs > 0 {
+		h.Set("Retry-After", strconv.Itoa(secs))
+	}
+}

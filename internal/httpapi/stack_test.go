@@ -1,0 +1,113 @@
+package httpapi_test
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"testing"
+	"time"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	"github.com/meridian-gw/meridian/internal/backend/claude"
+	"github.com/meridian-gw/meridian/internal/gateway"
+	"github.com/meridian-gw/meridian/internal/httpapi"
+	"github.com/meridian-gw/meridian/internal/testkit"
+)
+
+// stack is a running meridian: real claude CLI, fake upstream, the HTTP
+// server on a loopback port.
+type stack struct {
+	URL      string
+	Upstream *testkit.Upstream
+	Marker   string // finds the CLI processes this stack started
+	Gateway  *gateway.Gateway
+}
+
+type stackOptions struct {
+	claudePath    string   // default: the pinned real CLI
+	env           []string // extra CLI environment
+	apiKey        string
+	maxConcurrent int
+	queueTimeout  time.Duration
+	maxBodyBytes  int64
+	pingInterval  time.Duration
+	launcher      claude.Launcher
+}
+
+func newStack(t testing.TB, o stackOptions) *stack {
+	t.Helper()
+	up := testkit.NewUpstream(t)
+	if o.claudePath == "" {
+		o.claudePath = testkit.ClaudePath(t)
+	}
+	env, marker := testkit.ClaudeEnv(t, up.URL)
+	env = append(env, o.env...)
+	log := testLogger(t)
+	driver := claude.New(claude.Config{Path: o.claudePath, Env: env, Launcher: o.launcher, Logger: log})
+	gw := gateway.New(gateway.Config{
+		Backend:       driver,
+		Inspector:     driver,
+		Workspace:     t.TempDir(),
+		MaxConcurrent: o.maxConcurrent,
+		QueueTimeout:  o.queueTimeout,
+		Logger:        log,
+	})
+	srv, err := httpapi.New(httpapi.Config{
+		Addr:         "127.0.0.1:0",
+		APIKey:       o.apiKey,
+		MaxBodyBytes: o.maxBodyBytes,
+		PingInterval: o.pingInterval,
+		Version:      "test",
+		Gateway:      gw,
+		Logger:       log,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := srv.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+		gw.Close()
+		// Every CLI process the stack started is joined by now.
+		if pids := testkit.Processes(marker); len(pids) > 0 {
+			t.Errorf("claude processes outlived the server: %v", pids)
+		}
+	})
+	return &stack{URL: "http://" + ln.Addr().(*net.TCPAddr).String(), Upstream: up, Marker: marker, Gateway: gw}
+}
+
+// client returns an official SDK client for the stack, without SDK retries
+// so that status codes reach the test as they are.
+func (s *stack) client(opts ...option.RequestOption) *sdk.Client {
+	c := sdk.NewClient(append([]option.RequestOption{
+		option.WithBaseURL(s.URL),
+		option.WithAPIKey("client-key"),
+		option.WithMaxRetries(0),
+		option.WithHTTPClient(&http.Client{Timeout: 60 * time.Second}),
+	}, opts...)...)
+	return &c
+}
+
+func testLogger(t testing.TB) *slog.Logger {
+	if os.Getenv("MERIDIAN_TEST_LOG") == "" {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).With("test", t.Name())
+}
+
+func userMessage(text string) sdk.MessageParam {
+	return sdk.NewUserMessage(sdk.NewTextBlock(text))
+}

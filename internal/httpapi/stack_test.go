@@ -36,6 +36,7 @@ type stackOptions struct {
 	maxBodyBytes  int64
 	pingInterval  time.Duration
 	launcher      claude.Launcher
+	graces        claude.Config // InterruptGrace, ExitGrace, KillGrace
 }
 
 func newStack(t testing.TB, o stackOptions) *stack {
@@ -47,7 +48,10 @@ func newStack(t testing.TB, o stackOptions) *stack {
 	env, marker := testkit.ClaudeEnv(t, up.URL)
 	env = append(env, o.env...)
 	log := testLogger(t)
-	driver := claude.New(claude.Config{Path: o.claudePath, Env: env, Launcher: o.launcher, Logger: log})
+	driver := claude.New(claude.Config{
+		Path: o.claudePath, Env: env, Launcher: o.launcher, Logger: log,
+		InterruptGrace: o.graces.InterruptGrace, ExitGrace: o.graces.ExitGrace, KillGrace: o.graces.KillGrace,
+	})
 	gw := gateway.New(gateway.Config{
 		Backend:       driver,
 		Inspector:     driver,
@@ -111,3 +115,14 @@ func testLogger(t testing.TB) *slog.Logger {
 func userMessage(text string) sdk.MessageParam {
 	return sdk.NewUserMessage(sdk.NewTextBlock(text))
 }
+
+func simpleParams(text string) sdk.MessageNewParams {
+	return sdk.MessageNewParams{Model: "test-model", MaxTokens: 100, Messages: []sdk.MessageParam{userMessage(text)}}
+}
+
+func countParams(text string) sdk.MessageCountTokensParams {
+	return sdk.MessageCountTokensParams{Model: "test-model", Messages: []sdk.MessageParam{userMessage(text)}}
+}
+
+func sdkModelListParams() sdk.ModelListParams { return sdk.ModelListParams{} }
+func sdkModelGetParams() sdk.ModelGetParams   { return sdk.ModelGetParams{} }

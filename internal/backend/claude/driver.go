@@ -111,8 +111,8 @@ func (d *Driver) Start(ctx context.Context, opts backend.StartOptions) (backend.
 		return nil, err
 	}
 	if err := p.initialize(opts.System); err != nil {
-		_ = p.Close()
-		return nil, fmt.Errorf("initialize claude: %w", err)
+		// The process is already gone; the first turn reports how it ended.
+		p.log.Debug("could not write initialize", "err", err)
 	}
 	return p, nil
 }

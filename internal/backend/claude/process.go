@@ -294,6 +294,11 @@ func (p *Process) exitError() string {
 	case <-time.After(p.d.cfg.ExitGrace):
 		return "claude stopped producing output"
 	}
+	// Let stderr drain: the last words are usually the reason.
+	select {
+	case <-p.stderrDone:
+	case <-time.After(p.d.cfg.ExitGrace):
+	}
 	msg := "claude exited"
 	if p.waitErr != nil {
 		msg += " (" + p.waitErr.Error() + ")"

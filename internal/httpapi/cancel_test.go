@@ -1,0 +1,158 @@
+package httpapi_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+
+	"github.com/meridian-gw/meridian/internal/backend/claude"
+	"github.com/meridian-gw/meridian/internal/testkit"
+)
+
+// waitForProcess returns once the stack has a live claude process.
+func waitForProcess(t *testing.T, marker string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(testkit.Processes(marker)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no claude process started")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestClientDisconnectMidStreamStopsClaude(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{})
+	s.Upstream.Always(testkit.Reply{Text: strings.Repeat("word ", 400), ChunkSize: 5, ChunkDelay: 50 * time.Millisecond})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stream := s.client().Messages.NewStreaming(ctx, sdk.MessageNewParams{
+		Model: "test-model", MaxTokens: 100, Messages: []sdk.MessageParam{userMessage("talk for a while")},
+	})
+	for stream.Next() {
+		if stream.Current().Type == "content_block_delta" {
+			break
+		}
+	}
+	if len(testkit.Processes(s.Marker)) == 0 {
+		t.Fatal("claude is not running while its stream is open")
+	}
+	cancel()
+	_ = stream.Close()
+	testkit.WaitNoProcesses(t, s.Marker, 3*time.Second)
+}
+
+func TestClientDisconnectBeforeOutputStopsClaude(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{})
+	s.Upstream.Always(testkit.Reply{Text: "late", Delay: 30 * time.Second})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.client().Messages.New(ctx, sdk.MessageNewParams{
+			Model: "test-model", MaxTokens: 100, Messages: []sdk.MessageParam{userMessage("hi")},
+		})
+		done <- err
+	}()
+	waitForProcess(t, s.Marker)
+	// Wait until the CLI is waiting on the upstream: the turn is underway.
+	deadline := time.Now().Add(10 * time.Second)
+	for len(s.Upstream.Requests()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("client error = %v, want context.Canceled", err)
+	}
+	testkit.WaitNoProcesses(t, s.Marker, 3*time.Second)
+}
+
+func TestQueuedRequestLeavesWhenClientGoes(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{maxConcurrent: 1, queueTimeout: time.Minute})
+	s.Upstream.Always(testkit.Reply{Text: "slow", Delay: 2 * time.Second})
+
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := newMessage(s, "first"); err != nil {
+			t.Errorf("first request: %v", err)
+		}
+	})
+	waitForProcess(t, s.Marker)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	queued := make(chan error, 1)
+	go func() {
+		_, err := s.client().Messages.New(ctx, sdk.MessageNewParams{
+			Model: "test-model", MaxTokens: 100, Messages: []sdk.MessageParam{userMessage("second")},
+		})
+		queued <- err
+	}()
+	waitFor(t, func() bool { _, waiting, _ := s.Gateway.Slots(); return waiting == 1 })
+	cancel()
+	<-queued
+	waitFor(t, func() bool { _, waiting, _ := s.Gateway.Slots(); return waiting == 0 })
+	wg.Wait()
+	if n := len(s.Upstream.Requests()); n != 1 {
+		t.Fatalf("upstream saw %d requests; the cancelled one must never have run", n)
+	}
+}
+
+func TestQueueTimeoutIsOverloaded(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{maxConcurrent: 1, queueTimeout: 300 * time.Millisecond})
+	s.Upstream.Always(testkit.Reply{Text: "slow", Delay: 3 * time.Second})
+
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = newMessage(s, "first") })
+	waitForProcess(t, s.Marker)
+
+	ae := apiError(t, newMessage(s, "second"))
+	if ae.StatusCode != 529 || ae.Type() != "overloaded_error" {
+		t.Fatalf("got %d %s, want 529 overloaded_error", ae.StatusCode, ae.Type())
+	}
+	retryAfter(t, ae)
+	wg.Wait()
+}
+
+// A CLI that ignores the interrupt and SIGTERM is killed, and joined.
+func TestHungClaudeIsKilled(t *testing.T) {
+	t.Parallel()
+	path, scriptEnv := testkit.FakeClaude(t, "@user", testkit.FakeInit, testkit.FakeMessageStart,
+		testkit.FakeTextStart, testkit.FakeTextDelta("stuck"), "@hang")
+	s := newStack(t, stackOptions{
+		claudePath: path, env: []string{scriptEnv},
+		graces: claude.Config{InterruptGrace: 300 * time.Millisecond, ExitGrace: 200 * time.Millisecond, KillGrace: 300 * time.Millisecond},
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	stream := s.client().Messages.NewStreaming(ctx, sdk.MessageNewParams{
+		Model: "test-model", MaxTokens: 100, Messages: []sdk.MessageParam{userMessage("hi")},
+	})
+	for stream.Next() {
+		if stream.Current().Type == "content_block_delta" {
+			break
+		}
+	}
+	cancel()
+	_ = stream.Close()
+	testkit.WaitNoProcesses(t, s.Marker, 2*time.Second)
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached in 10s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,205 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	"github.com/meridian-gw/meridian/internal/gateway"
+	"github.com/meridian-gw/meridian/internal/httpapi"
+	"github.com/meridian-gw/meridian/internal/testkit"
+)
+
+// do sends a raw request and returns the response with its body read.
+func do(t *testing.T, method, url, body string, header map[string]string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, b
+}
+
+func getJSON(t *testing.T, url string, header map[string]string, into any) *http.Response {
+	t.Helper()
+	resp, body := do(t, http.MethodGet, url, "", header)
+	if err := json.Unmarshal(body, into); err != nil {
+		t.Fatalf("GET %s: %v in %s", url, err, body)
+	}
+	return resp
+}
+
+// anthropicError checks a response is the Anthropic error envelope.
+func anthropicError(t *testing.T, resp *http.Response, body []byte, status int, errType, mention string) {
+	t.Helper()
+	var env struct {
+		Type  string `json:"type"`
+		Error struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(body, &env); err != nil {
+		t.Fatalf("body is not JSON: %s", body)
+	}
+	if resp.StatusCode != status || env.Type != "error" || env.Error.Type != errType || !strings.Contains(env.Error.Message, mention) {
+		t.Fatalf("got %d %s, want %d %s mentioning %q", resp.StatusCode, body, status, errType, mention)
+	}
+}
+
+func TestBadRequestsGetClearErrors(t *testing.T) {
+	t.Parallel()
+	path, scriptEnv := testkit.FakeClaude(t) // never started: every request here is refused first
+	s := newStack(t, stackOptions{claudePath: path, env: []string{scriptEnv}, maxBodyBytes: 4096})
+	cases := []struct {
+		name, body     string
+		status         int
+		errType, field string
+	}{
+		{"malformed JSON", `{"model": "m", "messages": [`, 400, "invalid_request_error", "malformed JSON"},
+		{"not an object", `[1,2]`, 400, "invalid_request_error", "JSON object"},
+		{"empty body", ``, 400, "invalid_request_error", "empty"},
+		{"missing model", `{"messages":[{"role":"user","content":"hi"}]}`, 400, "invalid_request_error", "model: Field required"},
+		{"model not a string", `{"model":3,"messages":[{"role":"user","content":"hi"}]}`, 400, "invalid_request_error", "model: expected a string"},
+		{"missing messages", `{"model":"m"}`, 400, "invalid_request_error", "messages: Field required"},
+		{"bad role", `{"model":"m","messages":[{"role":"robot","content":"hi"}]}`, 400, "invalid_request_error", "messages.0.role"},
+		{"bad block", `{"model":"m","messages":[{"role":"user","content":[{"type":"text"}]}]}`, 400, "invalid_request_error", "messages.0.content.0.text: Field required"},
+		{"stream not bool", `{"model":"m","stream":"yes","messages":[{"role":"user","content":"hi"}]}`, 400, "invalid_request_error", "stream: expected a boolean"},
+		{"max_tokens zero", `{"model":"m","max_tokens":0,"messages":[{"role":"user","content":"hi"}]}`, 400, "invalid_request_error", "max_tokens"},
+		{"prefill", `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"Sure"}]}`, 400, "invalid_request_error", "prefill"},
+		{"bad effort", `{"model":"m","output_config":{"effort":"extreme"},"messages":[{"role":"user","content":"hi"}]}`, 400, "invalid_request_error", "output_config.effort"},
+		{"too large", `{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("x", 5000) + `"}]}`, 413, "request_too_large", "exceeds 4096 bytes"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			resp, body := do(t, http.MethodPost, s.URL+"/v1/messages", c.body, map[string]string{"Content-Type": "application/json"})
+			anthropicError(t, resp, body, c.status, c.errType, c.field)
+		})
+	}
+}
+
+func TestUnknownRoutesAre404InAnthropicShape(t *testing.T) {
+	t.Parallel()
+	path, scriptEnv := testkit.FakeClaude(t)
+	s := newStack(t, stackOptions{claudePath: path, env: []string{scriptEnv}})
+	resp, body := do(t, http.MethodGet, s.URL+"/v1/nothing-here", "", nil)
+	anthropicError(t, resp, body, 404, "not_found_error", "/v1/nothing-here")
+	resp, body = do(t, http.MethodGet, s.URL+"/v1/messages", "", nil)
+	anthropicError(t, resp, body, 405, "not_found_error", "GET")
+}
+
+func TestRootAnswersGetAndHead(t *testing.T) {
+	t.Parallel()
+	path, scriptEnv := testkit.FakeClaude(t)
+	s := newStack(t, stackOptions{claudePath: path, env: []string{scriptEnv}})
+	resp, _ := do(t, http.MethodHead, s.URL+"/", "", nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("HEAD / = %d", resp.StatusCode)
+	}
+	var info struct {
+		Service string `json:"service"`
+	}
+	if resp := getJSON(t, s.URL+"/", nil, &info); resp.StatusCode != 200 || info.Service != "meridian" {
+		t.Fatalf("GET / = %d %+v", resp.StatusCode, info)
+	}
+}
+
+func TestAPIKeyIsRequiredWhenSet(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{apiKey: "sekrit"})
+	s.Upstream.Always(testkit.Reply{Text: "authorised", Usage: scriptedUsage})
+	body := `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`
+
+	resp, b := do(t, http.MethodPost, s.URL+"/v1/messages", body, nil)
+	anthropicError(t, resp, b, 401, "authentication_error", "API key")
+	resp, b = do(t, http.MethodPost, s.URL+"/v1/messages", body, map[string]string{"X-Api-Key": "wrong"})
+	anthropicError(t, resp, b, 401, "authentication_error", "API key")
+	resp, _ = do(t, http.MethodPost, s.URL+"/v1/messages", body, map[string]string{"Authorization": "Bearer sekrit"})
+	if resp.StatusCode != 200 {
+		t.Fatalf("bearer key: status %d", resp.StatusCode)
+	}
+	// The official SDK sends x-api-key.
+	if err := newMessageWith(s, option.WithAPIKey("sekrit")); err != nil {
+		t.Fatal(err)
+	}
+	// Health and the root stay open for probes.
+	if resp, _ := do(t, http.MethodGet, s.URL+"/", "", nil); resp.StatusCode != 200 {
+		t.Fatalf("GET / with a key set = %d", resp.StatusCode)
+	}
+}
+
+func newMessageWith(s *stack, opts ...option.RequestOption) error {
+	_, err := s.client(opts...).Messages.New(context.Background(), simpleParams("hi"))
+	return err
+}
+
+func TestBrowserOriginsAndForeignHostsAreRefused(t *testing.T) {
+	t.Parallel()
+	path, scriptEnv := testkit.FakeClaude(t)
+	s := newStack(t, stackOptions{claudePath: path, env: []string{scriptEnv}})
+	resp, body := do(t, http.MethodGet, s.URL+"/health", "", map[string]string{"Origin": "https://evil.example"})
+	anthropicError(t, resp, body, 403, "permission_error", "evil.example")
+
+	req, _ := http.NewRequest(http.MethodGet, s.URL+"/health", nil)
+	req.Host = "rebound.example:3456"
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(r.Body)
+	r.Body.Close()
+	anthropicError(t, r, b, 403, "permission_error", "rebound.example")
+
+	if resp, _ := do(t, http.MethodGet, s.URL+"/", "", map[string]string{"Origin": "http://localhost:5173"}); resp.StatusCode != 200 {
+		t.Fatalf("loopback origin refused: %d", resp.StatusCode)
+	}
+}
+
+func TestNonLoopbackNeedsAPIKey(t *testing.T) {
+	t.Parallel()
+	gw := gateway.New(gateway.Config{})
+	if _, err := httpapi.New(httpapi.Config{Addr: "0.0.0.0:3456", Gateway: gw}); err == nil || !strings.Contains(err.Error(), "API key") {
+		t.Fatalf("non-loopback without key: err = %v", err)
+	}
+	if _, err := httpapi.New(httpapi.Config{Addr: "0.0.0.0:3456", APIKey: "k", Gateway: gw}); err != nil {
+		t.Fatalf("non-loopback with key: %v", err)
+	}
+	if _, err := httpapi.New(httpapi.Config{Addr: "[::1]:3456", Gateway: gw}); err != nil {
+		t.Fatalf("IPv6 loopback: %v", err)
+	}
+}
+
+func TestCountTokensIsAMarkedEstimate(t *testing.T) {
+	t.Parallel()
+	path, scriptEnv := testkit.FakeClaude(t)
+	s := newStack(t, stackOptions{claudePath: path, env: []string{scriptEnv}})
+	n, err := s.client().Messages.CountTokens(context.Background(), countParams("a short question about nothing in particular"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.InputTokens < 10 || n.InputTokens > 40 {
+		t.Fatalf("estimate = %d", n.InputTokens)
+	}
+	resp, _ := do(t, http.MethodPost, s.URL+"/v1/messages/count_tokens",
+		`{"model":"m","messages":[{"role":"user","content":"hi"}]}`, nil)
+	if resp.Header.Get("X-Meridian-Token-Estimate") != "true" {
+		t.Fatalf("count_tokens response is not marked as an estimate: %v", resp.Header)
+	}
+}

@@ -223,6 +223,9 @@ func decodeBlock(path string, raw json.RawMessage, depth int) (ContentBlock, err
 	if err != nil {
 		return ContentBlock{}, err
 	}
+	if typ == "" {
+		return ContentBlock{}, &RequestError{Field: path + ".type", Message: "must not be empty"}
+	}
 	b := ContentBlock{Type: typ, Raw: raw}
 	switch typ {
 	case BlockText:

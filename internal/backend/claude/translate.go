@@ -23,9 +23,14 @@ type translator struct {
 	next int        // next turn-wide block index
 	msgs []*message // upstream messages of this turn, in order
 
-	apiErr    *line // synthetic assistant line describing an API error
-	retry     *line // last system/api_retry line
-	rateLimit *line // last rate_limit_event line
+	apiErr *line // synthetic assistant line describing an API error
+	// unstreamed is a replayed message whose stop reason is held until its
+	// last block has gone out: every one of its lines carries the reason,
+	// and only the next line of another kind shows the message is complete.
+	unstreamed *message
+	stopReason string
+	retry      *line // last system/api_retry line
+	rateLimit  *line // last rate_limit_event line
 }
 
 // message tracks one upstream message within the turn.
@@ -56,6 +61,11 @@ func forwarded(blockType string) bool {
 func (t *translator) handle(l *line) (*backend.Result, error) {
 	if l.ParentToolUseID != nil && *l.ParentToolUseID != "" {
 		return nil, nil // a subagent's traffic, not the answer
+	}
+	if t.unstreamed != nil && !t.continues(l) {
+		if err := t.flushStop(); err != nil {
+			return nil, err
+		}
 	}
 	switch l.Type {
 	case "stream_event":
@@ -210,11 +220,31 @@ func (t *translator) assistant(l *line) error {
 		}
 	}
 	if am.StopReason != "" && !m.stopped {
-		m.stopped = true
-		t.ev = backend.Event{Kind: backend.MessageDelta, StopReason: am.StopReason}
-		return t.emit(&t.ev)
+		t.unstreamed, t.stopReason = m, am.StopReason
 	}
 	return nil
+}
+
+// continues reports whether l is another block of the replayed message.
+func (t *translator) continues(l *line) bool {
+	if l.Type != "assistant" || l.IsAPIErrorMessage {
+		return false
+	}
+	var am struct {
+		ID string `json:"id"`
+	}
+	return json.Unmarshal(l.Message, &am) == nil && am.ID == t.unstreamed.id
+}
+
+func (t *translator) flushStop() error {
+	m := t.unstreamed
+	t.unstreamed = nil
+	if m.stopped {
+		return nil
+	}
+	m.stopped = true
+	t.ev = backend.Event{Kind: backend.MessageDelta, StopReason: t.stopReason}
+	return t.emit(&t.ev)
 }
 
 // replayBlock emits a complete block as start, deltas and stop, the way a

@@ -60,8 +60,10 @@ func (p *Process) Turn(ctx context.Context, in backend.Input, emit func(*backend
 			}
 			res, err := t.handle(l)
 			if err != nil {
-				p.log.Debug("turn output refused; interrupting", "err", err)
-				p.settle()
+				if l.Type != "result" { // a turn that has ended needs no interrupt
+					p.log.Debug("turn output refused; interrupting", "err", err)
+					p.settle()
+				}
 				return nil, err
 			}
 			if res != nil {

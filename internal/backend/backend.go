@@ -86,6 +86,9 @@ const (
 	// Retry: the backend will retry an upstream call after RetryDelay
 	// because of HTTP Status.
 	Retry
+	// Flush: the backend has no more output at hand; a good moment to send
+	// what was rendered so far. Bursts go out in one write, trickles at once.
+	Flush
 )
 
 // Event is one thing that happened during a turn. One struct for all kinds

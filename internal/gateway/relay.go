@@ -22,6 +22,8 @@ type Output interface {
 	// message that broke off and was retried. A stream cannot take it back;
 	// an accumulated answer leaves it out.
 	Abandon(index int)
+	// Flush sends what was rendered so far; output may be held until then.
+	Flush() error
 	// Finish ends a successful response.
 	Finish(Finish) error
 }
@@ -141,6 +143,10 @@ func (r *relay) handle(ev *backend.Event) error {
 	case backend.Abandon:
 		if b := r.block(ev.Index); b != nil && b.client >= 0 {
 			r.out.Abandon(b.client)
+		}
+	case backend.Flush:
+		if r.started {
+			return r.out.Flush()
 		}
 	case backend.MessageDelta:
 		if ev.Usage.OutputTokens > 0 {

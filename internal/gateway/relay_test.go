@@ -29,6 +29,7 @@ func (r *record) BlockStop(i int) error {
 	r.calls = append(r.calls, fmt.Sprintf("stop %d", i))
 	return nil
 }
+func (r *record) Flush() error  { return nil }
 func (r *record) Abandon(i int) { r.calls = append(r.calls, fmt.Sprintf("abandon %d", i)) }
 func (r *record) Finish(f Finish) error {
 	r.calls = append(r.calls, fmt.Sprintf("finish %s %q in=%d out=%d", f.StopReason, f.StopSequence, f.Usage.InputTokens, f.Usage.OutputTokens))

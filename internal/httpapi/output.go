@@ -95,33 +95,42 @@ func (o *streamOutput) flush() error {
 	return o.werr
 }
 
+// Start and the block calls render into the buffer; Flush (on the
+// backend's hint), Finish, an error and pings write it out.
+
 func (o *streamOutput) Start(st gateway.Start) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if !o.committed {
 		o.commit(st)
 	}
-	return o.flush()
+	return o.werr
 }
 
 func (o *streamOutput) BlockStart(index int, block json.RawMessage) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.buf = anthropic.AppendBlockStart(o.buf, index, block)
-	return o.flush()
+	return o.werr
 }
 
 func (o *streamOutput) BlockDelta(index int, delta json.RawMessage) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.buf = anthropic.AppendBlockDelta(o.buf, index, delta)
-	return o.flush()
+	return o.werr
 }
 
 func (o *streamOutput) BlockStop(index int) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.buf = anthropic.AppendBlockStop(o.buf, index)
+	return o.werr
+}
+
+func (o *streamOutput) Flush() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	return o.flush()
 }
 
@@ -228,6 +237,7 @@ func (o *messageOutput) BlockDelta(index int, delta json.RawMessage) error {
 }
 
 func (o *messageOutput) BlockStop(int) error { return nil }
+func (o *messageOutput) Flush() error        { return nil }
 
 func (o *messageOutput) Abandon(index int) {
 	if index < len(o.blocks) && o.blocks[index] != nil {

@@ -174,7 +174,7 @@ func (p *Process) writeJSON(v any) error {
 func (p *Process) readLoop() {
 	defer close(p.readerDone)
 	defer close(p.lines)
-	r := bufio.NewReaderSize(p.proc.Stdout(), 64<<10)
+	r := bufio.NewReaderSize(p.proc.Stdout(), 16<<10)
 	var long []byte
 	for {
 		chunk, err := r.ReadSlice('\n')
@@ -193,7 +193,7 @@ func (p *Process) readLoop() {
 			long = long[:0]
 		}
 		if len(bytes.TrimSpace(chunk)) > 0 {
-			p.dispatch(chunk)
+			p.dispatch(chunk, r.Buffered() > 0)
 		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, syscall.EBADF) {
@@ -215,12 +215,13 @@ func (p *Process) discardRestOfLine(r *bufio.Reader) {
 
 // dispatch routes one stdout line: control traffic is answered here, the
 // rest goes to the running turn.
-func (p *Process) dispatch(raw []byte) {
+func (p *Process) dispatch(raw []byte, more bool) {
 	l := new(line)
 	if err := json.Unmarshal(raw, l); err != nil {
 		p.log.Warn("claude wrote a line that is not JSON; ignoring it", "line", truncate(raw, 200))
 		return
 	}
+	l.more = more
 	switch l.Type {
 	case "control_request":
 		p.answer(l)

@@ -14,7 +14,7 @@ type line struct {
 	ParentToolUseID *string `json:"parent_tool_use_id"`
 
 	// stream_event
-	Event           json.RawMessage  `json:"event"`
+	Event           *streamEvent     `json:"event"`
 	APIMessageID    string           `json:"api_message_id"`
 	AbandonedBlocks *abandonedBlocks `json:"abandoned_blocks"`
 
@@ -48,6 +48,9 @@ type line struct {
 
 	// rate_limit_event
 	RateLimitInfo *rateLimitInfo `json:"rate_limit_info"`
+
+	// more is set by the reader when further output was already read.
+	more bool
 }
 
 type abandonedBlocks struct {

@@ -102,10 +102,10 @@ func (t *translator) message(id string) *message {
 }
 
 func (t *translator) streamEvent(l *line) error {
-	var se streamEvent
-	if err := json.Unmarshal(l.Event, &se); err != nil {
-		return nil // not a shape we know; the assistant line still carries the content
+	if l.Event == nil {
+		return nil
 	}
+	se := l.Event
 	id := l.APIMessageID
 	switch se.Type {
 	case "message_start":

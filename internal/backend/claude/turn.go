@@ -48,6 +48,7 @@ func (p *Process) Turn(ctx context.Context, in backend.Input, emit func(*backend
 	}
 
 	t := newTranslator(emit)
+	flush := backend.Event{Kind: backend.Flush}
 	for {
 		select {
 		case l, ok := <-p.lines:
@@ -69,6 +70,12 @@ func (p *Process) Turn(ctx context.Context, in backend.Input, emit func(*backend
 			if res != nil {
 				p.setSessionID(res.SessionID)
 				return res, nil
+			}
+			if !l.more && len(p.lines) == 0 {
+				if err := emit(&flush); err != nil {
+					p.settle()
+					return nil, err
+				}
 			}
 		case <-ctx.Done():
 			p.settle()

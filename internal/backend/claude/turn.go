@@ -59,6 +59,9 @@ func (p *Process) Turn(ctx context.Context, in backend.Input, emit func(*backend
 			if l.Type == "system" && l.Subtype == "init" {
 				p.setSessionID(l.SessionID)
 			}
+			if !knownKind(l.Type) {
+				p.log.Debug("claude wrote a line of an unknown kind; ignoring it", "type", l.Type, "subtype", l.Subtype)
+			}
 			res, err := t.handle(l)
 			if err != nil {
 				if l.Type != "result" { // a turn that has ended needs no interrupt
@@ -82,6 +85,16 @@ func (p *Process) Turn(ctx context.Context, in backend.Input, emit func(*backend
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// knownKind reports whether the driver knows a stdout line type. The CLI
+// adds kinds often; unknown ones are logged and skipped, never fatal.
+func knownKind(t string) bool {
+	switch t {
+	case "stream_event", "assistant", "user", "result", "system", "rate_limit_event":
+		return true
+	}
+	return false
 }
 
 // writeUser sends the user message. A cancelled context aborts a write the

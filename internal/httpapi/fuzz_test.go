@@ -1,0 +1,54 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/meridian-gw/meridian/internal/backend/claude"
+	"github.com/meridian-gw/meridian/internal/gateway"
+	"github.com/meridian-gw/meridian/internal/httpapi"
+	"github.com/meridian-gw/meridian/internal/testkit"
+)
+
+// FuzzMessagesEndpoint sends arbitrary bodies through the whole handler,
+// with an in-process stand-in CLI behind it: no input may panic or earn a
+// 5xx. Valid requests are answered (200), everything else is the client's
+// error (4xx).
+func FuzzMessagesEndpoint(f *testing.F) {
+	seeds, _ := filepath.Glob("../anthropic/testdata/requests/*.json")
+	for _, p := range seeds {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true,"stop_sequences":["wor"]}`))
+	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"x"}]}`))
+	f.Add([]byte(`{`))
+
+	driver := claude.New(claude.Config{Path: "in-process", Launcher: testkit.NewInProcessCLI([]string{"hello ", "world"})})
+	gw := gateway.New(gateway.Config{Backend: driver, Inspector: driver, Workspace: f.TempDir(), MaxConcurrent: 64})
+	srv, err := httpapi.New(httpapi.Config{Addr: "127.0.0.1:0", Gateway: gw, MaxBodyBytes: 1 << 20})
+	if err != nil {
+		f.Fatal(err)
+	}
+	h := srv.Handler()
+	f.Fuzz(func(t *testing.T, body []byte) {
+		for _, path := range []string{"/v1/messages", "/v1/messages/count_tokens"} {
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
+			h.ServeHTTP(rec, req)
+			if rec.Code >= 500 {
+				t.Fatalf("%s answered %d: %s", path, rec.Code, rec.Body.String())
+			}
+			if rec.Code != 200 && !bytes.Contains(rec.Body.Bytes(), []byte(`"type":"error"`)) {
+				t.Fatalf("%s answered %d without an error envelope: %s", path, rec.Code, rec.Body.String())
+			}
+		}
+	})
+}

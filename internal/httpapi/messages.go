@@ -53,12 +53,11 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 // real HTTP status and Retry-After; after it, with an SSE error event.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *anthropic.MessagesRequest, id string) {
 	out := newStreamOutput(w, gateway.Start{ID: id, Model: req.Model}, s.cfg.PingInterval)
-	defer out.close()
+	defer out.stopPings()
 	err := s.gw.Messages(r.Context(), req, id, out)
-	if err == nil {
-		return
-	}
-	if out.fail(err) {
+	// No ping may commit the stream while an error is being answered.
+	out.stopPings()
+	if err == nil || out.fail(err) {
 		return
 	}
 	s.fail(w, r, err)

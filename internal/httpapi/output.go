@@ -26,8 +26,9 @@ type streamOutput struct {
 	done      bool  // message_stop or an error event was written
 	werr      error // the first failed write: the client is gone
 
-	stop chan struct{}
-	wg   sync.WaitGroup
+	stop     chan struct{}
+	stopOnce sync.Once
+	wg       sync.WaitGroup
 }
 
 func newStreamOutput(w http.ResponseWriter, start gateway.Start, ping time.Duration) *streamOutput {
@@ -36,9 +37,10 @@ func newStreamOutput(w http.ResponseWriter, start gateway.Start, ping time.Durat
 	return o
 }
 
-// close stops the pinger and waits for it.
-func (o *streamOutput) close() {
-	close(o.stop)
+// stopPings stops the pinger and waits for it, so that nothing else writes
+// to the response afterwards. It may be called more than once.
+func (o *streamOutput) stopPings() {
+	o.stopOnce.Do(func() { close(o.stop) })
 	o.wg.Wait()
 }
 

@@ -29,9 +29,6 @@ func runServe(ctx context.Context, cfg *serveConfig, environ []string, logTo io.
 	// The CLI runs in a workspace of its own, so it never sees the
 	// directory meridian happened to be started in.
 	workspace := filepath.Join(cfg.DataDir, "workspace")
-	if err := os.MkdirAll(workspace, 0o700); err != nil {
-		return fmt.Errorf("data dir: %w", err)
-	}
 	addr := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
 
 	driver := claude.New(claude.Config{
@@ -60,6 +57,9 @@ func runServe(ctx context.Context, cfg *serveConfig, environ []string, logTo io.
 	if err != nil {
 		return err
 	}
+	if err := os.MkdirAll(workspace, 0o700); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
 	ln, err := srv.Listen()
 	if err != nil {
 		return err
@@ -68,6 +68,12 @@ func runServe(ctx context.Context, cfg *serveConfig, environ []string, logTo io.
 		log.Warn("claude CLI not available: requests will fail with 503 until it is", "err", err)
 	} else {
 		log.Info("using claude CLI", "path", path)
+	}
+	env := envMap(environ)
+	for _, k := range []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"} {
+		if env[k] != "" {
+			log.Info("the claude CLI will authenticate with "+k+" from this environment, not your claude login", "variable", k)
+		}
 	}
 	log.Info("meridian listening", "addr", ln.Addr().String(), "version", version(), "data_dir", cfg.DataDir,
 		"max_concurrent", cfg.MaxConcurrent, "api_key", cfg.APIKey != "")

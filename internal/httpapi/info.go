@@ -36,14 +36,8 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 // countTokens serves POST /v1/messages/count_tokens with an estimate: the
 // CLI cannot count tokens, so the answer is marked as estimated.
 func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) {
-	body, herr := s.readBody(w, r)
-	if herr != nil {
-		writeError(w, herr)
-		return
-	}
-	req, err := anthropic.DecodeMessagesRequest(body)
-	if err != nil {
-		writeError(w, gateway.InvalidRequest(err.Error()))
+	req, ok := s.decodeMessages(w, r)
+	if !ok {
 		return
 	}
 	w.Header().Set(headerTokenEstimate, "true")

@@ -17,16 +17,26 @@ const (
 	headerTokenEstimate = "X-Meridian-Token-Estimate"
 )
 
-// messages serves POST /v1/messages.
-func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
+// decodeMessages reads and validates a Messages API body, answering the
+// client itself when it cannot.
+func (s *Server) decodeMessages(w http.ResponseWriter, r *http.Request) (*anthropic.MessagesRequest, bool) {
 	body, herr := s.readBody(w, r)
 	if herr != nil {
 		writeError(w, herr)
-		return
+		return nil, false
 	}
 	req, err := anthropic.DecodeMessagesRequest(body)
 	if err != nil {
 		writeError(w, gateway.InvalidRequest(err.Error()))
+		return nil, false
+	}
+	return req, true
+}
+
+// messages serves POST /v1/messages.
+func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
+	req, ok := s.decodeMessages(w, r)
+	if !ok {
 		return
 	}
 	if ignored := gateway.Ignored(req); len(ignored) > 0 {

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/meridian-gw/meridian/internal/testkit"
 )
 
 func TestFlagsHaveEnvironmentTwins(t *testing.T) {
@@ -101,19 +103,27 @@ func buildBinary(t testing.TB) string {
 	return bin
 }
 
-var listeningRe = regexp.MustCompile(`meridian listening.*addr=(\S+)`)
+var listeningRe = regexp.MustCompile(`meridian listening.*addr"?[=:]"?([0-9.:\[\]]+)`)
 
 // startBinary runs the binary on a free port and returns once it accepts
-// connections, with the process and its address.
+// connections, with the process, its address and how long that took.
 func startBinary(t testing.TB, bin string) (*exec.Cmd, string, time.Duration) {
 	t.Helper()
 	cmd := exec.Command(bin, "--port", "0", "--data-dir", t.TempDir(), "--claude-path", filepath.Join(t.TempDir(), "absent-claude"))
 	cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}
+	start := time.Now()
+	addr := startCmd(t, cmd)
+	return cmd, addr, time.Since(start)
+}
+
+// startCmd starts a meridian command and returns its address once it
+// accepts connections.
+func startCmd(t testing.TB, cmd *exec.Cmd) string {
+	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -133,10 +143,9 @@ func startBinary(t testing.TB, bin string) (*exec.Cmd, string, time.Duration) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	took := time.Since(start)
 	conn.Close()
 	go func() { _, _ = io.Copy(io.Discard, stderr) }()
-	return cmd, addr, took
+	return addr
 }
 
 // The binary starts, serves, and drains on SIGTERM with exit status 0.
@@ -200,4 +209,42 @@ func vmRSS(b *testing.B, pid int) int {
 	}
 	b.Fatal("no VmRSS")
 	return 0
+}
+
+// The built binary, run as a user would, answers through the real claude
+// CLI (pointed at the fake upstream by the environment it inherits), and
+// leaves no claude process behind when it stops.
+func TestBinaryAnswersThroughRealClaude(t *testing.T) {
+	claudePath := testkit.ClaudePath(t)
+	up := testkit.NewUpstream(t)
+	up.Always(testkit.Reply{Text: "hello from upstream", Usage: testkit.Usage{InputTokens: 2, OutputTokens: 3}})
+	env, marker := testkit.ClaudeEnv(t, up.URL)
+
+	bin := buildBinary(t)
+	cmd := exec.Command(bin, "--port", "0", "--data-dir", t.TempDir(), "--claude-path", claudePath, "--log-format", "json")
+	cmd.Env = env
+	addr := startCmd(t, cmd)
+
+	body := `{"model":"test-model","max_tokens":50,"messages":[{"role":"user","content":"hi"}]}`
+	resp, err := http.Post("http://"+addr+"/v1/messages", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(got), `"text":"hello from upstream"`) {
+		t.Fatalf("answer = %d %s", resp.StatusCode, got)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit: %v", err)
+	}
+	if pids := testkit.Processes(marker); len(pids) > 0 {
+		t.Fatalf("claude processes outlived meridian: %v", pids)
+	}
+	if n := len(up.Requests()); n != 1 {
+		t.Fatalf("upstream saw %d requests", n)
+	}
 }

@@ -174,7 +174,7 @@ func (d *Driver) env(opts backend.StartOptions) []string {
 	for _, kv := range d.cfg.Env {
 		k, v, _ := strings.Cut(kv, "=")
 		switch k {
-		case "NODE_OPTIONS", "DEBUG", "CLAUDECODE",
+		case "NODE_OPTIONS", "DEBUG", "CLAUDECODE", "MERIDIAN_API_KEY",
 			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "CLAUDE_CODE_MAX_OUTPUT_TOKENS":
 			continue
 		case "ANTHROPIC_BASE_URL":

@@ -207,6 +207,7 @@ func TestArgsAndEnv(t *testing.T) {
 
 	d := New(Config{SelfAddr: "127.0.0.1:3456", Env: []string{
 		"PATH=/bin", "ANTHROPIC_BASE_URL=http://localhost:3456", "NODE_OPTIONS=--inspect", "CLAUDE_CODE_MAX_OUTPUT_TOKENS=5",
+		"MERIDIAN_API_KEY=gateway-secret",
 	}})
 	env := strings.Join(d.env(backend.StartOptions{MaxOutputTokens: 77}), " ")
 	for _, want := range []string{"PATH=/bin", "CLAUDE_CODE_ENTRYPOINT=sdk-go", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "CLAUDE_CODE_MAX_OUTPUT_TOKENS=77"} {
@@ -214,7 +215,7 @@ func TestArgsAndEnv(t *testing.T) {
 			t.Errorf("env lacks %s: %s", want, env)
 		}
 	}
-	for _, banned := range []string{"ANTHROPIC_BASE_URL", "NODE_OPTIONS", "MAX_OUTPUT_TOKENS=5"} {
+	for _, banned := range []string{"ANTHROPIC_BASE_URL", "NODE_OPTIONS", "MAX_OUTPUT_TOKENS=5", "gateway-secret"} {
 		if strings.Contains(env, banned) {
 			t.Errorf("env keeps %s: %s", banned, env)
 		}

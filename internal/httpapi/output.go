@@ -13,6 +13,10 @@ import (
 	"github.com/meridian-gw/meridian/internal/gateway"
 )
 
+// streamWriteTimeout bounds one write of a stream: a client that stops
+// reading but keeps its connection open must not hold a claude process.
+const streamWriteTimeout = time.Minute
+
 // streamOutput renders a response as Anthropic SSE. It commits the headers
 // lazily: on the first model output, or on the first ping when the model is
 // slow to start.
@@ -85,6 +89,7 @@ func (o *streamOutput) flush() error {
 		return o.werr
 	}
 	if len(o.buf) > 0 {
+		_ = o.rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 		if _, err := o.w.Write(o.buf); err != nil {
 			o.werr = err
 			return err
@@ -94,6 +99,7 @@ func (o *streamOutput) flush() error {
 	if err := o.rc.Flush(); err != nil {
 		o.werr = err
 	}
+	_ = o.rc.SetWriteDeadline(time.Time{})
 	return o.werr
 }
 

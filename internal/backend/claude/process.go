@@ -191,6 +191,9 @@ func (p *Process) readLoop() {
 		case len(long) > 0:
 			chunk = append(long, chunk...)
 			long = long[:0]
+			if cap(long) > 1<<20 {
+				long = nil // a rare huge line should not pin its buffer
+			}
 		}
 		if len(bytes.TrimSpace(chunk)) > 0 {
 			p.dispatch(chunk, r.Buffered() > 0)
@@ -284,7 +287,9 @@ func (p *Process) stderrLoop() {
 	for sc.Scan() {
 		b := sc.Bytes()
 		p.stderr.Write(b)
-		p.log.Debug("claude stderr", "line", string(b))
+		if p.log.Enabled(context.Background(), slog.LevelDebug) {
+			p.log.Debug("claude stderr", "line", string(b))
+		}
 	}
 }
 

@@ -1,0 +1,151 @@
+package lineage
+
+import (
+	"fmt"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// d makes distinct digests from small numbers.
+func d(ns ...int) []Digest {
+	out := make([]Digest, len(ns))
+	for i, n := range ns {
+		out[i][0], out[i][1] = byte(n), byte(n>>8)
+		out[i][15] = 1
+	}
+	return out
+}
+
+// state is a session holding ns, with pins after every odd position (the
+// assistant replies of alternating user/assistant turns).
+func state(ns ...int) State {
+	st := State{Messages: d(ns...), Pins: make([]string, len(ns))}
+	for i := 1; i < len(ns); i += 2 {
+		st.Pins[i] = fmt.Sprintf("uuid-%d", i)
+	}
+	return st
+}
+
+func TestClassify(t *testing.T) {
+	cases := []struct {
+		name string
+		st   State
+		in   []Digest
+		want Verdict
+	}{
+		{"empty state", State{}, d(1), Verdict{Kind: Diverged}},
+		{"continuation", state(1, 2), d(1, 2, 3), Verdict{Kind: Continuation, From: 2, Pin: "uuid-1", AtEnd: true}},
+		{"continuation by several", state(1, 2, 3, 4), d(1, 2, 3, 4, 5, 6, 7), Verdict{Kind: Continuation, From: 4, Pin: "uuid-3", AtEnd: true}},
+		{"undo last exchange", state(1, 2, 3, 4), d(1, 2, 9), Verdict{Kind: Undo, From: 2, Pin: "uuid-1"}},
+		{"edited last question", state(1, 2, 3, 4), d(1, 2, 9, 4, 5), Verdict{Kind: Undo, From: 2, Pin: "uuid-1"}},
+		{"edited first message", state(1, 2, 3, 4), d(9, 2, 3, 4, 5), Verdict{Kind: Diverged}},
+		{"compaction", state(1, 2, 3, 4, 5, 6), d(7, 5, 6, 8), Verdict{Kind: Compaction, From: 3, Pin: "uuid-5", AtEnd: true}},
+		{"compaction of two into one", state(1, 2, 3, 4, 5, 6), d(7, 3, 4, 5, 6, 8), Verdict{Kind: Compaction, From: 5, Pin: "uuid-5", AtEnd: true}},
+		{"suffix after a longer beginning is no compaction", state(1, 2, 3, 4), d(7, 8, 9, 10, 3, 4, 5), Verdict{Kind: Diverged}},
+		{"one shared message is no compaction", state(1, 2, 3, 4), d(7, 4, 5), Verdict{Kind: Diverged}},
+		{"unrelated", state(1, 2), d(3, 4, 5), Verdict{Kind: Diverged}},
+		{"no pin inside the prefix", State{Messages: d(1, 2, 3, 4), Pins: []string{"", "", "", "end"}}, d(1, 2, 9), Verdict{Kind: Diverged}},
+	}
+	for _, c := range cases {
+		if got := Classify(c.st, c.in, nil); got != c.want {
+			t.Errorf("%s: got %+v, want %+v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestTrailingMessageThatGainedBlocks(t *testing.T) {
+	st := State{Messages: d(1, 2, 3), Pins: []string{"", "p1", "p2"}, Tail: d(100, 101)}
+	in := d(1, 2, 33) // the last message changed...
+	got := Classify(st, in, d(100, 101, 102))
+	want := Verdict{Kind: Continuation, From: 2, Skip: 2, Pin: "p2", AtEnd: true}
+	if got != want {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+	// ...but an edited block is not an append.
+	if got := Classify(st, in, d(100, 199, 102)); got.Kind != Undo {
+		t.Fatalf("edited tail: got %+v", got)
+	}
+}
+
+// Whatever the verdict, the messages before From are held by the session:
+// exactly (continuation, undo), or as the session's own end (compaction).
+// Nothing the session lacks is ever skipped.
+func TestNeverSkipsHistory(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		alphabet := rapid.IntRange(0, 5)
+		stored := rapid.SliceOfN(alphabet, 1, 8).Draw(t, "stored")
+		st := State{Messages: d(stored...), Pins: make([]string, len(stored))}
+		for i := range stored {
+			if rapid.Bool().Draw(t, "pinned") {
+				st.Pins[i] = fmt.Sprintf("pin-%d", i)
+			}
+		}
+		in := d(rapid.SliceOfN(alphabet, 1, 10).Draw(t, "in")...)
+		v := Classify(st, in, nil)
+		if v.From < 0 || v.From > len(in)-1 && v.Kind != Diverged {
+			t.Fatalf("From %d out of range for %d messages: %+v", v.From, len(in), v)
+		}
+		switch v.Kind {
+		case Diverged:
+			if v.From != 0 || v.Pin != "" {
+				t.Fatalf("diverged must send everything: %+v", v)
+			}
+		case Continuation, Undo:
+			if v.From > len(st.Messages) {
+				t.Fatalf("%+v skips past what the session holds", v)
+			}
+			for i := 0; i < v.From; i++ {
+				if in[i] != st.Messages[i] {
+					t.Fatalf("%+v skips message %d, which the session does not hold", v, i)
+				}
+			}
+			if v.Pin != st.Pins[v.From-1] || v.Pin == "" {
+				t.Fatalf("%+v resumes somewhere other than after message %d", v, v.From-1)
+			}
+		case Compaction:
+			n := len(st.Messages)
+			if in[v.From-1] != st.Messages[n-1] || in[v.From-2] != st.Messages[n-2] || v.Pin != st.Pins[n-1] {
+				t.Fatalf("%+v does not continue after the session's end", v)
+			}
+		}
+	})
+}
+
+func TestExtensionIsAlwaysAContinuation(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		stored := rapid.SliceOfN(rapid.IntRange(0, 50), 1, 10).Draw(t, "stored")
+		more := rapid.SliceOfN(rapid.IntRange(0, 50), 1, 5).Draw(t, "more")
+		st := state(stored...)
+		st.Pins[len(stored)-1] = "end"
+		v := Classify(st, d(append(append([]int{}, stored...), more...)...), nil)
+		if v.Kind != Continuation || v.From != len(stored) || !v.AtEnd || v.Pin != "end" {
+			t.Fatalf("got %+v", v)
+		}
+	})
+}
+
+func FuzzClassify(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 4}, []byte{1, 2, 3, 4, 5}, []byte{0, 1, 0, 1})
+	f.Add([]byte{1, 2, 3, 4, 5, 6}, []byte{7, 5, 6, 8}, []byte{0, 1, 0, 1, 0, 1})
+	f.Fuzz(func(t *testing.T, stored, in, pins []byte) {
+		if len(stored) > 64 || len(in) > 64 {
+			return
+		}
+		st := State{Messages: make([]Digest, len(stored)), Pins: make([]string, len(stored))}
+		for i, b := range stored {
+			st.Messages[i][0] = b
+			if i < len(pins) && pins[i]%2 == 1 {
+				st.Pins[i] = fmt.Sprint(i)
+			}
+		}
+		inD := make([]Digest, len(in))
+		for i, b := range in {
+			inD[i][0] = b
+		}
+		v := Classify(st, inD, nil)
+		if v.Kind != Diverged && (v.From < 1 || v.From >= len(in) || v.Pin == "") {
+			t.Fatalf("bad verdict %+v for %d messages", v, len(in))
+		}
+	})
+}

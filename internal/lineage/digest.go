@@ -1,0 +1,176 @@
+// Package lineage decides how a conversation a client sends relates to the
+// conversation a CLI session already holds, from structured digests of the
+// messages. It is pure: no I/O, no caches, no clocks.
+package lineage
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"sort"
+
+	"github.com/meridian-gw/meridian/internal/anthropic"
+)
+
+// Digest identifies one message (or one block) by its content.
+type Digest [16]byte
+
+// String renders a digest as hex.
+func (d Digest) String() string { return hex.EncodeToString(d[:]) }
+
+// ParseDigest reads a digest rendered by String.
+func ParseDigest(s string) (Digest, bool) {
+	var d Digest
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != len(d) {
+		return d, false
+	}
+	copy(d[:], b)
+	return d, true
+}
+
+// Domains keep a message digest from ever equalling a block digest.
+const (
+	domainMessage = 'M'
+	domainBlock   = 'B'
+)
+
+// MessageDigest digests a message: its role and every block in order, each
+// with its boundary. Thinking blocks and cache_control hints do not count:
+// the API itself treats them as outside the conversation's content.
+func MessageDigest(m anthropic.Message) Digest {
+	buf := appendField([]byte{domainMessage}, m.Role)
+	for _, b := range m.Content {
+		if !ignored(b.Type) {
+			buf = appendBlock(buf, b)
+		}
+	}
+	return sum(buf)
+}
+
+func sum(buf []byte) Digest {
+	full := sha256.Sum256(buf)
+	var d Digest
+	copy(d[:], full[:])
+	return d
+}
+
+// BlockDigests digests each block of a message on its own (ignored blocks
+// excluded), so that a message that only gained blocks can be recognised.
+func BlockDigests(m anthropic.Message) []Digest {
+	var out []Digest
+	for _, b := range m.Content {
+		if ignored(b.Type) {
+			continue
+		}
+		out = append(out, sum(appendBlock([]byte{domainBlock}, b)))
+	}
+	return out
+}
+
+// Digests digests every message.
+func Digests(msgs []anthropic.Message) []Digest {
+	out := make([]Digest, len(msgs))
+	for i, m := range msgs {
+		out[i] = MessageDigest(m)
+	}
+	return out
+}
+
+func ignored(blockType string) bool {
+	return blockType == anthropic.BlockThinking || blockType == anthropic.BlockRedactedThinking
+}
+
+// appendBlock writes a block's canonical form: a type tag, then the fields
+// that make it what it is, each length-prefixed so no two different blocks
+// share an encoding.
+func appendBlock(buf []byte, b anthropic.ContentBlock) []byte {
+	buf = appendField(buf, b.Type)
+	switch b.Type {
+	case anthropic.BlockText:
+		buf = appendField(buf, b.Text)
+	case anthropic.BlockToolUse:
+		buf = appendField(buf, b.ID)
+		buf = appendField(buf, b.Name)
+		buf = appendField(buf, string(canonicalJSON(b.Input)))
+	case anthropic.BlockToolResult:
+		buf = appendField(buf, b.ToolUseID)
+		if b.IsError {
+			buf = append(buf, 1)
+		} else {
+			buf = append(buf, 0)
+		}
+		buf = binary.AppendUvarint(buf, uint64(len(b.Content)))
+		for _, c := range b.Content {
+			if !ignored(c.Type) {
+				buf = appendBlock(buf, c)
+			}
+		}
+	default:
+		// Media and block types this package does not model: the whole
+		// block, keys sorted, cache_control left out.
+		buf = appendField(buf, string(canonicalJSON(b.Raw)))
+	}
+	return buf
+}
+
+func appendField(buf []byte, s string) []byte {
+	buf = binary.AppendUvarint(buf, uint64(len(s)))
+	return append(buf, s...)
+}
+
+// canonicalJSON re-encodes a JSON value with object keys sorted and
+// insignificant whitespace removed; top-level cache_control is dropped.
+func canonicalJSON(raw json.RawMessage) []byte {
+	if len(raw) == 0 {
+		return nil
+	}
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return raw
+	}
+	if m, ok := v.(map[string]any); ok {
+		delete(m, "cache_control")
+	}
+	var out bytes.Buffer
+	writeCanonical(&out, v)
+	return out.Bytes()
+}
+
+func writeCanonical(out *bytes.Buffer, v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		out.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				out.WriteByte(',')
+			}
+			kb, _ := json.Marshal(k)
+			out.Write(kb)
+			out.WriteByte(':')
+			writeCanonical(out, x[k])
+		}
+		out.WriteByte('}')
+	case []any:
+		out.WriteByte('[')
+		for i, e := range x {
+			if i > 0 {
+				out.WriteByte(',')
+			}
+			writeCanonical(out, e)
+		}
+		out.WriteByte(']')
+	default:
+		b, _ := json.Marshal(x)
+		out.Write(b)
+	}
+}

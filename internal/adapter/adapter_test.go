@@ -1,0 +1,107 @@
+package adapter
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/meridian-gw/meridian/internal/anthropic"
+)
+
+func request(t *testing.T, body string) *anthropic.MessagesRequest {
+	t.Helper()
+	req, err := anthropic.DecodeMessagesRequest([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
+func headers(kv ...string) http.Header {
+	h := http.Header{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		h.Set(kv[i], kv[i+1])
+	}
+	return h
+}
+
+const plain = `{"model":"m","messages":[{"role":"user","content":"hi"}]}`
+
+func TestDetectAndIdentify(t *testing.T) {
+	cases := []struct {
+		name   string
+		h      http.Header
+		body   string
+		client string
+		key    string
+		mode   Mode
+		parent string
+		cwd    string
+	}{
+		{"claude code header", headers("X-Claude-Code-Session-Id", "s-1", "User-Agent", "claude-cli/2.1.332 (external, cli)"),
+			`{"model":"m","system":"x","messages":[{"role":"user","content":"hi"},{"role":"system","content":"# Environment\n - Primary working directory: /home/u/proj\n"}]}`,
+			ClaudeCode, "s-1", Primary, "", "/home/u/proj"},
+		{"claude code metadata", headers("User-Agent", "claude-cli/2.1.332"),
+			`{"model":"m","metadata":{"user_id":"{\"device_id\":\"d\",\"session_id\":\"s-2\"}"},"messages":[{"role":"user","content":"hi"}]}`,
+			ClaudeCode, "s-2", Primary, "", ""},
+		{"claude code subagent", headers("X-Claude-Code-Session-Id", "s-1", "X-Claude-Code-Agent-Id", "a1b2"), plain,
+			ClaudeCode, "s-1#agent-a1b2", Subagent, "s-1", ""},
+		{"opencode plain", headers("User-Agent", "opencode/1.18.33", "X-Session-Id", "ses_1", "X-Session-Affinity", "ses_1"),
+			`{"model":"m","system":"You are opencode.\n<env>\n  Working directory: /w\n</env>","messages":[{"role":"user","content":"hi"}]}`,
+			OpenCode, "ses_1", Primary, "", "/w"},
+		{"opencode title agent", headers("X-Session-Affinity", "ses_1"),
+			`{"model":"m","system":"You are a title generator. You output ONLY a thread title.","messages":[{"role":"user","content":"hi"}]}`,
+			OpenCode, "ses_1#title", Subagent, "ses_1", ""},
+		{"opencode plugin headers", headers("X-Opencode-Session", "ses_2", "X-Opencode-Agent-Name", "Explore", "X-Opencode-Agent-Mode", "subagent"), plain,
+			OpenCode, "ses_2#explore", Subagent, "ses_2", ""},
+		{"opencode task subagent", headers("X-Opencode-Session", "ses_3", "X-Parent-Session-Id", "ses_2"), plain,
+			OpenCode, "ses_3", Subagent, "ses_2", ""},
+		{"crush", headers("User-Agent", "Charm-Crush/0.96.1", "X-Session-Id", "abcd1234abcd1234", "X-Session-Affinity", "abcd1234abcd1234"), plain,
+			Crush, "abcd1234abcd1234", Primary, "", ""},
+		{"litellm", headers("X-Litellm-Session-Id", "lite-1"), plain, LiteLLM, "lite-1", Primary, "", ""},
+		{"polytoken", headers("X-Polytoken-Session", "  pt-9  "), plain, Polytoken, "pt-9", Primary, "", ""},
+		{"polytoken blank is no identity", headers("X-Polytoken-Session", " "), plain, Polytoken, "", Primary, "", ""},
+		{"explicit agent wins", headers("X-Meridian-Agent", "crush", "X-Claude-Code-Session-Id", "s-1", "X-Session-Id", "c-1"), plain,
+			Crush, "c-1", Primary, "", ""},
+		{"droid", headers("User-Agent", "factory-cli/1.0"),
+			`{"model":"m","messages":[{"role":"user","content":"<system-reminder>% pwd\n/srv/app\n</system-reminder>hi"}]}`,
+			Droid, "", Primary, "", "/srv/app"},
+		{"forgecode by body", headers(),
+			`{"model":"m","system":"<current_working_directory>/f</current_working_directory>","messages":[{"role":"user","content":"hi"}]}`,
+			ForgeCode, "", Primary, "", "/f"},
+		{"pi by body", headers("User-Agent", "Anthropic/JS 0.91.1"),
+			`{"model":"m","system":"You are operating inside pi, a coding agent harness.\nCurrent working directory: /p","messages":[{"role":"user","content":"hi"}]}`,
+			Pi, "", Primary, "", "/p"},
+	}
+	for _, c := range cases {
+		req := request(t, c.body)
+		a := Detect(c.h, req)
+		id := a.Identify(c.h, req)
+		key := id.Key
+		if id.Fingerprint {
+			key = "" // checked below
+		}
+		if a.Name() != c.client || id.Client != c.client || key != c.key || id.Mode != c.mode || id.Parent != c.parent || id.Cwd != c.cwd {
+			t.Errorf("%s: got %s %+v", c.name, a.Name(), id)
+		}
+	}
+}
+
+func TestFingerprint(t *testing.T) {
+	a := request(t, `{"model":"m","messages":[{"role":"user","content":"hello there"}]}`)
+	b := request(t, `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"hello there","cache_control":{"type":"ephemeral"}}]},{"role":"assistant","content":"hi"},{"role":"user","content":"next"}]}`)
+	c := request(t, `{"model":"m","messages":[{"role":"user","content":"something else"}]}`)
+	id := generic{}.Identify(http.Header{}, a)
+	if !id.Fingerprint || id.Key == "" || id.Key != (generic{}).Identify(http.Header{}, b).Key {
+		t.Fatalf("one conversation, two fingerprints: %+v", id)
+	}
+	if id.Key == (generic{}).Identify(http.Header{}, c).Key {
+		t.Fatal("two conversations, one fingerprint")
+	}
+	if Fingerprint("/a", a.Messages) == Fingerprint("/b", a.Messages) {
+		t.Fatal("the working directory does not count")
+	}
+	// Polytoken never invents a key.
+	if id := (polytoken{}).Identify(http.Header{}, a); id.Key != "" || id.Fingerprint {
+		t.Fatalf("polytoken without a header: %+v", id)
+	}
+}

@@ -1,0 +1,157 @@
+package adapter
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/meridian-gw/meridian/internal/anthropic"
+)
+
+// claudeCode: X-Claude-Code-Session-Id, else the session_id inside the
+// JSON string in metadata.user_id. Its subagents keep the session id and
+// add x-claude-code-agent-id.
+type claudeCode struct{}
+
+func (claudeCode) Name() string { return ClaudeCode }
+
+func (claudeCode) Identify(h http.Header, req *anthropic.MessagesRequest) Identity {
+	id := Identity{Client: ClaudeCode, Cwd: findCwd(req, cwdPrimary)}
+	id.Key = strings.TrimSpace(h.Get("X-Claude-Code-Session-Id"))
+	if id.Key == "" {
+		id.Key = metadataSessionID(req.Metadata)
+	}
+	if agent := strings.TrimSpace(h.Get("X-Claude-Code-Agent-Id")); agent != "" {
+		id.Mode, id.Agent = Subagent, "agent-"+agent
+	}
+	return fingerprinted(scoped(id), req)
+}
+
+func metadataSessionID(raw json.RawMessage) string {
+	var md struct {
+		UserID string `json:"user_id"`
+	}
+	if json.Unmarshal(raw, &md) != nil || md.UserID == "" {
+		return ""
+	}
+	var inner struct {
+		SessionID string `json:"session_id"`
+	}
+	if json.Unmarshal([]byte(md.UserID), &inner) != nil {
+		return ""
+	}
+	return strings.TrimSpace(inner.SessionID)
+}
+
+// openCode: x-opencode-session (provider ids starting with "opencode"),
+// else x-session-affinity or x-session-id. Its one-shot helper agents
+// (title, compaction) run under the user's session id and are
+// scoped apart; x-parent-session-id links a task subagent to its parent.
+type openCode struct{}
+
+func (openCode) Name() string { return OpenCode }
+
+func (openCode) Identify(h http.Header, req *anthropic.MessagesRequest) Identity {
+	id := Identity{Client: OpenCode, Cwd: findCwd(req, cwdWorking)}
+	for _, name := range []string{"X-Opencode-Session", "X-Session-Affinity", "X-Session-Id"} {
+		if v := strings.TrimSpace(h.Get(name)); v != "" {
+			id.Key = v
+			break
+		}
+	}
+	if agent := openCodeAgent(h, req); agent != "" {
+		id.Mode, id.Agent = Subagent, agent
+		id = scoped(id)
+	} else if parent := strings.TrimSpace(h.Get("X-Parent-Session-Id")); parent != "" {
+		id.Mode, id.Parent = Subagent, parent
+	}
+	return fingerprinted(id, req)
+}
+
+// openCodeAgent names a non-primary OpenCode agent: from the headers
+// Meridian's OpenCode plugin sends, else from the agent's system prompt.
+func openCodeAgent(h http.Header, req *anthropic.MessagesRequest) string {
+	name := strings.ToLower(strings.TrimSpace(h.Get("X-Opencode-Agent-Name")))
+	mode := strings.ToLower(strings.TrimSpace(h.Get("X-Opencode-Agent-Mode")))
+	if name != "" && mode != "" && mode != "primary" {
+		return name
+	}
+	system := strings.TrimSpace(strings.Join(req.System, "\n"))
+	switch {
+	case strings.HasPrefix(system, "You are a title generator"):
+		return "title"
+	case strings.HasPrefix(system, "You are a helpful AI assistant tasked with summarizing conversations"):
+		return "compaction"
+	}
+	return ""
+}
+
+// crush: X-Session-Id (a hash of its session UUID) on every API.
+type crush struct{}
+
+func (crush) Name() string { return Crush }
+
+func (crush) Identify(h http.Header, req *anthropic.MessagesRequest) Identity {
+	id := Identity{Client: Crush, Cwd: findCwd(req, cwdWorking, cwdCurrent)}
+	id.Key = strings.TrimSpace(h.Get("X-Session-Id"))
+	return fingerprinted(id, req)
+}
+
+// pi sends no session identity on the Messages API: fingerprint.
+type pi struct{}
+
+func (pi) Name() string { return Pi }
+
+func (pi) Identify(_ http.Header, req *anthropic.MessagesRequest) Identity {
+	return fingerprinted(Identity{Client: Pi, Cwd: findCwd(req, cwdCurrent)}, req)
+}
+
+// droid (Factory) sends none either; its working directory is in a
+// system reminder as the output of pwd.
+type droid struct{}
+
+func (droid) Name() string { return Droid }
+
+func (droid) Identify(_ http.Header, req *anthropic.MessagesRequest) Identity {
+	return fingerprinted(Identity{Client: Droid, Cwd: findCwd(req, cwdPwd)}, req)
+}
+
+// forgeCode: fingerprint; cwd from <current_working_directory>.
+type forgeCode struct{}
+
+func (forgeCode) Name() string { return ForgeCode }
+
+func (forgeCode) Identify(_ http.Header, req *anthropic.MessagesRequest) Identity {
+	return fingerprinted(Identity{Client: ForgeCode, Cwd: findCwd(req, cwdTagged)}, req)
+}
+
+// liteLLM: x-litellm-session-id.
+type liteLLM struct{}
+
+func (liteLLM) Name() string { return LiteLLM }
+
+func (liteLLM) Identify(h http.Header, req *anthropic.MessagesRequest) Identity {
+	id := Identity{Client: LiteLLM, Cwd: findCwd(req, cwdAttribute, cwdWorking)}
+	id.Key = strings.TrimSpace(h.Get("X-Litellm-Session-Id"))
+	return fingerprinted(id, req)
+}
+
+// polytoken: the trimmed X-Polytoken-Session value is the identity. Blank
+// means no identity: such a request is served alone, never fingerprinted.
+type polytoken struct{}
+
+func (polytoken) Name() string { return Polytoken }
+
+func (polytoken) Identify(h http.Header, req *anthropic.MessagesRequest) Identity {
+	return Identity{Client: Polytoken, Key: strings.TrimSpace(h.Get("X-Polytoken-Session")), Cwd: findCwd(req, cwdWorking, cwdCurrent)}
+}
+
+// generic: any other client, by fingerprint.
+type generic struct{}
+
+func (generic) Name() string { return Generic }
+
+func (generic) Identify(_ http.Header, req *anthropic.MessagesRequest) Identity {
+	id := Identity{Client: Generic, Cwd: findCwd(req, cwdPrimary, cwdWorking, cwdCurrent, cwdTagged)}
+	return fingerprinted(id, req)
+}

@@ -1,0 +1,163 @@
+package session
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/meridian-gw/meridian/internal/lineage"
+	"github.com/meridian-gw/meridian/internal/store"
+)
+
+func openDB(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	db, err := store.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func digests(ns ...byte) []lineage.Digest {
+	out := make([]lineage.Digest, len(ns))
+	for i, n := range ns {
+		out[i][0] = n
+	}
+	return out
+}
+
+func TestPublishIsCompareAndSwap(t *testing.T) {
+	ctx := context.Background()
+	s := NewStore(openDB(t, filepath.Join(t.TempDir(), "m.db")), nil)
+	m, err := s.Load(ctx, "default", "conv")
+	if err != nil || m.Version != 0 || len(m.State.Messages) != 0 {
+		t.Fatalf("fresh load: %+v %v", m, err)
+	}
+	m.Client, m.SessionID, m.Cwd, m.Model = "generic", "sid-1", "/w", "model"
+	m.State = lineage.State{Messages: digests(1, 2), Pins: []string{"", "u1"}, Tail: digests(9)}
+	v, err := s.Publish(ctx, m, 0, lineage.Diverged)
+	if err != nil || v != 1 {
+		t.Fatalf("first publish: %d %v", v, err)
+	}
+	if _, err := s.Publish(ctx, m, 0, lineage.Diverged); !errors.Is(err, ErrConflict) {
+		t.Fatalf("second insert: %v, want ErrConflict", err)
+	}
+	got, err := s.Load(ctx, "default", "conv")
+	if err != nil || got.Version != 1 || got.SessionID != "sid-1" || got.State.Pins[1] != "u1" ||
+		got.State.Messages[1] != digests(2)[0] || got.State.Tail[0] != digests(9)[0] || got.Counts.Divergences != 1 {
+		t.Fatalf("loaded %+v %v", got, err)
+	}
+
+	// Many writers that all loaded version 1: exactly one wins.
+	var wins atomic.Int32
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			next := got
+			next.State = lineage.State{Messages: digests(1, 2, 3, 4), Pins: []string{"", "u1", "", "u2"}}
+			if _, err := s.Publish(ctx, next, 1, lineage.Continuation); err == nil {
+				wins.Add(1)
+			} else if !errors.Is(err, ErrConflict) {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if wins.Load() != 1 {
+		t.Fatalf("%d publishers won", wins.Load())
+	}
+	final, _ := s.Load(ctx, "default", "conv")
+	if final.Version != 2 || final.Counts.Continuations != 1 || len(final.State.Messages) != 4 {
+		t.Fatalf("final %+v", final)
+	}
+	list, err := s.List(ctx, 10)
+	if err != nil || len(list) != 1 || list[0].Key != "conv" {
+		t.Fatalf("list %+v %v", list, err)
+	}
+}
+
+// Two "processes": two database handles on one file, each with its own
+// leases.
+func TestLeasesAcrossProcesses(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.db")
+	a := NewLeases(openDB(t, path), time.Second, nil)
+	b := NewLeases(openDB(t, path), time.Second, nil)
+	ctx := context.Background()
+
+	la, err := a.Acquire(ctx, "p", "k", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = b.Acquire(ctx, "p", "k", 200*time.Millisecond)
+	var busy *BusyError
+	if !errors.As(err, &busy) || busy.RetryAfter < time.Second/2 || time.Since(start) < 200*time.Millisecond {
+		t.Fatalf("second acquire: %v after %v", err, time.Since(start))
+	}
+	// Renewal keeps it held past its TTL.
+	time.Sleep(1500 * time.Millisecond)
+	if _, err := b.Acquire(ctx, "p", "k", 100*time.Millisecond); !errors.As(err, &busy) {
+		t.Fatalf("lease lapsed while held: %v", err)
+	}
+	// A waiter gets it as soon as it is released.
+	got := make(chan error, 1)
+	go func() {
+		lb, err := b.Acquire(ctx, "p", "k", 5*time.Second)
+		if err == nil {
+			lb.Release()
+		}
+		got <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	la.Release()
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	// Another key is independent.
+	lx, err := a.Acquire(ctx, "p", "other", 10*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lx.Release()
+}
+
+func TestExpiredLeaseOfACrashedHolderIsTakenOver(t *testing.T) {
+	db := openDB(t, filepath.Join(t.TempDir(), "m.db"))
+	if _, err := db.Exec(`INSERT INTO turn_leases VALUES ('p', 'k', 'dead-process', ?)`, time.Now().Add(-time.Second).UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	l, err := NewLeases(db, time.Second, nil).Acquire(context.Background(), "p", "k", 100*time.Millisecond)
+	if err != nil {
+		t.Fatalf("expired lease not taken over: %v", err)
+	}
+	l.Release()
+}
+
+func TestLocalWaitersLeaveOnCancel(t *testing.T) {
+	l := NewLeases(openDB(t, filepath.Join(t.TempDir(), "m.db")), time.Second, nil)
+	held, err := l.Acquire(context.Background(), "p", "k", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { _, err := l.Acquire(ctx, "p", "k", time.Minute); done <- err }()
+	time.Sleep(50 * time.Millisecond)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	held.Release()
+	l.mu.Lock()
+	n := len(l.local)
+	l.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d local locks left behind", n)
+	}
+}

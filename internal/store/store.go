@@ -1,0 +1,121 @@
+// Package store opens Meridian's embedded SQLite database: pure-Go SQLite
+// in the data dir, in WAL mode with a busy timeout so several meridian
+// processes can share it, its schema brought up to date by versioned
+// migrations.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// BusyTimeoutMS is how long a statement waits for another process's write
+// lock before failing.
+const BusyTimeoutMS = 5000
+
+// Open opens (creating if needed) the database at path and migrates it.
+func Open(ctx context.Context, path string) (*sql.DB, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("store dir: %w", err)
+	}
+	q := url.Values{}
+	for _, p := range []string{
+		fmt.Sprintf("busy_timeout(%d)", BusyTimeoutMS),
+		"journal_mode(WAL)",
+		"synchronous(NORMAL)",
+		"foreign_keys(1)",
+	} {
+		q.Add("_pragma", p)
+	}
+	// Write transactions take the lock when they begin, so a read-then-write
+	// transaction never fails halfway on another process's write.
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if err := migrate(ctx, db); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("migrate %s: %w", path, err)
+	}
+	return db, nil
+}
+
+// migrations bring the schema from version i to i+1. Append only: a
+// released migration never changes.
+func migrations() []string {
+	return []string{
+		// 1: conversations and their turn leases.
+		`CREATE TABLE conversations (
+		profile          TEXT    NOT NULL,
+		key              TEXT    NOT NULL,
+		client           TEXT    NOT NULL,
+		cli_session_id   TEXT    NOT NULL,
+		digests          BLOB    NOT NULL,
+		pins             TEXT    NOT NULL,
+		tail             BLOB    NOT NULL,
+		message_count    INTEGER NOT NULL,
+		cwd              TEXT    NOT NULL,
+		client_cwd       TEXT    NOT NULL,
+		model            TEXT    NOT NULL,
+		version          INTEGER NOT NULL,
+		continuations    INTEGER NOT NULL DEFAULT 0,
+		compactions      INTEGER NOT NULL DEFAULT 0,
+		undos            INTEGER NOT NULL DEFAULT 0,
+		divergences      INTEGER NOT NULL DEFAULT 0,
+		last_input_bytes INTEGER NOT NULL DEFAULT 0,
+		created_at       INTEGER NOT NULL,
+		updated_at       INTEGER NOT NULL,
+		PRIMARY KEY (profile, key)
+	);
+	CREATE INDEX conversations_updated ON conversations (updated_at);
+	CREATE TABLE turn_leases (
+		profile    TEXT    NOT NULL,
+		key        TEXT    NOT NULL,
+		owner      TEXT    NOT NULL,
+		expires_at INTEGER NOT NULL,
+		PRIMARY KEY (profile, key)
+	);`,
+	}
+}
+
+// migrate applies the migrations the database lacks, each in its own
+// transaction with the schema version (PRAGMA user_version) it reaches.
+func migrate(ctx context.Context, db *sql.DB) error {
+	migrations := migrations()
+	for {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		var v int
+		if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+			_ = tx.Rollback()
+			return err
+		}
+		if v > len(migrations) {
+			_ = tx.Rollback()
+			return fmt.Errorf("database schema version %d is newer than this meridian knows (%d)", v, len(migrations))
+		}
+		if v == len(migrations) {
+			return tx.Rollback()
+		}
+		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+			_ = tx.Rollback()
+			return fmt.Errorf("migration %d: %w", v+1, err)
+		}
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", v+1)); err != nil {
+			_ = tx.Rollback()
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,215 @@
+// Package pool keeps backend sessions alive between the turns of their
+// conversations: at most one per conversation, a bounded number in all,
+// idle ones closed after a while or when room is needed. A session in use
+// is never taken from its turn.
+package pool
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/meridian-gw/meridian/internal/backend"
+)
+
+// Defaults for Config.
+const (
+	DefaultMax     = 32
+	DefaultIdleTTL = 15 * time.Minute
+)
+
+// ErrFull is returned by Reserve when every live session is in use.
+var ErrFull = errors.New("pool: every live session is in use")
+
+// Live is a backend session owned by a conversation.
+type Live struct {
+	Key     string
+	Session backend.Session
+	// Contract is what the session was started with (model, system prompt,
+	// execution controls); a request with another contract cannot use it.
+	Contract string
+	// Version is the conversation mapping this session published, and Pin
+	// where it stands: only a request that continues exactly there can use
+	// it.
+	Version int64
+	Pin     string
+
+	lastUsed time.Time
+}
+
+// Pool holds live sessions.
+type Pool struct {
+	max int
+	ttl time.Duration
+	now func() time.Time
+	log *slog.Logger
+
+	mu    sync.Mutex
+	idle  map[string]*Live // by conversation key
+	count int              // idle + in use + reserved
+	done  chan struct{}
+	wg    sync.WaitGroup
+}
+
+// New returns a pool of at most max live sessions, closing idle ones after
+// ttl, and starts its reaper. Close stops it.
+func New(max int, ttl time.Duration, log *slog.Logger) *Pool {
+	if max <= 0 {
+		max = DefaultMax
+	}
+	if ttl <= 0 {
+		ttl = DefaultIdleTTL
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	p := &Pool{max: max, ttl: ttl, now: time.Now, log: log, idle: map[string]*Live{}, done: make(chan struct{})}
+	p.wg.Go(p.reap)
+	return p
+}
+
+// Take removes the conversation's idle session from the pool, if it has
+// one. The caller owns it until it calls Put or Discard.
+func (p *Pool) Take(key string) *Live {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l := p.idle[key]
+	delete(p.idle, key)
+	return l
+}
+
+// Put returns a session to the pool, idle, after a completed turn.
+func (p *Pool) Put(l *Live) {
+	p.mu.Lock()
+	l.lastUsed = p.now()
+	old := p.idle[l.Key]
+	if old == l {
+		old = nil
+	}
+	if old != nil {
+		// Cannot happen while turns of a conversation are serialised; if
+		// it does, the newer session wins and the older is closed.
+		p.count--
+	}
+	p.idle[l.Key] = l
+	p.mu.Unlock()
+	if old != nil {
+		p.closeLive(old)
+	}
+}
+
+// Discard closes a session taken from the pool (or started under a
+// reservation) and frees its place. It returns once the session is gone.
+func (p *Pool) Discard(l *Live) {
+	p.closeLive(l)
+	p.mu.Lock()
+	p.count--
+	p.mu.Unlock()
+}
+
+// Reserve makes room for one more live session. When the pool is full it
+// closes the least recently used idle session first (and waits for it to
+// be gone); if none is idle it returns ErrFull. The place is the caller's:
+// Put the session started in it, or Release it.
+func (p *Pool) Reserve(ctx context.Context) error {
+	p.mu.Lock()
+	if p.count < p.max {
+		p.count++
+		p.mu.Unlock()
+		return nil
+	}
+	var victim *Live
+	for _, l := range p.idle {
+		if victim == nil || l.lastUsed.Before(victim.lastUsed) {
+			victim = l
+		}
+	}
+	if victim == nil {
+		p.mu.Unlock()
+		return ErrFull
+	}
+	delete(p.idle, victim.Key)
+	p.mu.Unlock()
+	p.log.Info("closing the least recently used idle claude process to make room", "conversation", victim.Key)
+	p.closeLive(victim) // its place passes to the caller
+	if err := ctx.Err(); err != nil {
+		p.Release()
+		return err
+	}
+	return nil
+}
+
+// Release frees a reserved place that was not used.
+func (p *Pool) Release() {
+	p.mu.Lock()
+	p.count--
+	p.mu.Unlock()
+}
+
+// Stats reports live sessions in all and idle.
+func (p *Pool) Stats() (live, idle int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.count, len(p.idle)
+}
+
+// Holds reports whether a conversation has an idle live session.
+func (p *Pool) Holds(key string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.idle[key] != nil
+}
+
+// Close stops the reaper and closes every idle session. Sessions in use
+// belong to their turns, which close or return them.
+func (p *Pool) Close() {
+	close(p.done)
+	p.wg.Wait()
+	p.mu.Lock()
+	all := make([]*Live, 0, len(p.idle))
+	for k, l := range p.idle {
+		all = append(all, l)
+		delete(p.idle, k)
+	}
+	p.count -= len(all)
+	p.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, l := range all {
+		wg.Go(func() { p.closeLive(l) })
+	}
+	wg.Wait()
+}
+
+func (p *Pool) reap() {
+	t := time.NewTicker(min(p.ttl/4, 30*time.Second))
+	defer t.Stop()
+	for {
+		select {
+		case <-p.done:
+			return
+		case <-t.C:
+		}
+		p.mu.Lock()
+		var expired []*Live
+		for k, l := range p.idle {
+			if p.now().Sub(l.lastUsed) >= p.ttl {
+				expired = append(expired, l)
+				delete(p.idle, k)
+			}
+		}
+		p.count -= len(expired)
+		p.mu.Unlock()
+		for _, l := range expired {
+			p.log.Info("closing an idle claude process", "conversation", l.Key, "idle_for", p.ttl)
+			p.closeLive(l)
+		}
+	}
+}
+
+func (p *Pool) closeLive(l *Live) {
+	if err := l.Session.Close(); err != nil {
+		p.log.Warn("closing a live session", "conversation", l.Key, "err", err)
+	}
+}

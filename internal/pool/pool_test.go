@@ -1,0 +1,119 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/meridian-gw/meridian/internal/backend"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type fakeSession struct {
+	id     string
+	closed atomic.Bool
+}
+
+func (f *fakeSession) Turn(context.Context, backend.Input, func(*backend.Event) error) (*backend.Result, error) {
+	return &backend.Result{}, nil
+}
+func (f *fakeSession) Close() error { f.closed.Store(true); return nil }
+func (f *fakeSession) ID() string   { return f.id }
+
+func live(key string) (*Live, *fakeSession) {
+	s := &fakeSession{id: key}
+	return &Live{Key: key, Session: s}, s
+}
+
+func TestTakePutDiscard(t *testing.T) {
+	p := New(2, time.Hour, nil)
+	defer p.Close()
+	if err := p.Reserve(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	a, as := live("a")
+	p.Put(a)
+	if got := p.Take("a"); got != a {
+		t.Fatal("the idle session was not handed back")
+	}
+	if p.Take("a") != nil {
+		t.Fatal("a session was handed out twice")
+	}
+	p.Discard(a)
+	if !as.closed.Load() {
+		t.Fatal("discarded session not closed")
+	}
+	if n, idle := p.Stats(); n != 0 || idle != 0 {
+		t.Fatalf("stats %d/%d", n, idle)
+	}
+}
+
+func TestReserveReclaimsTheLeastRecentlyUsedIdle(t *testing.T) {
+	p := New(2, time.Hour, nil)
+	defer p.Close()
+	clock := time.Unix(0, 0)
+	p.now = func() time.Time { return clock }
+	for _, k := range []string{"old", "new"} {
+		if err := p.Reserve(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		l, _ := live(k)
+		p.Put(l)
+		clock = clock.Add(time.Minute)
+	}
+	oldS := p.Take("old").Session.(*fakeSession)
+	p.Put(&Live{Key: "old", Session: oldS}) // used again: now the most recent
+	clock = clock.Add(time.Minute)
+	newS := p.idle["new"].Session.(*fakeSession)
+	if err := p.Reserve(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !newS.closed.Load() || oldS.closed.Load() {
+		t.Fatal("reclaimed the wrong session")
+	}
+	if n, _ := p.Stats(); n != 2 {
+		t.Fatalf("count %d", n)
+	}
+	// With everything in use there is no room, and nothing active is taken.
+	p.Take("old")
+	if err := p.Reserve(context.Background()); !errors.Is(err, ErrFull) {
+		t.Fatalf("err = %v, want ErrFull", err)
+	}
+	if oldS.closed.Load() {
+		t.Fatal("a session in use was closed")
+	}
+}
+
+func TestIdleSessionsExpire(t *testing.T) {
+	p := New(4, 40*time.Millisecond, nil)
+	defer p.Close()
+	_ = p.Reserve(context.Background())
+	l, s := live("a")
+	p.Put(l)
+	deadline := time.Now().Add(2 * time.Second)
+	for !s.closed.Load() {
+		if time.Now().After(deadline) {
+			t.Fatal("idle session never expired")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n, idle := p.Stats(); n != 0 || idle != 0 {
+		t.Fatalf("stats %d/%d", n, idle)
+	}
+}
+
+func TestCloseClosesIdleSessions(t *testing.T) {
+	p := New(4, time.Hour, nil)
+	_ = p.Reserve(context.Background())
+	l, s := live("a")
+	p.Put(l)
+	p.Close()
+	if !s.closed.Load() {
+		t.Fatal("idle session left open at close")
+	}
+}

@@ -214,6 +214,11 @@ func decodeContent(path string, raw json.RawMessage, depth int) ([]ContentBlock,
 	return blocks, nil
 }
 
+// DecodeContentBlock parses and validates one content block.
+func DecodeContentBlock(raw json.RawMessage) (ContentBlock, error) {
+	return decodeBlock("content", raw, 0)
+}
+
 func decodeBlock(path string, raw json.RawMessage, depth int) (ContentBlock, error) {
 	obj, err := decodeObject(path, raw)
 	if err != nil {

@@ -38,6 +38,16 @@ type StartOptions struct {
 	MaxOutputTokens int      // 0 leaves the backend's default
 	Thinking        Thinking
 	Effort          string // low, medium, high, xhigh, max; empty for default
+
+	// SessionID, when set, is the id the new session gets, so it is known
+	// before the backend reports it.
+	SessionID string
+	// Resume continues a stored session instead of starting empty: the
+	// session with id Resume, cut at message ResumeAt. The continuation is
+	// a new session (SessionID) so no two processes ever write one
+	// session's history.
+	Resume   string
+	ResumeAt string
 }
 
 // Thinking selects the model's extended thinking.
@@ -125,6 +135,11 @@ type Result struct {
 	SessionID  string
 	StopReason string
 	Usage      Usage
+	// Pin is the backend's id of the last message of the turn: where the
+	// session can later be resumed to stand exactly after this turn.
+	Pin string
+	// InputBytes is what the turn wrote to the backend.
+	InputBytes int
 	// Failure is set when the turn did not produce a usable answer.
 	Failure *Failure
 }

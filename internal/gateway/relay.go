@@ -42,6 +42,9 @@ type Finish struct {
 	StopSequence string
 	Usage        anthropic.Usage
 	SessionID    string
+	// Content is the whole answer as the client received it, abandoned
+	// blocks left out: what a JSON response carries.
+	Content []json.RawMessage
 }
 
 // errEnough ends a turn early: a stop sequence matched or the output limit
@@ -67,6 +70,7 @@ type relay struct {
 	usage    anthropic.Usage // summed over finished upstream messages
 	msgUsage anthropic.Usage // the current upstream message's counts
 	delta    []byte
+	reply    reply
 }
 
 type block struct {
@@ -117,14 +121,20 @@ func (r *relay) handle(ev *backend.Event) error {
 		if err := r.begin(); err != nil {
 			return err
 		}
+		r.reply.startBlock(b.client, ev.BlockType, ev.Block)
 		return r.out.BlockStart(b.client, ev.Block)
 	case backend.BlockDelta:
 		b := r.block(ev.Index)
 		if b == nil || !b.open {
 			return nil
 		}
-		if ev.DeltaType == "text_delta" && r.stops.Active() {
-			return r.textDelta(b, ev.Text)
+		if ev.DeltaType == "text_delta" {
+			if r.stops.Active() {
+				return r.textDelta(b, ev.Text)
+			}
+			r.reply.addText(b.client, ev.Text)
+		} else {
+			r.reply.addDelta(b.client, ev.Delta)
 		}
 		return r.out.BlockDelta(b.client, ev.Delta)
 	case backend.BlockStop:
@@ -142,6 +152,7 @@ func (r *relay) handle(ev *backend.Event) error {
 		return r.stopBlock(b)
 	case backend.Abandon:
 		if b := r.block(ev.Index); b != nil && b.client >= 0 {
+			r.reply.abandon(b.client)
 			r.out.Abandon(b.client)
 		}
 	case backend.Flush:
@@ -206,6 +217,7 @@ func (r *relay) textDelta(b *block, text string) error {
 }
 
 func (r *relay) writeText(idx int, text string) error {
+	r.reply.addText(idx, text)
 	r.delta = append(r.delta[:0], `{"type":"text_delta","text":`...)
 	r.delta = anthropic.AppendString(r.delta, text)
 	r.delta = append(r.delta, '}')
@@ -230,7 +242,7 @@ func (r *relay) finish(res *backend.Result) error {
 		// The CLI answered its own tool calls; the client sees a final answer.
 		stop = anthropic.StopEndTurn
 	}
-	return r.out.Finish(Finish{StopReason: stop, Usage: usageOf(res.Usage), SessionID: res.SessionID})
+	return r.out.Finish(Finish{StopReason: stop, Usage: usageOf(res.Usage), SessionID: res.SessionID, Content: r.reply.content()})
 }
 
 // finishEarly ends a turn the relay cut short. The CLI's own totals for an
@@ -240,7 +252,7 @@ func (r *relay) finishEarly() error {
 	if err := r.closeOpenBlocks(); err != nil {
 		return err
 	}
-	f := Finish{StopReason: anthropic.StopMaxTokens, Usage: r.usage, SessionID: r.session()}
+	f := Finish{StopReason: anthropic.StopMaxTokens, Usage: r.usage, SessionID: r.session(), Content: r.reply.content()}
 	if r.stopAt != "" {
 		f.StopReason, f.StopSequence = anthropic.StopSequence, r.stopAt
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -175,21 +174,12 @@ func (o *streamOutput) fail(err error) bool {
 	return true
 }
 
-// messageOutput accumulates a response into one JSON message.
+// messageOutput collects a response for one JSON message: the gateway
+// hands over the whole answer when it finishes.
 type messageOutput struct {
 	start   gateway.Start
-	blocks  []*blockAcc
 	finish  gateway.Finish
 	session string
-}
-
-type blockAcc struct {
-	kind      string
-	start     json.RawMessage
-	text      strings.Builder
-	signature strings.Builder
-	input     []byte
-	abandoned bool
 }
 
 func newMessageOutput() *messageOutput { return &messageOutput{} }
@@ -200,58 +190,11 @@ func (o *messageOutput) Start(st gateway.Start) error {
 	return nil
 }
 
-func (o *messageOutput) BlockStart(index int, block json.RawMessage) error {
-	var b struct {
-		Type     string `json:"type"`
-		Text     string `json:"text"`
-		Thinking string `json:"thinking"`
-	}
-	_ = json.Unmarshal(block, &b)
-	acc := &blockAcc{kind: b.Type, start: block}
-	acc.text.WriteString(b.Text + b.Thinking)
-	for len(o.blocks) <= index {
-		o.blocks = append(o.blocks, nil)
-	}
-	o.blocks[index] = acc
-	return nil
-}
-
-func (o *messageOutput) BlockDelta(index int, delta json.RawMessage) error {
-	if index >= len(o.blocks) || o.blocks[index] == nil {
-		return nil
-	}
-	acc := o.blocks[index]
-	var d struct {
-		Type        string `json:"type"`
-		Text        string `json:"text"`
-		Thinking    string `json:"thinking"`
-		Signature   string `json:"signature"`
-		PartialJSON string `json:"partial_json"`
-	}
-	if json.Unmarshal(delta, &d) != nil {
-		return nil
-	}
-	switch d.Type {
-	case "text_delta":
-		acc.text.WriteString(d.Text)
-	case "thinking_delta":
-		acc.text.WriteString(d.Thinking)
-	case "signature_delta":
-		acc.signature.WriteString(d.Signature)
-	case "input_json_delta":
-		acc.input = append(acc.input, d.PartialJSON...)
-	}
-	return nil
-}
-
-func (o *messageOutput) BlockStop(int) error { return nil }
-func (o *messageOutput) Flush() error        { return nil }
-
-func (o *messageOutput) Abandon(index int) {
-	if index < len(o.blocks) && o.blocks[index] != nil {
-		o.blocks[index].abandoned = true
-	}
-}
+func (o *messageOutput) BlockStart(int, json.RawMessage) error { return nil }
+func (o *messageOutput) BlockDelta(int, json.RawMessage) error { return nil }
+func (o *messageOutput) BlockStop(int) error                   { return nil }
+func (o *messageOutput) Flush() error                          { return nil }
+func (o *messageOutput) Abandon(int)                           {}
 
 func (o *messageOutput) Finish(f gateway.Finish) error {
 	o.finish = f
@@ -267,51 +210,16 @@ func (o *messageOutput) response() anthropic.Response {
 		Type:       "message",
 		Role:       anthropic.RoleAssistant,
 		Model:      o.start.Model,
-		Content:    make([]json.RawMessage, 0, len(o.blocks)),
+		Content:    o.finish.Content,
 		StopReason: o.finish.StopReason,
 		Usage:      o.finish.Usage,
+	}
+	if resp.Content == nil {
+		resp.Content = []json.RawMessage{}
 	}
 	if o.finish.StopSequence != "" {
 		seq := o.finish.StopSequence
 		resp.StopSequence = &seq
 	}
-	for _, b := range o.blocks {
-		if b == nil || b.abandoned {
-			continue
-		}
-		resp.Content = append(resp.Content, b.render())
-	}
 	return resp
-}
-
-func (b *blockAcc) render() json.RawMessage {
-	var v any
-	switch b.kind {
-	case "text":
-		v = struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		}{b.kind, b.text.String()}
-	case "thinking":
-		v = struct {
-			Type      string `json:"type"`
-			Thinking  string `json:"thinking"`
-			Signature string `json:"signature"`
-		}{b.kind, b.text.String(), b.signature.String()}
-	default:
-		if len(b.input) == 0 {
-			return b.start
-		}
-		var m map[string]json.RawMessage
-		if json.Unmarshal(b.start, &m) != nil || !json.Valid(b.input) {
-			return b.start
-		}
-		m["input"] = b.input
-		v = m
-	}
-	out, err := json.Marshal(v)
-	if err != nil {
-		return b.start
-	}
-	return out
 }

@@ -57,6 +57,8 @@ type Verdict struct {
 	// AtEnd reports that Pin is the end of what the session holds, so a
 	// live process that published State can take the request directly.
 	AtEnd bool
+	// Matched is how many of the session's last messages a compaction kept.
+	Matched int
 }
 
 // minCompactionSuffix is how many trailing messages must match before a
@@ -118,7 +120,7 @@ func compaction(st State, in []Digest, end string) (Verdict, bool) {
 		}
 		start := j - s + 1
 		if s >= minCompactionSuffix && start > 0 && start < n-s {
-			return Verdict{Kind: Compaction, From: j + 1, Pin: end, AtEnd: true}, true
+			return Verdict{Kind: Compaction, From: j + 1, Pin: end, AtEnd: true, Matched: s}, true
 		}
 	}
 	return Verdict{}, false
@@ -151,4 +153,30 @@ func isStrictPrefix(prefix, of []Digest) bool {
 		}
 	}
 	return true
+}
+
+// Advance returns what the session holds once a request's messages were
+// sent under verdict v: the request's messages, with the pins the session
+// already had for the part it held. Messages sent now get no pins: they
+// reach the CLI inside one user message and cannot be resumed between.
+func Advance(st State, v Verdict, in []Digest) State {
+	out := State{Messages: append([]Digest(nil), in...), Pins: make([]string, len(in))}
+	switch v.Kind {
+	case Continuation, Undo:
+		copy(out.Pins[:v.From], st.Pins[:v.From])
+	case Compaction:
+		n := len(st.Pins)
+		copy(out.Pins[v.From-v.Matched:v.From], st.Pins[n-v.Matched:])
+	}
+	return out
+}
+
+// Append adds a reply to a state: its digest, the pin the session stands
+// at after it, and its block digests as the new tail.
+func Append(st State, reply Digest, pin string, blocks []Digest) State {
+	return State{
+		Messages: append(st.Messages, reply),
+		Pins:     append(st.Pins, pin),
+		Tail:     blocks,
+	}
 }

@@ -40,8 +40,8 @@ func TestClassify(t *testing.T) {
 		{"undo last exchange", state(1, 2, 3, 4), d(1, 2, 9), Verdict{Kind: Undo, From: 2, Pin: "uuid-1"}},
 		{"edited last question", state(1, 2, 3, 4), d(1, 2, 9, 4, 5), Verdict{Kind: Undo, From: 2, Pin: "uuid-1"}},
 		{"edited first message", state(1, 2, 3, 4), d(9, 2, 3, 4, 5), Verdict{Kind: Diverged}},
-		{"compaction", state(1, 2, 3, 4, 5, 6), d(7, 5, 6, 8), Verdict{Kind: Compaction, From: 3, Pin: "uuid-5", AtEnd: true}},
-		{"compaction of two into one", state(1, 2, 3, 4, 5, 6), d(7, 3, 4, 5, 6, 8), Verdict{Kind: Compaction, From: 5, Pin: "uuid-5", AtEnd: true}},
+		{"compaction", state(1, 2, 3, 4, 5, 6), d(7, 5, 6, 8), Verdict{Kind: Compaction, From: 3, Pin: "uuid-5", AtEnd: true, Matched: 2}},
+		{"compaction of two into one", state(1, 2, 3, 4, 5, 6), d(7, 3, 4, 5, 6, 8), Verdict{Kind: Compaction, From: 5, Pin: "uuid-5", AtEnd: true, Matched: 4}},
 		{"suffix after a longer beginning is no compaction", state(1, 2, 3, 4), d(7, 8, 9, 10, 3, 4, 5), Verdict{Kind: Diverged}},
 		{"one shared message is no compaction", state(1, 2, 3, 4), d(7, 4, 5), Verdict{Kind: Diverged}},
 		{"unrelated", state(1, 2), d(3, 4, 5), Verdict{Kind: Diverged}},
@@ -148,4 +148,28 @@ func FuzzClassify(f *testing.F) {
 			t.Fatalf("bad verdict %+v for %d messages", v, len(in))
 		}
 	})
+}
+
+func TestAdvanceKeepsPinsOfWhatTheSessionHeld(t *testing.T) {
+	st := state(1, 2, 3, 4, 5, 6) // pins at 1, 3, 5
+	cases := []struct {
+		in   []Digest
+		pins []string
+	}{
+		{d(1, 2, 3, 4, 5, 6, 7), []string{"", "uuid-1", "", "uuid-3", "", "uuid-5", ""}}, // continuation
+		{d(1, 2, 9), []string{"", "uuid-1", ""}},                                         // undo
+		{d(7, 3, 4, 5, 6, 8), []string{"", "", "uuid-3", "", "uuid-5", ""}},              // compaction keeps the suffix's pins
+		{d(9, 8, 7), []string{"", "", ""}},                                               // diverged
+	}
+	for _, c := range cases {
+		v := Classify(st, c.in, nil)
+		got := Advance(st, v, c.in)
+		if fmt.Sprint(got.Pins) != fmt.Sprint(c.pins) || len(got.Messages) != len(c.in) {
+			t.Errorf("%v (%s): pins %q, want %q", c.in, v.Kind, got.Pins, c.pins)
+		}
+	}
+	next := Append(Advance(st, Classify(st, d(1, 2, 3, 4, 5, 6, 7), nil), d(1, 2, 3, 4, 5, 6, 7)), d(8)[0], "uuid-7", d(80, 81))
+	if v := Classify(next, d(1, 2, 3, 4, 5, 6, 7, 8, 9), nil); v.Kind != Continuation || v.Pin != "uuid-7" || v.From != 8 {
+		t.Fatalf("after append: %+v", v)
+	}
 }

@@ -48,6 +48,7 @@ type Pool struct {
 
 	mu    sync.Mutex
 	idle  map[string]*Live // by conversation key
+	inUse map[string]*Live // taken or newly started, until Put or Discard
 	count int              // idle + in use + reserved
 	done  chan struct{}
 	wg    sync.WaitGroup
@@ -65,7 +66,7 @@ func New(max int, ttl time.Duration, log *slog.Logger) *Pool {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Pool{max: max, ttl: ttl, now: time.Now, log: log, idle: map[string]*Live{}, done: make(chan struct{})}
+	p := &Pool{max: max, ttl: ttl, now: time.Now, log: log, idle: map[string]*Live{}, inUse: map[string]*Live{}, done: make(chan struct{})}
 	p.wg.Go(p.reap)
 	return p
 }
@@ -76,14 +77,28 @@ func (p *Pool) Take(key string) *Live {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	l := p.idle[key]
-	delete(p.idle, key)
+	if l != nil {
+		delete(p.idle, key)
+		p.inUse[key] = l
+	}
 	return l
+}
+
+// Track records a session started under a reservation as in use by its
+// conversation, until Put or Discard.
+func (p *Pool) Track(l *Live) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.inUse[l.Key] = l
 }
 
 // Put returns a session to the pool, idle, after a completed turn.
 func (p *Pool) Put(l *Live) {
 	p.mu.Lock()
 	l.lastUsed = p.now()
+	if p.inUse[l.Key] == l {
+		delete(p.inUse, l.Key)
+	}
 	old := p.idle[l.Key]
 	if old == l {
 		old = nil
@@ -105,6 +120,9 @@ func (p *Pool) Put(l *Live) {
 func (p *Pool) Discard(l *Live) {
 	p.closeLive(l)
 	p.mu.Lock()
+	if p.inUse[l.Key] == l {
+		delete(p.inUse, l.Key)
+	}
 	p.count--
 	p.mu.Unlock()
 }
@@ -155,11 +173,13 @@ func (p *Pool) Stats() (live, idle int) {
 	return p.count, len(p.idle)
 }
 
-// Holds reports whether a conversation has an idle live session.
-func (p *Pool) Holds(key string) bool {
+// Holds reports whether a live session holds a conversation, and whether
+// a turn is using it now.
+func (p *Pool) Holds(key string) (live, busy bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.idle[key] != nil
+	busy = p.inUse[key] != nil
+	return busy || p.idle[key] != nil, busy
 }
 
 // Close stops the reaper and closes every idle session. Sessions in use

@@ -130,7 +130,9 @@ func (d *Driver) launch(ctx context.Context, opts backend.StartOptions) (*Proces
 	if err != nil {
 		return nil, fmt.Errorf("start claude: %w", err)
 	}
-	return newProcess(d, proc), nil
+	p := newProcess(d, proc)
+	p.setSessionID(opts.SessionID)
+	return p, nil
 }
 
 // Args builds the CLI's argument list for a session.
@@ -152,6 +154,15 @@ func Args(opts backend.StartOptions) []string {
 	}
 	if opts.Model != "" {
 		args = append(args, "--model="+opts.Model)
+	}
+	if opts.Resume != "" {
+		args = append(args, "--resume="+opts.Resume, "--fork-session")
+		if opts.ResumeAt != "" {
+			args = append(args, "--resume-session-at="+opts.ResumeAt)
+		}
+	}
+	if opts.SessionID != "" {
+		args = append(args, "--session-id="+opts.SessionID)
 	}
 	switch opts.Thinking.Mode {
 	case backend.ThinkingOff:

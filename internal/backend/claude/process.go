@@ -153,22 +153,29 @@ func (p *Process) interrupt() error {
 
 // writeJSON writes one line to the CLI's stdin.
 func (p *Process) writeJSON(v any) error {
+	_, err := p.writeLine(v)
+	return err
+}
+
+// writeLine writes one line to the CLI's stdin and reports its size.
+func (p *Process) writeLine(v any) (int, error) {
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
 	buf := bytes.NewBuffer(p.wbuf[:0])
 	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil { // Encode appends the newline
-		return fmt.Errorf("encode: %w", err)
+		return 0, fmt.Errorf("encode: %w", err)
 	}
 	p.wbuf = buf.Bytes()
+	n := len(p.wbuf)
 	if _, err := p.proc.Stdin().Write(p.wbuf); err != nil {
-		return fmt.Errorf("write to claude: %w", err)
+		return 0, fmt.Errorf("write to claude: %w", err)
 	}
 	if cap(p.wbuf) > 1<<20 {
 		p.wbuf = nil // do not pin a large prompt's buffer for the process's life
 	}
-	return nil
+	return n, nil
 }
 
 func (p *Process) readLoop() {

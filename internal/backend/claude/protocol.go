@@ -11,6 +11,7 @@ type line struct {
 	Subtype string `json:"subtype"`
 
 	SessionID       string  `json:"session_id"`
+	UUID            string  `json:"uuid"`
 	ParentToolUseID *string `json:"parent_tool_use_id"`
 
 	// stream_event

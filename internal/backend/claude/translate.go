@@ -23,7 +23,8 @@ type translator struct {
 	next int        // next turn-wide block index
 	msgs []*message // upstream messages of this turn, in order
 
-	apiErr *line // synthetic assistant line describing an API error
+	apiErr *line  // synthetic assistant line describing an API error
+	pin    string // uuid of the turn's last assistant message
 	// unstreamed is a replayed message whose stop reason is held until its
 	// last block has gone out: every one of its lines carries the reason,
 	// and only the next line of another kind shows the message is complete.
@@ -209,6 +210,9 @@ func (t *translator) assistant(l *line) error {
 	if err := json.Unmarshal(l.Message, &am); err != nil || am.ID == "" {
 		return nil
 	}
+	if l.UUID != "" {
+		t.pin = l.UUID
+	}
 	m := t.message(am.ID)
 	m.assistants++
 	if m.streamed {
@@ -308,7 +312,7 @@ func (m *message) turnIndex(up int) int {
 // result builds the turn's result. The CLI reports API errors as subtype
 // "success" with is_error set, so both are checked.
 func (t *translator) result(l *line) *backend.Result {
-	res := &backend.Result{SessionID: l.SessionID, StopReason: l.StopReason}
+	res := &backend.Result{SessionID: l.SessionID, StopReason: l.StopReason, Pin: t.pin}
 	if l.Usage != nil {
 		res.Usage = l.Usage.backend()
 	}

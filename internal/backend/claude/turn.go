@@ -39,7 +39,8 @@ func (p *Process) Turn(ctx context.Context, in backend.Input, emit func(*backend
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := p.writeUser(ctx, in.Content); err != nil {
+	written, err := p.writeUser(ctx, in.Content)
+	if err != nil {
 		p.markBroken(err)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -72,6 +73,7 @@ func (p *Process) Turn(ctx context.Context, in backend.Input, emit func(*backend
 			}
 			if res != nil {
 				p.setSessionID(res.SessionID)
+				res.InputBytes = written
 				return res, nil
 			}
 			if !l.more && len(p.lines) == 0 {
@@ -99,10 +101,10 @@ func knownKind(t string) bool {
 
 // writeUser sends the user message. A cancelled context aborts a write the
 // CLI is not reading, by closing stdin.
-func (p *Process) writeUser(ctx context.Context, content []json.RawMessage) error {
+func (p *Process) writeUser(ctx context.Context, content []json.RawMessage) (int, error) {
 	stop := context.AfterFunc(ctx, func() { _ = p.proc.Stdin().Close() })
 	defer stop()
-	return p.writeJSON(userLine{
+	return p.writeLine(userLine{
 		Type:    "user",
 		Message: userMessage{Role: "user", Content: guardSlashCommand(content)},
 	})

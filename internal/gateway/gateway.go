@@ -13,11 +13,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/meridian-gw/meridian/internal/adapter"
 	"github.com/meridian-gw/meridian/internal/admission"
 	"github.com/meridian-gw/meridian/internal/anthropic"
 	"github.com/meridian-gw/meridian/internal/backend"
+	"github.com/meridian-gw/meridian/internal/pool"
 	"github.com/meridian-gw/meridian/internal/replay"
 	"github.com/meridian-gw/meridian/internal/retryafter"
+	"github.com/meridian-gw/meridian/internal/session"
 )
 
 // Config configures a Gateway.
@@ -26,13 +29,35 @@ type Config struct {
 	Inspector Inspector
 	// Workspace is the working directory backend processes run in.
 	Workspace string
-	// MaxConcurrent bounds running backend processes.
+	// MaxConcurrent bounds turns running at once.
 	MaxConcurrent int
 	// QueueTimeout bounds how long a request waits for a slot.
 	QueueTimeout time.Duration
-	Logger       *slog.Logger
+
+	// Sessions and Leases make conversations durable; without them every
+	// request is served on its own.
+	Sessions *session.Store
+	Leases   *session.Leases
+	// Profile scopes conversation keys (one account's sessions).
+	Profile string
+	// TurnWait bounds how long a turn waits for its conversation's
+	// previous turn before a 409.
+	TurnWait time.Duration
+	// MaxLive bounds live claude processes (idle and in use); IdleTTL closes
+	// idle ones.
+	MaxLive int
+	IdleTTL time.Duration
+
+	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+}
+
+// Request is one request as the gateway sees it: the decoded body and the
+// headers that identify the client and its conversation.
+type Request struct {
+	Body   *anthropic.MessagesRequest
+	Header http.Header
 }
 
 // Inspector is what the gateway asks about its backend beyond sessions.
@@ -46,6 +71,8 @@ type Inspector interface {
 const (
 	DefaultMaxConcurrent = 10
 	DefaultQueueTimeout  = 30 * time.Second
+	DefaultTurnWait      = 30 * time.Second
+	DefaultProfile       = "default"
 )
 
 // Gateway serves model requests through a backend.
@@ -57,6 +84,7 @@ type Gateway struct {
 	health healthCache
 	models modelCache
 	probes sync.WaitGroup // background backend probes
+	pool   *pool.Pool
 }
 
 // New returns a Gateway.
@@ -73,10 +101,23 @@ func New(cfg Config) *Gateway {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.TurnWait <= 0 {
+		cfg.TurnWait = DefaultTurnWait
+	}
+	if cfg.Profile == "" {
+		cfg.Profile = DefaultProfile
+	}
+	if cfg.MaxLive <= 0 {
+		cfg.MaxLive = pool.DefaultMax
+	}
+	// Every running turn needs a live process; more turns than processes
+	// would have to evict active work.
+	cfg.MaxConcurrent = min(cfg.MaxConcurrent, cfg.MaxLive)
 	return &Gateway{
 		cfg:   cfg,
 		log:   cfg.Logger,
 		slots: admission.New(cfg.MaxConcurrent, cfg.QueueTimeout),
+		pool:  pool.New(cfg.MaxLive, cfg.IdleTTL, cfg.Logger),
 	}
 }
 
@@ -87,11 +128,23 @@ func NewMessageID() string { return "msg_" + rand.Text() }
 // The returned error is an *Error for the client, the context's error when
 // the client went away, or nil. If out was started, the caller renders an
 // *Error inside the response; otherwise as the whole response.
-func (g *Gateway) Messages(ctx context.Context, req *anthropic.MessagesRequest, id string, out Output) error {
-	opts, in, perr := g.plan(req)
+func (g *Gateway) Messages(ctx context.Context, req Request, id string, out Output) error {
+	opts, perr := g.plan(req.Body)
 	if perr != nil {
 		return perr
 	}
+	if g.cfg.Sessions != nil {
+		ident := adapter.Detect(req.Header, req.Body).Identify(req.Header, req.Body)
+		if ident.Key != "" {
+			return g.converse(ctx, req.Body, ident, opts, id, out)
+		}
+	}
+	return g.oneShot(ctx, req.Body, opts, id, out)
+}
+
+// oneShot serves a request that belongs to no known conversation: a fresh
+// process gets the whole conversation and is closed after the turn.
+func (g *Gateway) oneShot(ctx context.Context, req *anthropic.MessagesRequest, opts backend.StartOptions, id string, out Output) error {
 	release, err := g.admit(ctx)
 	if err != nil {
 		return err
@@ -99,6 +152,7 @@ func (g *Gateway) Messages(ctx context.Context, req *anthropic.MessagesRequest, 
 	defer release()
 
 	began := g.cfg.Now()
+	opts.SessionID = newSessionID()
 	sess, err := g.cfg.Backend.Start(ctx, opts)
 	if err != nil {
 		return g.startError(ctx, err)
@@ -107,7 +161,7 @@ func (g *Gateway) Messages(ctx context.Context, req *anthropic.MessagesRequest, 
 	defer sess.Close()
 
 	r := newRelay(out, Start{ID: id, Model: req.Model}, req, sess.ID)
-	res, err := sess.Turn(ctx, in, func(ev *backend.Event) error {
+	res, err := sess.Turn(ctx, backend.Input{Content: replay.Render(req.Messages)}, func(ev *backend.Event) error {
 		g.observe(ev)
 		return r.handle(ev)
 	})
@@ -135,20 +189,20 @@ func (g *Gateway) Messages(ctx context.Context, req *anthropic.MessagesRequest, 
 
 // plan checks what the backend cannot do and derives the session options
 // and the message to send.
-func (g *Gateway) plan(req *anthropic.MessagesRequest) (backend.StartOptions, backend.Input, *Error) {
+func (g *Gateway) plan(req *anthropic.MessagesRequest) (backend.StartOptions, *Error) {
 	last := len(req.Messages) - 1
 	for last >= 0 && req.Messages[last].Role == anthropic.RoleSystem {
 		last--
 	}
 	if last < 0 {
-		return backend.StartOptions{}, backend.Input{}, InvalidRequest("messages: at least one user message is required")
+		return backend.StartOptions{}, InvalidRequest("messages: at least one user message is required")
 	}
 	if req.Messages[last].Role != anthropic.RoleUser {
-		return backend.StartOptions{}, backend.Input{}, InvalidRequest(fmt.Sprintf(
+		return backend.StartOptions{}, InvalidRequest(fmt.Sprintf(
 			"messages.%d: the last message must be the user's; prefilling the assistant's reply is not supported by the claude backend", last))
 	}
 	if req.Effort != "" && !validEffort(req.Effort) {
-		return backend.StartOptions{}, backend.Input{}, InvalidRequest(fmt.Sprintf(
+		return backend.StartOptions{}, InvalidRequest(fmt.Sprintf(
 			"output_config.effort: must be one of low, medium, high, xhigh, max; got %q", req.Effort))
 	}
 	opts := backend.StartOptions{
@@ -166,7 +220,7 @@ func (g *Gateway) plan(req *anthropic.MessagesRequest) (backend.StartOptions, ba
 			opts.Thinking = backend.Thinking{Mode: backend.ThinkingAdaptive}
 		}
 	}
-	return opts, backend.Input{Content: replay.Render(req.Messages)}, nil
+	return opts, nil
 }
 
 func validEffort(e string) bool {
@@ -219,7 +273,7 @@ func (g *Gateway) admit(ctx context.Context) (func(), error) {
 		_, waiting, size := g.slots.Stats()
 		return nil, newError(anthropic.StatusOverloaded, anthropic.ErrOverloaded, fmt.Sprintf(
 			"all %d claude process slots stayed busy for %s (%d more requests waiting); retry later or raise --max-concurrent",
-			size, g.cfg.QueueTimeout, waiting), retryafter.Facts{Now: g.cfg.Now()})
+			size, g.cfg.QueueTimeout, waiting), factsNow(g))
 	}
 	return nil, err
 }
@@ -229,7 +283,7 @@ func (g *Gateway) startError(ctx context.Context, err error) error {
 		return ctx.Err()
 	}
 	if errors.Is(err, backend.ErrUnavailable) {
-		return newError(http.StatusServiceUnavailable, anthropic.ErrAPI, err.Error(), retryafter.Facts{Now: g.cfg.Now()})
+		return newError(http.StatusServiceUnavailable, anthropic.ErrAPI, err.Error(), factsNow(g))
 	}
 	g.log.Error("backend start failed", "err", err)
 	return &Error{Status: http.StatusInternalServerError, Type: anthropic.ErrAPI, Message: "could not start claude: " + err.Error()}
@@ -247,6 +301,9 @@ func (g *Gateway) observe(ev *backend.Event) {
 		g.log.Info("upstream call will be retried", "status", ev.Status, "delay", ev.RetryDelay)
 	}
 }
+
+// factsNow is a refusal about which nothing but the time is known.
+func factsNow(g *Gateway) retryafter.Facts { return retryafter.Facts{Now: g.cfg.Now()} }
 
 // Slots reports admission: processes running, requests waiting, the bound.
 func (g *Gateway) Slots() (inUse, waiting, size int) { return g.slots.Stats() }

@@ -78,8 +78,12 @@ func (g *Gateway) Health(ctx context.Context) Health {
 	return h
 }
 
-// Close waits for background probes; each runs under its own deadline.
-func (g *Gateway) Close() { g.probes.Wait() }
+// Close closes the idle live processes and waits for background probes
+// (each runs under its own deadline). Call it after the requests are done.
+func (g *Gateway) Close() {
+	g.pool.Close()
+	g.probes.Wait()
+}
 
 // Models lists the backend's models, cached.
 func (g *Gateway) Models(ctx context.Context) ([]backend.Model, error) {

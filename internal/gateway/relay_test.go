@@ -146,16 +146,17 @@ func TestRelayPassesAbandonOn(t *testing.T) {
 func TestPlanRefusesWhatTheBackendCannotDo(t *testing.T) {
 	g := New(Config{Workspace: "/w"})
 	req, _ := anthropic.DecodeMessagesRequest([]byte(`{"model":"default","max_tokens":77,"thinking":{"type":"enabled","budget_tokens":1024},"output_config":{"effort":"low"},"system":"s","messages":[{"role":"user","content":"q"},{"role":"system","content":"env"}]}`))
-	opts, in, err := g.plan(req)
+	defer g.Close()
+	opts, err := g.plan(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if opts.Model != "" || opts.MaxOutputTokens != 77 || opts.Thinking.Mode != backend.ThinkingEnabled || opts.Thinking.Budget != 1024 ||
-		opts.Effort != "low" || opts.Dir != "/w" || len(opts.System) != 1 || len(in.Content) == 0 {
+		opts.Effort != "low" || opts.Dir != "/w" || len(opts.System) != 1 {
 		t.Fatalf("opts = %+v", opts)
 	}
 	prefill, _ := anthropic.DecodeMessagesRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"q"},{"role":"assistant","content":"A:"}]}`))
-	if _, _, err := g.plan(prefill); err == nil || err.Status != 400 {
+	if _, err := g.plan(prefill); err == nil || err.Status != 400 {
 		t.Fatalf("prefill: %v", err)
 	}
 }

@@ -33,6 +33,7 @@ func FuzzMessagesEndpoint(f *testing.F) {
 
 	driver := claude.New(claude.Config{Path: "in-process", Launcher: testkit.NewInProcessCLI([]string{"hello ", "world"})})
 	gw := gateway.New(gateway.Config{Backend: driver, Inspector: driver, Workspace: f.TempDir(), MaxConcurrent: 64})
+	f.Cleanup(gw.Close)
 	srv, err := httpapi.New(httpapi.Config{Addr: "127.0.0.1:0", Gateway: gw, MaxBodyBytes: 1 << 20})
 	if err != nil {
 		f.Fatal(err)

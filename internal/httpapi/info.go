@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,7 +18,7 @@ func (s *Server) root(w http.ResponseWriter, r *http.Request) {
 		"service": "meridian",
 		"version": s.cfg.Version,
 		"endpoints": []string{
-			"POST /v1/messages", "POST /v1/messages/count_tokens", "GET /v1/models", "GET /health",
+			"POST /v1/messages", "POST /v1/messages/count_tokens", "GET /v1/models", "GET /v1/sessions", "GET /health",
 		},
 	})
 }
@@ -92,6 +93,43 @@ func (s *Server) getModel(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeError(w, &gateway.Error{Status: http.StatusNotFound, Type: anthropic.ErrNotFound, Message: "model not found: " + id})
+}
+
+// listSessions serves GET /v1/sessions: the most recently used
+// conversations (?limit=, default 100, at most 1000).
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
+	limit := 100
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			writeError(w, gateway.InvalidRequest("limit: must be a positive integer"))
+			return
+		}
+		limit = min(n, 1000)
+	}
+	list, err := s.gw.Sessions(r.Context(), limit)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if list == nil {
+		list = []gateway.SessionInfo{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"data": list})
+}
+
+// getSession serves GET /v1/sessions/{key}.
+func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
+	key := r.PathValue("key")
+	info, ok, err := s.gw.Session(r.Context(), key)
+	switch {
+	case err != nil:
+		s.fail(w, r, err)
+	case !ok:
+		writeError(w, &gateway.Error{Status: http.StatusNotFound, Type: anthropic.ErrNotFound, Message: "no conversation with key " + strconv.Quote(key)})
+	default:
+		writeJSON(w, http.StatusOK, info)
+	}
 }
 
 func modelsError(err error) error {

@@ -48,7 +48,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := newMessageOutput()
-	if err := s.gw.Messages(r.Context(), req, id, out); err != nil {
+	if err := s.gw.Messages(r.Context(), gateway.Request{Body: req, Header: r.Header}, id, out); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -64,7 +64,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *anthropic.MessagesRequest, id string) {
 	out := newStreamOutput(w, gateway.Start{ID: id, Model: req.Model}, s.cfg.PingInterval)
 	defer out.stopPings()
-	err := s.gw.Messages(r.Context(), req, id, out)
+	err := s.gw.Messages(r.Context(), gateway.Request{Body: req, Header: r.Header}, id, out)
 	// No ping may commit the stream while an error is being answered.
 	out.stopPings()
 	if err == nil || out.fail(err) {

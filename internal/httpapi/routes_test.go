@@ -175,6 +175,7 @@ func TestBrowserOriginsAndForeignHostsAreRefused(t *testing.T) {
 func TestNonLoopbackNeedsAPIKey(t *testing.T) {
 	t.Parallel()
 	gw := gateway.New(gateway.Config{})
+	defer gw.Close()
 	if _, err := httpapi.New(httpapi.Config{Addr: "0.0.0.0:3456", Gateway: gw}); err == nil || !strings.Contains(err.Error(), "API key") {
 		t.Fatalf("non-loopback without key: err = %v", err)
 	}

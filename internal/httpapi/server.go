@@ -148,6 +148,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /messages/count_tokens", s.countTokens)
 	mux.HandleFunc("GET /v1/models", s.listModels)
 	mux.HandleFunc("GET /v1/models/{id}", s.getModel)
+	mux.HandleFunc("GET /v1/sessions", s.listSessions)
+	mux.HandleFunc("GET /v1/sessions/{key}", s.getSession)
 	mux.HandleFunc("GET /health", s.health)
 	mux.HandleFunc("GET /{$}", s.root)
 	mux.HandleFunc("/", s.notFound)
@@ -158,7 +160,7 @@ func (s *Server) routes() http.Handler {
 func knownPath(p string) bool {
 	switch p {
 	case "/v1/messages", "/messages", "/v1/messages/count_tokens", "/messages/count_tokens",
-		"/v1/models", "/health", "/":
+		"/v1/models", "/v1/sessions", "/health", "/":
 		return true
 	}
 	return false

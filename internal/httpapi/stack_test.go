@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +17,8 @@ import (
 	"github.com/meridian-gw/meridian/internal/backend/claude"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/httpapi"
+	"github.com/meridian-gw/meridian/internal/session"
+	"github.com/meridian-gw/meridian/internal/store"
 	"github.com/meridian-gw/meridian/internal/testkit"
 )
 
@@ -25,6 +29,9 @@ type stack struct {
 	Upstream *testkit.Upstream
 	Marker   string // finds the CLI processes this stack started
 	Gateway  *gateway.Gateway
+	DataDir  string
+	env      []string
+	stop     func() // stops the server and joins everything; also run at cleanup
 }
 
 type stackOptions struct {
@@ -37,29 +44,60 @@ type stackOptions struct {
 	pingInterval  time.Duration
 	launcher      claude.Launcher
 	graces        claude.Config // InterruptGrace, ExitGrace, KillGrace
+
+	// sessions makes conversations durable (SQLite in the data dir).
+	sessions bool
+	turnWait time.Duration
+	maxLive  int
+	// share runs this stack as another meridian process beside an
+	// existing one: same upstream, CLI config dir and data dir.
+	share *stack
 }
 
 func newStack(t testing.TB, o stackOptions) *stack {
 	t.Helper()
-	up := testkit.NewUpstream(t)
 	if o.claudePath == "" {
 		o.claudePath = testkit.ClaudePath(t)
 	}
-	env, marker := testkit.ClaudeEnv(t, up.URL)
-	env = append(env, o.env...)
+	var up *testkit.Upstream
+	var env []string
+	var marker, dataDir string
+	if o.share != nil {
+		up, env, marker, dataDir = o.share.Upstream, o.share.env, o.share.Marker, o.share.DataDir
+	} else {
+		up = testkit.NewUpstream(t)
+		env, marker = testkit.ClaudeEnv(t, up.URL)
+		env = append(env, o.env...)
+		dataDir = t.TempDir()
+	}
 	log := testLogger(t)
 	driver := claude.New(claude.Config{
 		Path: o.claudePath, Env: env, Launcher: o.launcher, Logger: log,
 		InterruptGrace: o.graces.InterruptGrace, ExitGrace: o.graces.ExitGrace, KillGrace: o.graces.KillGrace,
 	})
-	gw := gateway.New(gateway.Config{
+	cfg := gateway.Config{
 		Backend:       driver,
 		Inspector:     driver,
-		Workspace:     t.TempDir(),
+		Workspace:     filepath.Join(dataDir, "workspace"),
 		MaxConcurrent: o.maxConcurrent,
 		QueueTimeout:  o.queueTimeout,
+		TurnWait:      o.turnWait,
+		MaxLive:       o.maxLive,
 		Logger:        log,
-	})
+	}
+	if err := os.MkdirAll(cfg.Workspace, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if o.sessions {
+		db, err := store.Open(context.Background(), filepath.Join(dataDir, "meridian.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		cfg.Sessions = session.NewStore(db, nil)
+		cfg.Leases = session.NewLeases(db, 0, log)
+	}
+	gw := gateway.New(cfg)
 	srv, err := httpapi.New(httpapi.Config{
 		Addr:         "127.0.0.1:0",
 		APIKey:       o.apiKey,
@@ -79,18 +117,27 @@ func newStack(t testing.TB, o stackOptions) *stack {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("serve: %v", err)
+			}
+			gw.Close()
+		})
+	}
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-		gw.Close()
+		stop()
 		// Every CLI process the stack started is joined by now.
-		if pids := testkit.Processes(marker); len(pids) > 0 {
-			t.Errorf("claude processes outlived the server: %v", pids)
+		if o.share == nil {
+			if pids := testkit.Processes(marker); len(pids) > 0 {
+				t.Errorf("claude processes outlived the server: %v", pids)
+			}
 		}
 	})
-	return &stack{URL: "http://" + ln.Addr().(*net.TCPAddr).String(), Upstream: up, Marker: marker, Gateway: gw}
+	return &stack{URL: "http://" + ln.Addr().(*net.TCPAddr).String(), Upstream: up, Marker: marker, Gateway: gw,
+		DataDir: dataDir, env: env, stop: stop}
 }
 
 // client returns an official SDK client for the stack, without SDK retries

@@ -3,6 +3,7 @@ package testkit
 import (
 	"bytes"
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -135,4 +136,42 @@ func WaitNoProcesses(t testing.TB, marker string, d time.Duration) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// TranscriptUserTexts returns the text of every user message the CLI
+// recorded in a session's transcript, in order: what was written to it,
+// turn by turn.
+func TranscriptUserTexts(t testing.TB, env []string, sessionID string) []string {
+	t.Helper()
+	var configDir string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "CLAUDE_CONFIG_DIR="); ok {
+			configDir = v
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(configDir, "projects", "*", sessionID+".jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("transcript of session %s: found %d files", sessionID, len(files))
+	}
+	data, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		var entry struct {
+			Type    string `json:"type"`
+			Message struct {
+				Role    string          `json:"role"`
+				Content json.RawMessage `json:"content"`
+			} `json:"message"`
+		}
+		if json.Unmarshal(line, &entry) != nil || entry.Type != "user" || entry.Message.Role != "user" {
+			continue
+		}
+		var content any
+		_ = json.Unmarshal(entry.Message.Content, &content)
+		out = append(out, textOf(content))
+	}
+	return out
 }

@@ -1,0 +1,246 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/meridian-gw/meridian/internal/adapter"
+	"github.com/meridian-gw/meridian/internal/anthropic"
+	"github.com/meridian-gw/meridian/internal/backend"
+	"github.com/meridian-gw/meridian/internal/lineage"
+	"github.com/meridian-gw/meridian/internal/pool"
+	"github.com/meridian-gw/meridian/internal/replay"
+	"github.com/meridian-gw/meridian/internal/session"
+)
+
+// publishTimeout bounds the store write after a turn; it runs even when the
+// client has already gone.
+const publishTimeout = 10 * time.Second
+
+// turn is one conversation turn in flight.
+type turn struct {
+	req     *anthropic.MessagesRequest
+	ident   adapter.Identity
+	opts    backend.StartOptions
+	mapping session.Mapping
+	in      []lineage.Digest
+	verdict lineage.Verdict
+	live    *pool.Live
+	reused  bool
+}
+
+// converse serves a request that belongs to a conversation: it takes the
+// conversation's turn lease, decides from the lineage what the CLI session
+// already holds, continues on the live process when it stands exactly
+// there, otherwise resumes the stored session (or starts fresh), and after
+// a turn that completed publishes what the session now holds.
+func (g *Gateway) converse(ctx context.Context, req *anthropic.MessagesRequest, ident adapter.Identity, opts backend.StartOptions, id string, out Output) error {
+	lease, err := g.cfg.Leases.Acquire(ctx, g.cfg.Profile, ident.Key, g.cfg.TurnWait)
+	var busy *session.BusyError
+	switch {
+	case errors.As(err, &busy):
+		return &Error{Status: http.StatusConflict, Type: "conflict_error", RetryAfter: busy.RetryAfter, Message: fmt.Sprintf(
+			"another turn of conversation %q is still running (waited %s); retry when it has finished", ident.Key, g.cfg.TurnWait)}
+	case err != nil:
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("turn lease: %w", err)
+	}
+	defer lease.Release()
+
+	t := &turn{req: req, ident: ident, opts: opts}
+	if t.mapping, err = g.cfg.Sessions.Load(ctx, g.cfg.Profile, ident.Key); err != nil {
+		return fmt.Errorf("load conversation: %w", err)
+	}
+	t.in = lineage.Digests(req.Messages)
+	t.verdict = lineage.Classify(t.mapping.State, t.in, lineage.BlockDigests(req.Messages[len(req.Messages)-1]))
+
+	release, err := g.admit(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+
+	err = g.runTurn(ctx, t, id, out)
+	if errors.Is(err, errStaleSession) {
+		// The stored session is gone from the CLI's disk: start over with
+		// the whole conversation.
+		g.log.Warn("stored claude session could not be resumed; replaying the conversation", "conversation", ident.Key, "session", t.mapping.SessionID)
+		t.verdict = lineage.Verdict{Kind: lineage.Diverged}
+		err = g.runTurn(ctx, t, id, out)
+	}
+	return err
+}
+
+// errStaleSession reports a resume the CLI refused before any output.
+var errStaleSession = errors.New("gateway: stored session cannot be resumed")
+
+func (g *Gateway) runTurn(ctx context.Context, t *turn, id string, out Output) error {
+	sess, err := g.obtain(ctx, t)
+	if err != nil {
+		return err
+	}
+	began := g.cfg.Now()
+	r := newRelay(out, Start{ID: id, Model: t.req.Model}, t.req, sess.ID)
+	in := backend.Input{Content: replay.Render(sendFrom(t.req.Messages, t.verdict))}
+	res, err := sess.Turn(ctx, in, func(ev *backend.Event) error {
+		g.observe(ev)
+		return r.handle(ev)
+	})
+	logAttrs := []any{"conversation", t.ident.Key, "client", t.ident.Client, "verdict", t.verdict.Kind.String(),
+		"live", t.reused, "session", sess.ID(), "took", g.cfg.Now().Sub(began)}
+	switch {
+	case errors.Is(err, errEnough):
+		// The client got less than the session holds: the process cannot
+		// be kept, and nothing is published; the next turn resumes from
+		// the last published state.
+		g.pool.Discard(t.live)
+		g.log.Info("turn cut short", append(logAttrs, "stop_sequence", r.stopAt)...)
+		return r.finishEarly()
+	case err != nil:
+		g.pool.Discard(t.live)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return err
+	case res.Failure != nil:
+		g.pool.Discard(t.live)
+		if t.verdict.Kind != lineage.Diverged && !r.started && staleSession(res.Failure) {
+			return errStaleSession
+		}
+		e := classify(res.Failure, g.window.get(g.cfg.Now()), g.cfg.Now())
+		g.log.Warn("turn failed", append(logAttrs, "status", e.Status, "type", e.Type,
+			"retry_after", e.RetryAfter, "wait_source", e.WaitSource, "error", res.Failure.Message)...)
+		return e
+	}
+	g.log.Info("turn done", append(logAttrs, "stop", res.StopReason, "input_bytes", res.InputBytes,
+		"input_tokens", res.Usage.InputTokens, "output_tokens", res.Usage.OutputTokens,
+		"cache_read", res.Usage.CacheReadInputTokens, "cache_write", res.Usage.CacheCreationInputTokens)...)
+	finishErr := r.finish(res)
+	g.publish(ctx, t, sess, res, &r.reply)
+	return finishErr
+}
+
+// obtain returns the session for a turn: the conversation's live process
+// when it stands exactly where the request continues and runs under the
+// same contract; otherwise a new process, resumed at the verdict's pin or
+// fresh.
+func (g *Gateway) obtain(ctx context.Context, t *turn) (backend.Session, error) {
+	contract := contractKey(t.opts)
+	m, v := t.mapping, t.verdict
+	if live := g.pool.Take(t.ident.Key); live != nil {
+		if v.AtEnd && live.Version == m.Version && live.Pin == v.Pin && live.Contract == contract {
+			t.live, t.reused = live, true
+			return live.Session, nil
+		}
+		g.pool.Discard(live) // another contract, or the conversation moved on elsewhere
+	}
+	t.reused = false
+	if err := g.pool.Reserve(ctx); err != nil {
+		if errors.Is(err, pool.ErrFull) {
+			return nil, newError(anthropic.StatusOverloaded, anthropic.ErrOverloaded,
+				"every live claude process is in use; retry later or raise --max-live", factsNow(g))
+		}
+		return nil, err
+	}
+	opts := t.opts
+	opts.SessionID = newSessionID()
+	if v.Kind != lineage.Diverged {
+		opts.Resume, opts.ResumeAt = m.SessionID, v.Pin
+		if m.Cwd != "" {
+			opts.Dir = m.Cwd // the CLI finds its transcripts by working directory
+		}
+	}
+	sess, err := g.cfg.Backend.Start(ctx, opts)
+	if err != nil {
+		g.pool.Release()
+		return nil, g.startError(ctx, err)
+	}
+	t.opts.Dir = opts.Dir
+	t.live = &pool.Live{Key: t.ident.Key, Session: sess, Contract: contract}
+	g.pool.Track(t.live)
+	return sess, nil
+}
+
+// publish records what the session holds after a completed turn, as a
+// compare-and-swap on the version the turn started from, and keeps the
+// process live. If publishing fails the process is closed: nothing may
+// claim a state the store does not know.
+func (g *Gateway) publish(ctx context.Context, t *turn, sess backend.Session, res *backend.Result, r *reply) {
+	reply := r.message()
+	state := lineage.Append(lineage.Advance(t.mapping.State, t.verdict, t.in),
+		lineage.MessageDigest(reply), res.Pin, lineage.BlockDigests(reply))
+	next := t.mapping
+	next.Client, next.SessionID, next.State = t.ident.Client, sess.ID(), state
+	next.Cwd, next.ClientCwd, next.Model = t.opts.Dir, t.ident.Cwd, t.req.Model
+	next.LastInputBytes = res.InputBytes
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
+	defer cancel()
+	version, err := g.cfg.Sessions.Publish(pctx, next, t.mapping.Version, t.verdict.Kind)
+	if err != nil || res.Pin == "" {
+		g.log.Warn("could not publish the conversation; its process is closed", "conversation", t.ident.Key, "err", err, "pin", res.Pin)
+		g.pool.Discard(t.live)
+		return
+	}
+	t.live.Version, t.live.Pin = version, res.Pin
+	g.pool.Put(t.live)
+}
+
+// sendFrom returns the messages the session lacks under a verdict; for a
+// message that only gained blocks, just the new blocks.
+func sendFrom(msgs []anthropic.Message, v lineage.Verdict) []anthropic.Message {
+	out := append([]anthropic.Message(nil), msgs[v.From:]...)
+	if v.Skip > 0 && len(out) > 0 {
+		first := out[0]
+		kept := first.Content[:0:0]
+		skipped := 0
+		for _, b := range first.Content {
+			if skipped < v.Skip && b.Type != anthropic.BlockThinking && b.Type != anthropic.BlockRedactedThinking {
+				skipped++
+				continue
+			}
+			kept = append(kept, b)
+		}
+		out[0] = anthropic.Message{Role: first.Role, Content: kept}
+	}
+	return out
+}
+
+// staleSession recognises the CLI's refusal to resume a session it has no
+// transcript for.
+func staleSession(f *backend.Failure) bool {
+	return f.Kind == backend.FailBackend &&
+		(strings.Contains(f.Message, "No conversation found") || strings.Contains(f.Message, "No message found"))
+}
+
+// contractKey digests what a session is started with and cannot change
+// afterwards: a live process serves only requests with the same contract.
+func contractKey(o backend.StartOptions) string {
+	h := sha256.New()
+	for _, part := range append([]string{o.Model, o.Dir, strconv.Itoa(o.MaxOutputTokens),
+		strconv.Itoa(int(o.Thinking.Mode)), strconv.Itoa(o.Thinking.Budget), o.Effort}, o.System...) {
+		h.Write([]byte(strconv.Itoa(len(part))))
+		h.Write([]byte{':'})
+		h.Write([]byte(part))
+	}
+	return hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// newSessionID returns a random UUID (version 4) for a new CLI session.
+func newSessionID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}

@@ -2,11 +2,14 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -128,5 +131,270 @@ func TestTurnsContinueOnTheLiveProcess(t *testing.T) {
 	if info["live"] != true || info["claude_session_id"] != sessions[0] || info["messages"] != float64(10) ||
 		verdicts(info) != "4/0/0/1" {
 		t.Fatalf("session info %v", info)
+	}
+}
+
+// upstreamTurns renders what the upstream saw in its last request as the
+// conversation's non-system messages, "role:text" each.
+func upstreamTurns(s *stack) []string {
+	reqs := s.Upstream.Requests()
+	var out []string
+	for _, m := range reqs[len(reqs)-1].Messages() {
+		mm, _ := m.(map[string]any)
+		if mm["role"] == "system" {
+			continue
+		}
+		b, _ := json.Marshal(mm["content"])
+		var text string
+		var blocks []map[string]any
+		if json.Unmarshal(b, &text) != nil && json.Unmarshal(b, &blocks) == nil {
+			for _, bl := range blocks {
+				if s, ok := bl["text"].(string); ok {
+					text += s
+				}
+			}
+		}
+		out = append(out, fmt.Sprintf("%s:%s", mm["role"], text))
+	}
+	return out
+}
+
+// The client drops the last exchange and asks something else: the session
+// forks before it, and the upstream no longer sees the dropped exchange.
+func TestUndoForksBeforeTheDroppedExchange(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{sessions: true})
+	answerLastQuestion(s.Upstream)
+	c := newConversation(t, s, "X-Claude-Code-Session-Id", "undo")
+	c.ask("q1")
+	c.ask("q2")
+	first := c.session
+	c.history = c.history[:2] // drop q2 and its answer
+	c.ask("q2 instead")
+	if c.session == first {
+		t.Fatal("an undo must fork into a new session")
+	}
+	got := strings.Join(upstreamTurns(s), " | ")
+	if want := "user:q1 | assistant:answer to q1 | user:q2 instead"; got != want {
+		t.Fatalf("upstream saw %q, want %q", got, want)
+	}
+	// The forked session was given only the new question.
+	if texts := testkit.TranscriptUserTexts(t, s.env, c.session); texts[len(texts)-1] != "q2 instead" {
+		t.Fatalf("the fork was given %q", texts)
+	}
+	c.ask("q3") // and continues live from there
+	if info := sessionInfo(t, s, "undo"); verdicts(info) != "2/0/1/1" || info["claude_session_id"] != c.session {
+		t.Fatalf("session info %v", info)
+	}
+}
+
+// The client replaces the beginning with a summary but keeps the last
+// exchange: the session continues after it, on the live process.
+func TestCompactionContinuesAfterTheKeptEnd(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{sessions: true})
+	answerLastQuestion(s.Upstream)
+	c := newConversation(t, s, "X-Claude-Code-Session-Id", "compact")
+	for i := 1; i <= 3; i++ {
+		c.ask(fmt.Sprintf("q%d", i))
+	}
+	session, pid := c.session, testkit.Processes(s.Marker)
+	kept := c.history[4:] // q3 and its answer
+	c.history = append([]sdk.MessageParam{userMessage("Summary: we discussed q1 and q2.")}, kept...)
+	c.ask("q4")
+	if c.session != session || fmt.Sprint(testkit.Processes(s.Marker)) != fmt.Sprint(pid) {
+		t.Fatal("a compaction left the live process")
+	}
+	if texts := testkit.TranscriptUserTexts(t, s.env, session); texts[len(texts)-1] != "q4" {
+		t.Fatalf("the CLI was given %q", texts)
+	}
+	if info := sessionInfo(t, s, "compact"); verdicts(info) != "2/1/0/1" {
+		t.Fatalf("session info %v", info)
+	}
+}
+
+// A history with nothing in common with the session's starts fresh and
+// replays everything.
+func TestDivergedHistoryIsReplayedInFull(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{sessions: true})
+	answerLastQuestion(s.Upstream)
+	c := newConversation(t, s, "X-Claude-Code-Session-Id", "diverge")
+	c.ask("q1")
+	c.ask("q2")
+	old := c.session
+	c.history = []sdk.MessageParam{
+		userMessage("another topic"),
+		sdk.NewAssistantMessage(sdk.NewTextBlock("indeed another")),
+	}
+	c.ask("and then?")
+	if c.session == old {
+		t.Fatal("a diverged history must start a fresh session")
+	}
+	all := s.Upstream.Requests()[2].AllText()
+	if !strings.Contains(all, "another topic") || !strings.Contains(all, "indeed another") || strings.Contains(all, "q1") {
+		t.Fatalf("fresh session did not get exactly the new history:\n%s", all)
+	}
+	if info := sessionInfo(t, s, "diverge"); verdicts(info) != "1/0/0/2" {
+		t.Fatalf("session info %v", info)
+	}
+}
+
+// Meridian restarts between turns 2 and 3: turn 3 resumes the stored
+// session from SQLite (--resume, forked at its last answer); the CLI is
+// given only the new question, not a replay.
+func TestRestartResumesFromTheStore(t *testing.T) {
+	t.Parallel()
+	a := newStack(t, stackOptions{sessions: true})
+	answerLastQuestion(a.Upstream)
+	c := newConversation(t, a, "X-Claude-Code-Session-Id", "restart")
+	c.ask("q1")
+	c.ask("q2")
+	before := c.session
+	a.stop()
+	if pids := testkit.Processes(a.Marker); len(pids) != 0 {
+		t.Fatalf("live processes survived the shutdown: %v", pids)
+	}
+
+	b := newStack(t, stackOptions{sessions: true, share: a})
+	c.s, c.client = b, b.client(option.WithHeader("X-Claude-Code-Session-Id", "restart"))
+	c.ask("q3")
+	if c.session == before {
+		t.Fatal("a resumed session continues under a new (forked) id")
+	}
+	texts := testkit.TranscriptUserTexts(t, b.env, c.session)
+	if len(texts) != 3 || texts[0] != "q1" || texts[1] != "q2" || texts[2] != "q3" {
+		t.Fatalf("the resumed transcript holds %q: want the stored q1, q2 and only q3 new", texts)
+	}
+	if info := sessionInfo(t, b, "restart"); verdicts(info) != "2/0/0/1" {
+		t.Fatalf("session info %v", info)
+	}
+	if got := strings.Join(upstreamTurns(b), " | "); !strings.HasPrefix(got, "user:q1 | assistant:answer to q1 | user:q2") {
+		t.Fatalf("upstream saw %q", got)
+	}
+}
+
+// Two meridian processes on one data dir: a conversation started on one
+// continues on the other and back.
+func TestTwoMeridiansShareConversations(t *testing.T) {
+	t.Parallel()
+	a := newStack(t, stackOptions{sessions: true})
+	answerLastQuestion(a.Upstream)
+	b := newStack(t, stackOptions{sessions: true, share: a})
+	c := newConversation(t, a, "X-Claude-Code-Session-Id", "shared")
+	c.ask("q1 on a")
+	c.ask("q2 on a")
+	c.s, c.client = b, b.client(option.WithHeader("X-Claude-Code-Session-Id", "shared"))
+	c.ask("q3 on b")
+	c.s, c.client = a, a.client(option.WithHeader("X-Claude-Code-Session-Id", "shared"))
+	c.ask("q4 on a")
+	got := strings.Join(upstreamTurns(a), " | ")
+	for _, q := range []string{"q1 on a", "q2 on a", "q3 on b", "q4 on a"} {
+		if !strings.Contains(got, "user:"+q) {
+			t.Fatalf("the last upstream request lacks %q: %s", q, got)
+		}
+	}
+	if info := sessionInfo(t, a, "shared"); verdicts(info) != "3/0/0/1" || info["version"] != float64(4) {
+		t.Fatalf("session info %v", info)
+	}
+}
+
+// Two simultaneous turns of one conversation on two meridians: one runs;
+// the other waits for it, or, past its wait, gets 409 with Retry-After.
+func TestSimultaneousTurnsAreSerialised(t *testing.T) {
+	t.Parallel()
+	a := newStack(t, stackOptions{sessions: true, turnWait: 300 * time.Millisecond})
+	b := newStack(t, stackOptions{sessions: true, share: a, turnWait: 20 * time.Second})
+	answerLastQuestion(a.Upstream)
+	c := newConversation(t, a, "X-Claude-Code-Session-Id", "busy")
+	c.ask("q1")
+	a.Upstream.Respond(func(r testkit.Request) testkit.Reply {
+		return testkit.Reply{Text: "slow answer", Delay: 1500 * time.Millisecond}
+	})
+	history := append(c.history, userMessage("q2"))
+	params := sdk.MessageNewParams{Model: "test-model", MaxTokens: 100, Messages: history}
+	header := option.WithHeader("X-Claude-Code-Session-Id", "busy")
+
+	type result struct {
+		msg *sdk.Message
+		err error
+	}
+	onB := make(chan result, 1)
+	go func() {
+		m, err := b.client(header).Messages.New(context.Background(), params)
+		onB <- result{m, err}
+	}()
+	waitFor(t, func() bool { return len(a.Upstream.Requests()) == 2 }) // b's turn reached the upstream
+	onA := make(chan result, 1)
+	go func() {
+		m, err := a.client(header).Messages.New(context.Background(), params)
+		onA <- result{m, err}
+	}()
+	ra := <-onA
+	ae := apiError(t, ra.err)
+	if ae.StatusCode != http.StatusConflict || !strings.Contains(ae.RawJSON(), "busy") {
+		t.Fatalf("second turn: %d %s, want 409 naming the conversation", ae.StatusCode, ae.RawJSON())
+	}
+	retryAfter(t, ae)
+	if rb := <-onB; rb.err != nil || rb.msg.Content[0].Text != "slow answer" {
+		t.Fatalf("first turn: %v", rb.err)
+	}
+
+	// With room to wait, the second turn runs after the first.
+	var wg sync.WaitGroup
+	results := make(chan error, 2)
+	for _, st := range []*stack{a, b} {
+		wg.Go(func() {
+			_, err := st.client(header).Messages.New(context.Background(), sdk.MessageNewParams{
+				Model: "test-model", MaxTokens: 100, Messages: append(history, sdk.NewAssistantMessage(sdk.NewTextBlock("slow answer")), userMessage("q3")),
+			})
+			results <- err
+		})
+	}
+	wg.Wait()
+	close(results)
+	var ok, conflicts int
+	for err := range results {
+		if err == nil {
+			ok++
+		} else if apiError(t, err).StatusCode == http.StatusConflict {
+			conflicts++
+		}
+	}
+	// a waits 300 ms, b 20 s: b's turn always runs; a's runs or gets 409.
+	if ok < 1 || ok+conflicts != 2 {
+		t.Fatalf("%d answered, %d conflicts", ok, conflicts)
+	}
+}
+
+// OpenCode's title agent shares the user's session header; it keeps a
+// lineage and a lease of its own, so the chat continues on its process.
+func TestOpenCodeTitleAgentHasItsOwnLineage(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{sessions: true})
+	answerLastQuestion(s.Upstream)
+	headers := []string{"User-Agent", "opencode/1.18.33", "X-Session-Id", "ses_abc", "X-Session-Affinity", "ses_abc"}
+	chat := newConversation(t, s, headers...)
+	chat.ask("fix the build")
+	chatSession := chat.session
+
+	title := newConversation(t, s, headers...)
+	_, err := title.client.Messages.New(context.Background(), sdk.MessageNewParams{
+		Model: "small-model", MaxTokens: 40,
+		System:   []sdk.TextBlockParam{{Text: "You are a title generator. You output ONLY a thread title."}},
+		Messages: []sdk.MessageParam{userMessage("fix the build")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chat.ask("and run the tests")
+	if chat.session != chatSession {
+		t.Fatal("the title request broke the chat's lineage")
+	}
+	if v := verdicts(sessionInfo(t, s, "ses_abc")); v != "1/0/0/1" {
+		t.Fatalf("chat verdicts %s", v)
+	}
+	if info := sessionInfo(t, s, "ses_abc#title"); info["client"] != "opencode" || verdicts(info) != "0/0/0/1" {
+		t.Fatalf("title session %v", info)
 	}
 }

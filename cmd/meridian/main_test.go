@@ -225,15 +225,28 @@ func TestBinaryAnswersThroughRealClaude(t *testing.T) {
 	cmd.Env = env
 	addr := startCmd(t, cmd)
 
-	body := `{"model":"test-model","max_tokens":50,"messages":[{"role":"user","content":"hi"}]}`
-	resp, err := http.Post("http://"+addr+"/v1/messages", "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
+	// Two turns of one conversation: the second continues the first's
+	// session, kept in the binary's SQLite store and live process.
+	var sessions []string
+	for _, body := range []string{
+		`{"model":"test-model","max_tokens":50,"messages":[{"role":"user","content":"hi"}]}`,
+		`{"model":"test-model","max_tokens":50,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello from upstream"},{"role":"user","content":"again"}]}`,
+	} {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/messages", strings.NewReader(body))
+		req.Header.Set("X-Claude-Code-Session-Id", "binary-conversation")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(got), `"text":"hello from upstream"`) {
+			t.Fatalf("answer = %d %s", resp.StatusCode, got)
+		}
+		sessions = append(sessions, resp.Header.Get("X-Meridian-Session-Id"))
 	}
-	got, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(string(got), `"text":"hello from upstream"`) {
-		t.Fatalf("answer = %d %s", resp.StatusCode, got)
+	if sessions[0] == "" || sessions[0] != sessions[1] {
+		t.Fatalf("the second turn did not continue the first's session: %q", sessions)
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -244,7 +257,7 @@ func TestBinaryAnswersThroughRealClaude(t *testing.T) {
 	if pids := testkit.Processes(marker); len(pids) > 0 {
 		t.Fatalf("claude processes outlived meridian: %v", pids)
 	}
-	if n := len(up.Requests()); n != 1 {
+	if n := len(up.Requests()); n != 2 {
 		t.Fatalf("upstream saw %d requests", n)
 	}
 }

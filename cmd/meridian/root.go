@@ -16,6 +16,7 @@ import (
 
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/httpapi"
+	"github.com/meridian-gw/meridian/internal/pool"
 )
 
 // serveConfig is everything `meridian serve` is configured with.
@@ -28,6 +29,9 @@ type serveConfig struct {
 	DataDir       string
 	APIKey        string
 	MaxBodyBytes  int64
+	MaxLive       int
+	IdleTTL       time.Duration
+	TurnWait      time.Duration
 	LogLevel      string
 	LogFormat     string
 }
@@ -109,16 +113,21 @@ func bindServeFlags(fs *pflag.FlagSet, cfg *serveConfig, env map[string]string) 
 	str(&cfg.LogLevel, "log-level", "MERIDIAN_LOG_LEVEL", "info", "debug, info, warn or error")
 	str(&cfg.LogFormat, "log-format", "MERIDIAN_LOG_FORMAT", "text", "text or json")
 
-	queue := gateway.DefaultQueueTimeout
-	if v, ok := env["MERIDIAN_QUEUE_TIMEOUT"]; ok && v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			note(fmt.Errorf("MERIDIAN_QUEUE_TIMEOUT=%q: not a duration (e.g. 30s)", v))
-		} else {
-			queue = d
+	duration := func(p *time.Duration, name, envName string, def time.Duration, usage string) {
+		if v, ok := env[envName]; ok && v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				note(fmt.Errorf("%s=%q: not a duration (e.g. 30s)", envName, v))
+			} else {
+				def = d
+			}
 		}
+		fs.DurationVar(p, name, def, usage+" ("+envName+")")
 	}
-	fs.DurationVar(&cfg.QueueTimeout, "queue-timeout", queue, "longest a request waits for a free claude slot before a 529 (MERIDIAN_QUEUE_TIMEOUT)")
+	duration(&cfg.QueueTimeout, "queue-timeout", "MERIDIAN_QUEUE_TIMEOUT", gateway.DefaultQueueTimeout, "longest a request waits for a free claude slot before a 529")
+	integer(&cfg.MaxLive, "max-live", "MERIDIAN_MAX_LIVE", pool.DefaultMax, "most claude processes kept alive for their conversations (each idle one holds about 0.2 GB)")
+	duration(&cfg.IdleTTL, "idle-ttl", "MERIDIAN_IDLE_TTL", pool.DefaultIdleTTL, "how long an idle conversation keeps its claude process")
+	duration(&cfg.TurnWait, "turn-wait", "MERIDIAN_TURN_WAIT", gateway.DefaultTurnWait, "longest a turn waits for its conversation's previous turn before a 409")
 
 	body := int64(httpapi.DefaultMaxBodyBytes)
 	if v, ok := env["MERIDIAN_MAX_BODY_BYTES"]; ok && v != "" {

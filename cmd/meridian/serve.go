@@ -12,6 +12,8 @@ import (
 	"github.com/meridian-gw/meridian/internal/backend/claude"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/httpapi"
+	"github.com/meridian-gw/meridian/internal/session"
+	"github.com/meridian-gw/meridian/internal/store"
 )
 
 // runServe runs the gateway until ctx ends.
@@ -26,10 +28,22 @@ func runServe(ctx context.Context, cfg *serveConfig, environ []string, logTo io.
 	if cfg.MaxConcurrent < 1 {
 		return fmt.Errorf("--max-concurrent %d: must be at least 1", cfg.MaxConcurrent)
 	}
+	if cfg.MaxLive < cfg.MaxConcurrent {
+		return fmt.Errorf("--max-live %d is below --max-concurrent %d: every running turn needs a live process", cfg.MaxLive, cfg.MaxConcurrent)
+	}
+	addr := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
 	// The CLI runs in a workspace of its own, so it never sees the
 	// directory meridian happened to be started in.
 	workspace := filepath.Join(cfg.DataDir, "workspace")
-	addr := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
+
+	if err := httpapi.CheckExposure(addr, cfg.APIKey); err != nil {
+		return err
+	}
+	db, err := store.Open(ctx, filepath.Join(cfg.DataDir, "meridian.db"))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
 
 	driver := claude.New(claude.Config{
 		Path:     cfg.ClaudePath,
@@ -43,6 +57,11 @@ func runServe(ctx context.Context, cfg *serveConfig, environ []string, logTo io.
 		Workspace:     workspace,
 		MaxConcurrent: cfg.MaxConcurrent,
 		QueueTimeout:  cfg.QueueTimeout,
+		Sessions:      session.NewStore(db, nil),
+		Leases:        session.NewLeases(db, 0, log.With("component", "session")),
+		TurnWait:      cfg.TurnWait,
+		MaxLive:       cfg.MaxLive,
+		IdleTTL:       cfg.IdleTTL,
 		Logger:        log.With("component", "gateway"),
 	})
 	defer gw.Close()
@@ -76,6 +95,6 @@ func runServe(ctx context.Context, cfg *serveConfig, environ []string, logTo io.
 		}
 	}
 	log.Info("meridian listening", "addr", ln.Addr().String(), "version", version(), "data_dir", cfg.DataDir,
-		"max_concurrent", cfg.MaxConcurrent, "api_key", cfg.APIKey != "")
+		"max_concurrent", cfg.MaxConcurrent, "max_live", cfg.MaxLive, "idle_ttl", cfg.IdleTTL, "api_key", cfg.APIKey != "")
 	return srv.Serve(ctx, ln)
 }

@@ -70,12 +70,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	host, _, err := net.SplitHostPort(cfg.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen address %q: %w", cfg.Addr, err)
-	}
-	if !isLoopbackHost(host) && cfg.APIKey == "" {
-		return nil, fmt.Errorf("refusing to listen on %s without an API key: anyone who can reach it could use your Claude account; set --api-key (or MERIDIAN_API_KEY), or listen on 127.0.0.1", cfg.Addr)
+	if err := CheckExposure(cfg.Addr, cfg.APIKey); err != nil {
+		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, gw: cfg.Gateway}
 	if cfg.APIKey != "" {
@@ -83,6 +79,18 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.handler = s.routes()
 	return s, nil
+}
+
+// CheckExposure refuses a non-loopback address without an API key.
+func CheckExposure(addr, apiKey string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("listen address %q: %w", addr, err)
+	}
+	if !isLoopbackHost(host) && apiKey == "" {
+		return fmt.Errorf("refusing to listen on %s without an API key: anyone who can reach it could use your Claude account; set --api-key (or MERIDIAN_API_KEY), or listen on 127.0.0.1", addr)
+	}
+	return nil
 }
 
 // Handler returns the server's handler, middleware included.

@@ -125,7 +125,7 @@ func bindServeFlags(fs *pflag.FlagSet, cfg *serveConfig, env map[string]string) 
 		fs.DurationVar(p, name, def, usage+" ("+envName+")")
 	}
 	duration(&cfg.QueueTimeout, "queue-timeout", "MERIDIAN_QUEUE_TIMEOUT", gateway.DefaultQueueTimeout, "longest a request waits for a free claude slot before a 529")
-	integer(&cfg.MaxLive, "max-live", "MERIDIAN_MAX_LIVE", pool.DefaultMax, "most claude processes kept alive for their conversations (each idle one holds about 0.2 GB)")
+	integer(&cfg.MaxLive, "max-live", "MERIDIAN_MAX_LIVE", pool.DefaultMax, "most claude processes kept alive for their conversations (each idle one holds about 0.2 GB); 0 keeps none and resumes every turn")
 	duration(&cfg.IdleTTL, "idle-ttl", "MERIDIAN_IDLE_TTL", pool.DefaultIdleTTL, "how long an idle conversation keeps its claude process")
 	duration(&cfg.TurnWait, "turn-wait", "MERIDIAN_TURN_WAIT", gateway.DefaultTurnWait, "longest a turn waits for its conversation's previous turn before a 409")
 

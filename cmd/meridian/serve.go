@@ -28,6 +28,10 @@ func runServe(ctx context.Context, cfg *serveConfig, environ []string, logTo io.
 	if cfg.MaxConcurrent < 1 {
 		return fmt.Errorf("--max-concurrent %d: must be at least 1", cfg.MaxConcurrent)
 	}
+	noLive := cfg.MaxLive == 0
+	if noLive {
+		cfg.MaxLive = cfg.MaxConcurrent // processes still run during their turns
+	}
 	if cfg.MaxLive < cfg.MaxConcurrent {
 		return fmt.Errorf("--max-live %d is below --max-concurrent %d: every running turn needs a live process", cfg.MaxLive, cfg.MaxConcurrent)
 	}
@@ -62,6 +66,7 @@ func runServe(ctx context.Context, cfg *serveConfig, environ []string, logTo io.
 		TurnWait:      cfg.TurnWait,
 		MaxLive:       cfg.MaxLive,
 		IdleTTL:       cfg.IdleTTL,
+		NoLive:        noLive,
 		Logger:        log.With("component", "gateway"),
 	})
 	defer gw.Close()

@@ -191,6 +191,10 @@ func (g *Gateway) publish(ctx context.Context, t *turn, sess backend.Session, re
 		g.pool.Discard(t.live)
 		return
 	}
+	if g.cfg.NoLive {
+		g.pool.Discard(t.live)
+		return
+	}
 	t.live.Version, t.live.Pin = version, res.Pin
 	g.pool.Put(t.live)
 }

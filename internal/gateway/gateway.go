@@ -44,9 +44,12 @@ type Config struct {
 	// previous turn before a 409.
 	TurnWait time.Duration
 	// MaxLive bounds live claude processes (idle and in use); IdleTTL closes
-	// idle ones.
+	// idle ones. With NoLive no process outlives its turn: conversations
+	// continue by resuming their stored session, which costs a process
+	// start per turn but holds no memory between turns.
 	MaxLive int
 	IdleTTL time.Duration
+	NoLive  bool
 
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -396,5 +398,62 @@ func TestOpenCodeTitleAgentHasItsOwnLineage(t *testing.T) {
 	}
 	if info := sessionInfo(t, s, "ses_abc#title"); info["client"] != "opencode" || verdicts(info) != "0/0/0/1" {
 		t.Fatalf("title session %v", info)
+	}
+}
+
+// With no live processes kept, every turn resumes the stored session and
+// no claude process waits between turns.
+func TestWithoutLiveProcessesEveryTurnResumes(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{sessions: true, noLive: true})
+	answerLastQuestion(s.Upstream)
+	c := newConversation(t, s, "X-Claude-Code-Session-Id", "no-live")
+	seen := map[string]bool{}
+	for i := 1; i <= 3; i++ {
+		c.ask(fmt.Sprintf("q%d", i))
+		if pids := testkit.Processes(s.Marker); len(pids) != 0 {
+			t.Fatalf("after turn %d a claude process is still alive: %v", i, pids)
+		}
+		seen[c.session] = true
+	}
+	if len(seen) != 3 {
+		t.Fatalf("expected a resumed (forked) session per turn, got %d sessions", len(seen))
+	}
+	if texts := testkit.TranscriptUserTexts(t, s.env, c.session); strings.Join(texts, "|") != "q1|q2|q3" {
+		t.Fatalf("transcript %q", texts)
+	}
+	if v := verdicts(sessionInfo(t, s, "no-live")); v != "2/0/0/1" {
+		t.Fatalf("verdicts %s", v)
+	}
+}
+
+// A stored session whose transcript is gone from the CLI's disk cannot be
+// resumed: the conversation is replayed into a fresh session instead.
+func TestLostTranscriptFallsBackToReplay(t *testing.T) {
+	t.Parallel()
+	a := newStack(t, stackOptions{sessions: true})
+	answerLastQuestion(a.Upstream)
+	c := newConversation(t, a, "X-Claude-Code-Session-Id", "lost")
+	c.ask("q1")
+	c.ask("q2")
+	a.stop()
+	var configDir string
+	for _, kv := range a.env {
+		if v, ok := strings.CutPrefix(kv, "CLAUDE_CONFIG_DIR="); ok {
+			configDir = v
+		}
+	}
+	if err := os.RemoveAll(filepath.Join(configDir, "projects")); err != nil {
+		t.Fatal(err)
+	}
+	b := newStack(t, stackOptions{sessions: true, share: a})
+	c.s, c.client = b, b.client(option.WithHeader("X-Claude-Code-Session-Id", "lost"))
+	c.ask("q3")
+	all := b.Upstream.Requests()[len(b.Upstream.Requests())-1].AllText()
+	if !strings.Contains(all, "<conversation_history>") || !strings.Contains(all, "answer to q2") {
+		t.Fatalf("the conversation was not replayed:\n%s", all)
+	}
+	if v := verdicts(sessionInfo(t, b, "lost")); v != "1/0/0/2" {
+		t.Fatalf("verdicts %s", v)
 	}
 }

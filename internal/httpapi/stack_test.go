@@ -49,6 +49,7 @@ type stackOptions struct {
 	sessions bool
 	turnWait time.Duration
 	maxLive  int
+	noLive   bool
 	// share runs this stack as another meridian process beside an
 	// existing one: same upstream, CLI config dir and data dir.
 	share *stack
@@ -83,6 +84,7 @@ func newStack(t testing.TB, o stackOptions) *stack {
 		QueueTimeout:  o.queueTimeout,
 		TurnWait:      o.turnWait,
 		MaxLive:       o.maxLive,
+		NoLive:        o.noLive,
 		Logger:        log,
 	}
 	if err := os.MkdirAll(cfg.Workspace, 0o700); err != nil {

@@ -162,6 +162,20 @@ func Fingerprint(cwd string, msgs []anthropic.Message) string {
 	return ""
 }
 
+// maxKeyLen bounds a conversation key as stored; longer client-sent keys
+// are replaced by a digest of themselves.
+const maxKeyLen = 200
+
+// Bounded returns the identity with an over-long key replaced by a digest,
+// so a client cannot make the store keep arbitrary header values.
+func (id Identity) Bounded() Identity {
+	if len(id.Key) > maxKeyLen {
+		sum := sha256.Sum256([]byte(id.Key))
+		id.Key = "h:" + hex.EncodeToString(sum[:16])
+	}
+	return id
+}
+
 // fingerprinted fills Key from the content when the client sent none.
 func fingerprinted(id Identity, req *anthropic.MessagesRequest) Identity {
 	if id.Key == "" {

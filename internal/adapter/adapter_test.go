@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/meridian-gw/meridian/internal/anthropic"
@@ -103,5 +104,15 @@ func TestFingerprint(t *testing.T) {
 	// Polytoken never invents a key.
 	if id := (polytoken{}).Identify(http.Header{}, a); id.Key != "" || id.Fingerprint {
 		t.Fatalf("polytoken without a header: %+v", id)
+	}
+}
+
+func TestOverLongKeysAreDigested(t *testing.T) {
+	long := Identity{Key: strings.Repeat("x", 5000)}.Bounded()
+	if len(long.Key) > maxKeyLen || !strings.HasPrefix(long.Key, "h:") {
+		t.Fatalf("key %q", long.Key)
+	}
+	if short := (Identity{Key: "ses_1"}).Bounded(); short.Key != "ses_1" {
+		t.Fatalf("a short key changed: %q", short.Key)
 	}
 }

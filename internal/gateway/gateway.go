@@ -137,7 +137,7 @@ func (g *Gateway) Messages(ctx context.Context, req Request, id string, out Outp
 		return perr
 	}
 	if g.cfg.Sessions != nil {
-		ident := adapter.Detect(req.Header, req.Body).Identify(req.Header, req.Body)
+		ident := adapter.Detect(req.Header, req.Body).Identify(req.Header, req.Body).Bounded()
 		if ident.Key != "" {
 			return g.converse(ctx, req.Body, ident, opts, id, out)
 		}

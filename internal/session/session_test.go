@@ -161,3 +161,20 @@ func TestLocalWaitersLeaveOnCancel(t *testing.T) {
 		t.Fatalf("%d local locks left behind", n)
 	}
 }
+
+func TestStoreKeepsABoundedNumberOfConversations(t *testing.T) {
+	ctx := context.Background()
+	clock := time.Unix(1000, 0)
+	s := NewStore(openDB(t, filepath.Join(t.TempDir(), "m.db")), func() time.Time { clock = clock.Add(time.Second); return clock })
+	s.max = 3
+	for i := range 5 {
+		m := Mapping{Profile: "p", Key: string(rune('a' + i)), SessionID: "s", State: lineage.State{Messages: digests(1), Pins: []string{"x"}}}
+		if _, err := s.Publish(ctx, m, 0, lineage.Diverged); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, _ := s.List(ctx, 10)
+	if len(list) != 3 || list[0].Key != "e" || list[2].Key != "c" {
+		t.Fatalf("kept %v", list)
+	}
+}

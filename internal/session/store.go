@@ -53,7 +53,13 @@ type Counts struct {
 type Store struct {
 	db  *sql.DB
 	now func() time.Time
+	// max bounds the conversations kept; the least recently updated go
+	// first when a new one would exceed it.
+	max int
 }
+
+// DefaultMaxConversations is how many conversations a store keeps.
+const DefaultMaxConversations = 10_000
 
 // NewStore uses an opened database (see package store). now is the clock;
 // nil means time.Now.
@@ -61,7 +67,7 @@ func NewStore(db *sql.DB, now func() time.Time) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{db: db, now: now}
+	return &Store{db: db, now: now, max: DefaultMaxConversations}
 }
 
 const mappingColumns = `profile, key, client, cli_session_id, digests, pins, tail, cwd, client_cwd, model, version,
@@ -141,7 +147,19 @@ func (s *Store) Publish(ctx context.Context, m Mapping, prev int64, verdict line
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
 		return 0, ErrConflict
 	}
+	if prev == 0 {
+		s.prune(ctx)
+	}
 	return prev + 1, nil
+}
+
+// prune drops the least recently updated conversations beyond the bound.
+// Their CLI transcripts stay with the CLI; a pruned conversation that comes
+// back starts fresh.
+func (s *Store) prune(ctx context.Context) {
+	_, _ = s.db.ExecContext(ctx, `DELETE FROM conversations WHERE rowid IN (
+		SELECT rowid FROM conversations ORDER BY updated_at ASC
+		LIMIT max(0, (SELECT count(*) FROM conversations) - ?))`, s.max)
 }
 
 type scanner interface{ Scan(dest ...any) error }

@@ -16,12 +16,24 @@ type Backend interface {
 	Start(ctx context.Context, opts StartOptions) (Session, error)
 }
 
+// ErrPause, returned by an emit callback, pauses the turn where it stands:
+// the model called client tools, and their results come with a later
+// request. Turn returns a Result with Paused set and leaves the calls
+// pending inside the backend.
+var ErrPause = errors.New("backend: turn paused for client tools")
+
 // Session is one live conversation process. Turns run one at a time.
 type Session interface {
 	// Turn sends one user message and reports the model's output to emit
-	// until the turn ends. If emit returns an error the turn is interrupted
+	// until the turn ends. On a paused session it continues the paused
+	// turn instead: Input.Results answer the pending tool calls and
+	// Input.Content, if any, is steering the model reads beside them. If
+	// emit returns ErrPause the turn pauses; any other error interrupts it
 	// and Turn returns that error once the backend has settled.
 	Turn(ctx context.Context, in Input, emit func(*Event) error) (*Result, error)
+	// Answer gives a client tool call its result now or, if the call has
+	// not reached the backend yet, as soon as it does.
+	Answer(r ToolResult) error
 	// Close ends the session and joins its process. It is safe to call more
 	// than once and always waits for the process to be gone.
 	Close() error
@@ -38,6 +50,9 @@ type StartOptions struct {
 	MaxOutputTokens int      // 0 leaves the backend's default
 	Thinking        Thinking
 	Effort          string // low, medium, high, xhigh, max; empty for default
+
+	// Tools are the client's tools, offered to the model in this order.
+	Tools []Tool
 
 	// SessionID, when set, is the id the new session gets, so it is known
 	// before the backend reports it.
@@ -66,9 +81,26 @@ const (
 	ThinkingAdaptive
 )
 
-// Input is one user message: Anthropic content blocks, already rendered.
+// Tool is a client tool: the client executes it.
+type Tool struct {
+	Name        string
+	Description string
+	InputSchema json.RawMessage
+}
+
+// Input is what a turn gives the backend: a user message (Anthropic
+// content blocks, already rendered) and, when a paused turn continues, the
+// results of its pending tool calls.
 type Input struct {
 	Content []json.RawMessage
+	Results []ToolResult
+}
+
+// ToolResult answers one client tool call.
+type ToolResult struct {
+	ToolUseID string
+	Content   []json.RawMessage // text and image blocks
+	IsError   bool
 }
 
 // EventKind tells which fields of an Event are set.
@@ -140,6 +172,9 @@ type Result struct {
 	Pin string
 	// InputBytes is what the turn wrote to the backend.
 	InputBytes int
+	// Paused reports a turn that waits for client tool results; the
+	// session holds the calls pending.
+	Paused bool
 	// Failure is set when the turn did not produce a usable answer.
 	Failure *Failure
 }

@@ -47,6 +47,10 @@ type Config struct {
 	ExitGrace time.Duration
 	// KillGrace bounds the wait between SIGTERM and SIGKILL.
 	KillGrace time.Duration
+	// ToolTimeout is the CLI's own limit on a client tool call
+	// (MCP_TOOL_TIMEOUT). A client's tool may run as long as a build; the
+	// gateway's idle bound on paused sessions ends forgotten calls first.
+	ToolTimeout time.Duration
 }
 
 // Defaults for Config. Interrupt, exit and kill graces add up to under
@@ -55,6 +59,7 @@ const (
 	DefaultInterruptGrace = time.Second
 	DefaultExitGrace      = 500 * time.Millisecond
 	DefaultKillGrace      = time.Second
+	DefaultToolTimeout    = 24 * time.Hour
 )
 
 // Driver starts claude CLI sessions. It implements backend.Backend.
@@ -83,6 +88,9 @@ func New(cfg Config) *Driver {
 	if cfg.KillGrace <= 0 {
 		cfg.KillGrace = DefaultKillGrace
 	}
+	if cfg.ToolTimeout <= 0 {
+		cfg.ToolTimeout = DefaultToolTimeout
+	}
 	return &Driver{cfg: cfg, log: cfg.Logger}
 }
 
@@ -109,6 +117,9 @@ func (d *Driver) Start(ctx context.Context, opts backend.StartOptions) (backend.
 	p, err := d.launch(ctx, opts)
 	if err != nil {
 		return nil, err
+	}
+	if len(opts.Tools) > 0 {
+		p.tools = newToolset(opts.Tools)
 	}
 	if err := p.initialize(opts.System); err != nil {
 		// The process is already gone; the first turn reports how it ended.
@@ -186,7 +197,8 @@ func (d *Driver) env(opts backend.StartOptions) []string {
 		k, v, _ := strings.Cut(kv, "=")
 		switch k {
 		case "NODE_OPTIONS", "DEBUG", "CLAUDECODE", "MERIDIAN_API_KEY",
-			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "CLAUDE_CODE_MAX_OUTPUT_TOKENS":
+			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "CLAUDE_CODE_MAX_OUTPUT_TOKENS",
+			"ENABLE_TOOL_SEARCH", "MCP_TOOL_TIMEOUT":
 			continue
 		case "ANTHROPIC_BASE_URL":
 			if d.pointsAtSelf(v) {
@@ -201,7 +213,10 @@ func (d *Driver) env(opts backend.StartOptions) []string {
 	if !entrypoint {
 		out = append(out, "CLAUDE_CODE_ENTRYPOINT="+Entrypoint)
 	}
-	out = append(out, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
+	out = append(out, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		// Client tools are offered in full, not behind a search step.
+		"ENABLE_TOOL_SEARCH=false",
+		"MCP_TOOL_TIMEOUT="+strconv.FormatInt(d.cfg.ToolTimeout.Milliseconds(), 10))
 	if opts.MaxOutputTokens > 0 {
 		out = append(out, "CLAUDE_CODE_MAX_OUTPUT_TOKENS="+strconv.Itoa(opts.MaxOutputTokens))
 	}

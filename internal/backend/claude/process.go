@@ -38,9 +38,14 @@ type Process struct {
 	exited     chan struct{} // closed once Wait returned
 	waitErr    error
 
+	tools *toolset // nil without client tools
+
 	mu        sync.Mutex
 	seq       int
 	pending   map[string]chan controlResponsePayload
+	calls     map[string]*call // client tool calls of the turn, by tool_use id
+	paused    bool             // a turn waits for client tool results
+	cur       *translator      // the paused turn
 	sessionID string
 	inTurn    bool
 	broken    error // once set, the process takes no more turns
@@ -103,10 +108,15 @@ func (p *Process) initialize(system []string) error {
 	if len(system) == 0 {
 		system = []string{""}
 	}
+	init := initializeRequest{Subtype: "initialize", SystemPrompt: system}
+	if p.tools != nil {
+		init.SDKMCPServers = []string{mcpServer}
+		init.SDKMCPServerManifests = p.tools.manifest()
+	}
 	return p.writeJSON(controlRequest{
 		Type:      "control_request",
 		RequestID: p.nextRequestID("init_"),
-		Request:   initializeRequest{Subtype: "initialize", SystemPrompt: system},
+		Request:   init,
 	})
 }
 
@@ -260,19 +270,30 @@ func (p *Process) dispatch(raw []byte, more bool) {
 	}
 }
 
-// answer replies to a control request from the CLI. The gateway registers
-// no hooks, tools or MCP servers, so permission requests are denied and
-// everything else is refused.
+// answer replies to a control request from the CLI. Client tools are
+// allowed and their calls held for the client; the CLI's own tools are
+// denied; hooks need nothing; anything else is refused.
 func (p *Process) answer(l *line) {
 	var req incomingRequest
 	_ = json.Unmarshal(l.Request, &req)
 	resp := responseBody{RequestID: l.RequestID}
 	switch req.Subtype {
+	case "mcp_message":
+		p.mcpMessage(l.RequestID, req)
+		return
 	case "can_use_tool":
 		resp.Subtype = "success"
+		if _, ok := p.tools.client(req.ToolName); ok {
+			input := req.Input
+			if len(input) == 0 {
+				input = json.RawMessage(`{}`)
+			}
+			resp.Response = map[string]any{"behavior": "allow", "updatedInput": input, "toolUseID": req.ToolUse}
+			break
+		}
 		resp.Response = map[string]any{
 			"behavior":  "deny",
-			"message":   "no tools are available in this session",
+			"message":   "only the client's own tools are available in this session",
 			"toolUseID": req.ToolUse,
 		}
 	case "hook_callback":
@@ -329,6 +350,14 @@ func (p *Process) exitError() string {
 func (p *Process) Close() error {
 	p.closeOnce.Do(func() {
 		close(p.stopping)
+		p.mu.Lock()
+		paused := p.paused
+		p.mu.Unlock()
+		if paused {
+			// The CLI waits inside a turn for tool results that will not
+			// come: end the turn so it can exit.
+			_ = p.interrupt()
+		}
 		_ = p.proc.Stdin().Close()
 		if !p.waitExited(p.d.cfg.ExitGrace) {
 			p.log.Debug("claude did not exit after stdin closed; terminating")

@@ -114,8 +114,10 @@ type controlRequest struct {
 }
 
 type initializeRequest struct {
-	Subtype      string   `json:"subtype"`
-	SystemPrompt []string `json:"systemPrompt"`
+	Subtype               string         `json:"subtype"`
+	SystemPrompt          []string       `json:"systemPrompt"`
+	SDKMCPServers         []string       `json:"sdkMcpServers,omitempty"`
+	SDKMCPServerManifests map[string]any `json:"sdkMcpServerManifests,omitempty"`
 }
 
 type interruptRequest struct {
@@ -156,8 +158,22 @@ type controlResponsePayload struct {
 
 // incomingRequest is a control request from the CLI.
 type incomingRequest struct {
-	Subtype  string          `json:"subtype"`
-	ToolName string          `json:"tool_name"`
-	ToolUse  string          `json:"tool_use_id"`
-	Message  json.RawMessage `json:"message"`
+	Subtype    string          `json:"subtype"`
+	ToolName   string          `json:"tool_name"`
+	ToolUse    string          `json:"tool_use_id"`
+	Input      json.RawMessage `json:"input"`
+	ServerName string          `json:"server_name"`
+	Message    json.RawMessage `json:"message"`
+}
+
+// rpcMessage is a JSON-RPC message inside an mcp_message request.
+type rpcMessage struct {
+	Method string          `json:"method"`
+	ID     json.RawMessage `json:"id"`
+	Params struct {
+		Name string `json:"name"`
+		Meta struct {
+			ToolUseID string `json:"claudecode/toolUseId"`
+		} `json:"_meta"`
+	} `json:"params"`
 }

@@ -18,8 +18,9 @@ import (
 // content arrives only as assistant lines, one block per line, and is
 // replayed here as start/delta/stop events so no answer is lost.
 type translator struct {
-	emit func(*backend.Event) error
-	ev   backend.Event
+	emit  func(*backend.Event) error
+	tools *toolset
+	ev    backend.Event
 	next int        // next turn-wide block index
 	msgs []*message // upstream messages of this turn, in order
 
@@ -44,18 +45,28 @@ type message struct {
 	stopped    bool // a stop reason was reported
 }
 
-func newTranslator(emit func(*backend.Event) error) *translator {
-	return &translator{emit: emit}
+func newTranslator(emit func(*backend.Event) error, tools *toolset) *translator {
+	return &translator{emit: emit, tools: tools}
 }
 
-// forwarded reports whether a block type reaches the client. The session
-// offers the model no tools, so any tool call is the CLI's own business.
-func forwarded(blockType string) bool {
-	switch blockType {
-	case "text", "thinking", "redacted_thinking":
-		return true
+// forward decides whether a block reaches the client, and in what form:
+// text and thinking as they are, calls of the client's tools under the
+// client's names. Any other tool call is the CLI's own business.
+func (t *translator) forward(block json.RawMessage) (blockType string, out json.RawMessage, ok bool) {
+	var b struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
 	}
-	return false
+	_ = json.Unmarshal(block, &b)
+	switch b.Type {
+	case "text", "thinking", "redacted_thinking":
+		return b.Type, block, true
+	case "tool_use":
+		if name, ok := t.tools.client(b.Name); ok {
+			return b.Type, rewriteToolName(block, name), true
+		}
+	}
+	return b.Type, nil, false
 }
 
 // handle processes one line; it returns the turn's result on the last line.
@@ -123,10 +134,9 @@ func (t *translator) streamEvent(l *line) error {
 	case "content_block_start":
 		m := t.message(id)
 		m.streamed = true
-		var bt typeOnly
-		_ = json.Unmarshal(se.ContentBlock, &bt)
+		blockType, block, ok := t.forward(se.ContentBlock)
 		idx := -1
-		if forwarded(bt.Type) {
+		if ok {
 			idx = t.next
 			t.next++
 		}
@@ -134,7 +144,7 @@ func (t *translator) streamEvent(l *line) error {
 		if idx < 0 {
 			return nil
 		}
-		t.ev = backend.Event{Kind: backend.BlockStart, Index: idx, BlockType: bt.Type, Block: se.ContentBlock}
+		t.ev = backend.Event{Kind: backend.BlockStart, Index: idx, BlockType: blockType, Block: block}
 		return t.emit(&t.ev)
 	case "content_block_delta":
 		m := t.message(id)
@@ -253,20 +263,32 @@ func (t *translator) flushStop() error {
 
 // replayBlock emits a complete block as start, deltas and stop, the way a
 // stream would have carried it.
-func (t *translator) replayBlock(block json.RawMessage) error {
+func (t *translator) replayBlock(raw json.RawMessage) error {
+	_, block, ok := t.forward(raw)
 	var b struct {
-		Type      string `json:"type"`
-		Text      string `json:"text"`
-		Thinking  string `json:"thinking"`
-		Signature string `json:"signature"`
+		Type      string          `json:"type"`
+		Text      string          `json:"text"`
+		Thinking  string          `json:"thinking"`
+		Signature string          `json:"signature"`
+		Input     json.RawMessage `json:"input"`
 	}
-	if json.Unmarshal(block, &b) != nil || !forwarded(b.Type) {
+	if !ok || json.Unmarshal(block, &b) != nil {
 		return nil
 	}
 	idx := t.next
 	t.next++
 	start, deltas := block, []json.RawMessage(nil)
 	switch b.Type {
+	case "tool_use":
+		var m map[string]json.RawMessage
+		_ = json.Unmarshal(block, &m)
+		m["input"] = json.RawMessage(`{}`)
+		start, _ = json.Marshal(m)
+		input := b.Input
+		if len(input) == 0 {
+			input = json.RawMessage(`{}`)
+		}
+		deltas = append(deltas, mustJSON(map[string]string{"type": "input_json_delta", "partial_json": string(input)}))
 	case "text":
 		start = json.RawMessage(`{"type":"text","text":""}`)
 		deltas = append(deltas, mustJSON(map[string]string{"type": "text_delta", "text": b.Text}))

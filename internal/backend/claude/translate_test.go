@@ -34,7 +34,7 @@ func play(t *testing.T, lines ...string) ([]string, *backend.Result) {
 			got = append(got, fmt.Sprintf("ratelimit %s %d", ev.LimitStatus, ev.ResetsAt.Unix()))
 		}
 		return nil
-	})
+	}, nil)
 	for _, l := range lines {
 		var ln line
 		if err := json.Unmarshal([]byte(l), &ln); err != nil {

@@ -16,7 +16,9 @@ var errBusy = errors.New("claude: a turn is already running on this process")
 
 // Turn implements backend.Session. It writes the user message without
 // waiting for the CLI's init (the CLI prints nothing before it has input),
-// then relays the turn's output until the result line.
+// then relays the turn's output until the result line. On a paused
+// process it continues the paused turn: steering goes in first, so the
+// model reads it beside the results, then the results are answered.
 func (p *Process) Turn(ctx context.Context, in backend.Input, emit func(*backend.Event) error) (*backend.Result, error) {
 	p.mu.Lock()
 	if p.broken != nil {
@@ -29,6 +31,8 @@ func (p *Process) Turn(ctx context.Context, in backend.Input, emit func(*backend
 		return nil, errBusy
 	}
 	p.inTurn = true
+	paused, t := p.paused, p.cur
+	p.paused, p.cur = false, nil
 	p.mu.Unlock()
 	defer func() {
 		p.mu.Lock()
@@ -37,18 +41,39 @@ func (p *Process) Turn(ctx context.Context, in backend.Input, emit func(*backend
 	}()
 
 	if err := ctx.Err(); err != nil {
+		p.markBroken(err) // a paused turn left unanswered cannot go on
 		return nil, err
 	}
-	written, err := p.writeUser(ctx, in.Content)
-	if err != nil {
-		p.markBroken(err)
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+	written := 0
+	if len(in.Content) > 0 || !paused {
+		n, err := p.writeUser(ctx, in.Content)
+		if err != nil {
+			p.markBroken(err)
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return p.crashResult(), nil
 		}
-		return p.crashResult(), nil
+		written = n
 	}
+	if paused {
+		t.emit = emit
+	} else {
+		t = newTranslator(emit, p.tools)
+	}
+	for _, r := range in.Results {
+		if err := p.Answer(r); err != nil {
+			p.markBroken(err)
+			return p.crashResult(), nil
+		}
+		written += resultSize(r)
+	}
+	return p.relay(ctx, t, written)
+}
 
-	t := newTranslator(emit)
+// relay reads the turn's output until its result, a pause, or the end of
+// the caller's interest.
+func (p *Process) relay(ctx context.Context, t *translator, written int) (*backend.Result, error) {
 	flush := backend.Event{Kind: backend.Flush}
 	for {
 		select {
@@ -64,6 +89,14 @@ func (p *Process) Turn(ctx context.Context, in backend.Input, emit func(*backend
 				p.log.Debug("claude wrote a line of an unknown kind; ignoring it", "type", l.Type, "subtype", l.Subtype)
 			}
 			res, err := t.handle(l)
+			if errors.Is(err, backend.ErrPause) {
+				// The model called client tools: the CLI waits for their
+				// results inside the turn, and so does this process.
+				p.mu.Lock()
+				p.paused, p.cur = true, t
+				p.mu.Unlock()
+				return &backend.Result{SessionID: p.ID(), Paused: true, InputBytes: written}, nil
+			}
 			if err != nil {
 				if l.Type != "result" { // a turn that has ended needs no interrupt
 					p.log.Debug("turn output refused; interrupting", "err", err)
@@ -72,12 +105,13 @@ func (p *Process) Turn(ctx context.Context, in backend.Input, emit func(*backend
 				return nil, err
 			}
 			if res != nil {
+				p.clearCalls()
 				p.setSessionID(res.SessionID)
 				res.InputBytes = written
 				return res, nil
 			}
 			if !l.more && len(p.lines) == 0 {
-				if err := emit(&flush); err != nil {
+				if err := t.emit(&flush); err != nil {
 					p.settle()
 					return nil, err
 				}
@@ -87,6 +121,15 @@ func (p *Process) Turn(ctx context.Context, in backend.Input, emit func(*backend
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// resultSize is what a tool result adds to the bytes written to the CLI.
+func resultSize(r backend.ToolResult) int {
+	n := len(r.ToolUseID)
+	for _, c := range r.Content {
+		n += len(c)
+	}
+	return n
 }
 
 // knownKind reports whether the driver knows a stdout line type. The CLI

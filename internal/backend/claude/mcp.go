@@ -1,0 +1,111 @@
+package claude
+
+import (
+	"encoding/json"
+
+	"github.com/meridian-gw/meridian/internal/backend"
+)
+
+// mcpMessage answers a JSON-RPC message the CLI sends to the client-tools
+// server. A tools/call is held until its result is known; the CLI waits
+// for it, with the model's turn paused inside.
+func (p *Process) mcpMessage(requestID string, req incomingRequest) {
+	var msg rpcMessage
+	_ = json.Unmarshal(req.Message, &msg)
+	if req.ServerName != mcpServer || p.tools == nil {
+		p.rpcError(requestID, msg.ID, -32601, "no such MCP server: "+req.ServerName)
+		return
+	}
+	switch msg.Method {
+	case "tools/call":
+		p.holdCall(requestID, msg)
+	case "initialize":
+		p.rpcResult(requestID, msg.ID, p.tools.initializeResult())
+	case "tools/list":
+		p.rpcResult(requestID, msg.ID, map[string]any{"tools": p.tools.list})
+	default:
+		if len(msg.ID) == 0 { // a notification: acknowledged, nothing to say
+			p.rpcResult(requestID, json.RawMessage("0"), map[string]any{})
+			return
+		}
+		p.rpcError(requestID, msg.ID, -32601, "method not found: "+msg.Method)
+	}
+}
+
+func (p *Process) holdCall(requestID string, msg rpcMessage) {
+	id := msg.Params.Meta.ToolUseID
+	p.mu.Lock()
+	if p.calls == nil {
+		p.calls = map[string]*call{}
+	}
+	c := p.calls[id]
+	if c == nil {
+		c = &call{}
+		p.calls[id] = c
+	}
+	c.requestID, c.rpcID = requestID, msg.ID
+	ready := c.result != nil
+	if ready {
+		delete(p.calls, id)
+	}
+	p.mu.Unlock()
+	if ready {
+		p.respondCall(c)
+	}
+}
+
+// Answer implements backend.Session.
+func (p *Process) Answer(r backend.ToolResult) error {
+	p.mu.Lock()
+	if p.calls == nil {
+		p.calls = map[string]*call{}
+	}
+	c := p.calls[r.ToolUseID]
+	if c == nil {
+		c = &call{}
+		p.calls[r.ToolUseID] = c
+	}
+	if c.result != nil {
+		p.mu.Unlock()
+		return nil // answered already
+	}
+	c.result = &r
+	ready := c.requestID != ""
+	if ready {
+		delete(p.calls, r.ToolUseID)
+	}
+	p.mu.Unlock()
+	if ready {
+		return p.respondCall(c)
+	}
+	return nil
+}
+
+func (p *Process) respondCall(c *call) error {
+	return p.rpcResult(c.requestID, c.rpcID, map[string]any{
+		"content": mcpContent(c.result.Content),
+		"isError": c.result.IsError,
+	})
+}
+
+// clearCalls forgets the calls of a turn that ended.
+func (p *Process) clearCalls() {
+	p.mu.Lock()
+	p.calls = nil
+	p.mu.Unlock()
+}
+
+func (p *Process) rpcResult(requestID string, id json.RawMessage, result any) error {
+	return p.writeJSON(controlResponse{Type: "control_response", Response: responseBody{
+		Subtype: "success", RequestID: requestID,
+		Response: map[string]any{"mcp_response": map[string]any{"jsonrpc": "2.0", "id": id, "result": result}},
+	}})
+}
+
+func (p *Process) rpcError(requestID string, id json.RawMessage, code int, message string) {
+	_ = p.writeJSON(controlResponse{Type: "control_response", Response: responseBody{
+		Subtype: "success", RequestID: requestID,
+		Response: map[string]any{"mcp_response": map[string]any{"jsonrpc": "2.0", "id": id,
+			"error": map[string]any{"code": code, "message": message}}},
+	}})
+}

@@ -17,7 +17,6 @@ import (
 	"github.com/meridian-gw/meridian/internal/backend"
 	"github.com/meridian-gw/meridian/internal/lineage"
 	"github.com/meridian-gw/meridian/internal/pool"
-	"github.com/meridian-gw/meridian/internal/replay"
 	"github.com/meridian-gw/meridian/internal/session"
 )
 
@@ -30,11 +29,18 @@ type turn struct {
 	req     *anthropic.MessagesRequest
 	ident   adapter.Identity
 	opts    backend.StartOptions
+	tools   *clientTools
 	mapping session.Mapping
 	in      []lineage.Digest
+	tail    []lineage.Digest
 	verdict lineage.Verdict
+	// pending are the tool calls the session's paused turn waits for, when
+	// the verdict continues there.
+	pending []string
 	live    *pool.Live
 	reused  bool
+	// delivered are the tool results this turn hands to the CLI.
+	delivered []string
 }
 
 // converse serves a request that belongs to a conversation: it takes the
@@ -42,7 +48,7 @@ type turn struct {
 // already holds, continues on the live process when it stands exactly
 // there, otherwise resumes the stored session (or starts fresh), and after
 // a turn that completed publishes what the session now holds.
-func (g *Gateway) converse(ctx context.Context, req *anthropic.MessagesRequest, ident adapter.Identity, opts backend.StartOptions, id string, out Output) error {
+func (g *Gateway) converse(ctx context.Context, req *anthropic.MessagesRequest, ident adapter.Identity, opts backend.StartOptions, tools *clientTools, id string, out Output) error {
 	lease, err := g.cfg.Leases.Acquire(ctx, g.cfg.Profile, ident.Key, g.cfg.TurnWait)
 	var busy *session.BusyError
 	switch {
@@ -57,12 +63,17 @@ func (g *Gateway) converse(ctx context.Context, req *anthropic.MessagesRequest, 
 	}
 	defer lease.Release()
 
-	t := &turn{req: req, ident: ident, opts: opts}
+	t := &turn{req: req, ident: ident, opts: opts, tools: tools}
 	if t.mapping, err = g.cfg.Sessions.Load(ctx, g.cfg.Profile, ident.Key); err != nil {
 		return fmt.Errorf("load conversation: %w", err)
 	}
 	t.in = lineage.Digests(req.Messages)
-	t.verdict = lineage.Classify(t.mapping.State, t.in, lineage.BlockDigests(req.Messages[len(req.Messages)-1]))
+	t.tail = lineage.BlockDigests(req.Messages[len(req.Messages)-1])
+	t.verdict = lineage.Classify(t.mapping.State, t.in, t.tail)
+	t.pending, _ = pendingCalls(t.verdict.Pin)
+	if err := g.refuseRepeats(ctx, t); err != nil {
+		return err
+	}
 
 	release, err := g.admit(ctx)
 	if err != nil {
@@ -89,9 +100,14 @@ func (g *Gateway) runTurn(ctx context.Context, t *turn, id string, out Output) e
 	if err != nil {
 		return err
 	}
+	in, perr := t.input()
+	if perr != nil {
+		g.pool.Put(t.live) // untouched: the paused turn still waits
+		return perr
+	}
 	began := g.cfg.Now()
 	r := newRelay(out, Start{ID: id, Model: t.req.Model}, t.req, sess.ID)
-	in := backend.Input{Content: replay.Render(sendFrom(t.req.Messages, t.verdict))}
+	r.tools, r.answer = t.tools, sess.Answer
 	res, err := sess.Turn(ctx, in, func(ev *backend.Event) error {
 		g.observe(ev)
 		return r.handle(ev)
@@ -99,6 +115,11 @@ func (g *Gateway) runTurn(ctx context.Context, t *turn, id string, out Output) e
 	logAttrs := []any{"conversation", t.ident.Key, "client", t.ident.Client, "verdict", t.verdict.Kind.String(),
 		"live", t.reused, "session", sess.ID(), "took", g.cfg.Now().Sub(began)}
 	switch {
+	case err == nil && res.Paused:
+		g.log.Info("turn handed client tool calls", append(logAttrs, "calls", len(r.calls))...)
+		finishErr := r.finishPaused()
+		g.publish(ctx, t, sess, res, &r.reply, pendingPin(r.calls))
+		return finishErr
 	case errors.Is(err, errEnough):
 		// The client got less than the session holds: the process cannot
 		// be kept, and nothing is published; the next turn resumes from
@@ -126,7 +147,7 @@ func (g *Gateway) runTurn(ctx context.Context, t *turn, id string, out Output) e
 		"input_tokens", res.Usage.InputTokens, "output_tokens", res.Usage.OutputTokens,
 		"cache_read", res.Usage.CacheReadInputTokens, "cache_write", res.Usage.CacheCreationInputTokens)...)
 	finishErr := r.finish(res)
-	g.publish(ctx, t, sess, res, &r.reply)
+	g.publish(ctx, t, sess, res, &r.reply, res.Pin)
 	return finishErr
 }
 
@@ -136,15 +157,25 @@ func (g *Gateway) runTurn(ctx context.Context, t *turn, id string, out Output) e
 // fresh.
 func (g *Gateway) obtain(ctx context.Context, t *turn) (backend.Session, error) {
 	contract := contractKey(t.opts)
-	m, v := t.mapping, t.verdict
+	m := t.mapping
 	if live := g.pool.Take(t.ident.Key); live != nil {
-		if v.AtEnd && live.Version == m.Version && live.Pin == v.Pin && live.Contract == contract {
+		v := t.verdict
+		if v.AtEnd && live.Version == m.Version && live.Pin == v.Pin && live.Contract == contract &&
+			(t.pending == nil || v.From == len(t.req.Messages)-1) {
 			t.live, t.reused = live, true
 			return live.Session, nil
 		}
 		g.pool.Discard(live) // another contract, or the conversation moved on elsewhere
 	}
 	t.reused = false
+	if t.pending != nil {
+		// The paused turn is gone with its process (or cannot take this
+		// request): the calls and their results reach a resumed or fresh
+		// session as history instead.
+		t.pending = nil
+		t.verdict = lineage.Classify(withoutPendingEnd(m.State), t.in, t.tail)
+	}
+	v := t.verdict
 	if err := g.pool.Reserve(ctx); err != nil {
 		if errors.Is(err, pool.ErrFull) {
 			return nil, newError(anthropic.StatusOverloaded, anthropic.ErrOverloaded,
@@ -175,10 +206,10 @@ func (g *Gateway) obtain(ctx context.Context, t *turn) (backend.Session, error) 
 // compare-and-swap on the version the turn started from, and keeps the
 // process live. If publishing fails the process is closed: nothing may
 // claim a state the store does not know.
-func (g *Gateway) publish(ctx context.Context, t *turn, sess backend.Session, res *backend.Result, r *reply) {
+func (g *Gateway) publish(ctx context.Context, t *turn, sess backend.Session, res *backend.Result, r *reply, pin string) {
 	reply := r.message()
 	state := lineage.Append(lineage.Advance(t.mapping.State, t.verdict, t.in),
-		lineage.MessageDigest(reply), res.Pin, lineage.BlockDigests(reply))
+		lineage.MessageDigest(reply), pin, lineage.BlockDigests(reply))
 	next := t.mapping
 	next.Client, next.SessionID, next.State = t.ident.Client, sess.ID(), state
 	next.Cwd, next.ClientCwd, next.Model = t.opts.Dir, t.ident.Cwd, t.req.Model
@@ -186,16 +217,19 @@ func (g *Gateway) publish(ctx context.Context, t *turn, sess backend.Session, re
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
 	defer cancel()
 	version, err := g.cfg.Sessions.Publish(pctx, next, t.mapping.Version, t.verdict.Kind)
-	if err != nil || res.Pin == "" {
-		g.log.Warn("could not publish the conversation; its process is closed", "conversation", t.ident.Key, "err", err, "pin", res.Pin)
+	if err != nil || pin == "" {
+		g.log.Warn("could not publish the conversation; its process is closed", "conversation", t.ident.Key, "err", err, "pin", pin)
 		g.pool.Discard(t.live)
 		return
 	}
-	if g.cfg.NoLive {
+	if err := g.cfg.Sessions.MarkConsumed(pctx, g.cfg.Profile, t.delivered); err != nil {
+		g.log.Warn("could not record delivered tool results", "conversation", t.ident.Key, "err", err)
+	}
+	if g.cfg.NoLive && !res.Paused {
 		g.pool.Discard(t.live)
 		return
 	}
-	t.live.Version, t.live.Pin = version, res.Pin
+	t.live.Version, t.live.Pin = version, pin
 	g.pool.Put(t.live)
 }
 

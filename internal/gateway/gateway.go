@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -136,18 +137,20 @@ func (g *Gateway) Messages(ctx context.Context, req Request, id string, out Outp
 	if perr != nil {
 		return perr
 	}
+	tools, _ := toolsOf(req.Body)
+	opts.Tools = tools.list
 	if g.cfg.Sessions != nil {
 		ident := adapter.Detect(req.Header, req.Body).Identify(req.Header, req.Body).Bounded()
 		if ident.Key != "" {
-			return g.converse(ctx, req.Body, ident, opts, id, out)
+			return g.converse(ctx, req.Body, ident, opts, tools, id, out)
 		}
 	}
-	return g.oneShot(ctx, req.Body, opts, id, out)
+	return g.oneShot(ctx, req.Body, opts, tools, id, out)
 }
 
 // oneShot serves a request that belongs to no known conversation: a fresh
 // process gets the whole conversation and is closed after the turn.
-func (g *Gateway) oneShot(ctx context.Context, req *anthropic.MessagesRequest, opts backend.StartOptions, id string, out Output) error {
+func (g *Gateway) oneShot(ctx context.Context, req *anthropic.MessagesRequest, opts backend.StartOptions, tools *clientTools, id string, out Output) error {
 	release, err := g.admit(ctx)
 	if err != nil {
 		return err
@@ -164,11 +167,17 @@ func (g *Gateway) oneShot(ctx context.Context, req *anthropic.MessagesRequest, o
 	defer sess.Close()
 
 	r := newRelay(out, Start{ID: id, Model: req.Model}, req, sess.ID)
+	r.tools, r.answer = tools, sess.Answer
 	res, err := sess.Turn(ctx, backend.Input{Content: replay.Render(req.Messages)}, func(ev *backend.Event) error {
 		g.observe(ev)
 		return r.handle(ev)
 	})
 	switch {
+	case err == nil && res.Paused:
+		// Nobody can continue this turn (the request has no identity): the
+		// client's results will come with a request that replays it all.
+		g.log.Info("turn handed client tool calls", "session", sess.ID(), "calls", len(r.calls))
+		return r.finishPaused()
 	case errors.Is(err, errEnough):
 		err = r.finishEarly()
 		g.log.Info("turn cut short", "session", sess.ID(), "stop_sequence", r.stopAt, "took", g.cfg.Now().Sub(began))
@@ -258,8 +267,8 @@ func Ignored(req *anthropic.MessagesRequest) []string {
 	if req.TopK != nil {
 		out = append(out, "top_k")
 	}
-	if len(req.Tools) > 0 {
-		out = append(out, "tools")
+	if _, serverTools := toolsOf(req); len(serverTools) > 0 {
+		out = append(out, "tools: "+strings.Join(serverTools, " "))
 	}
 	if len(req.ToolChoice) > 0 {
 		out = append(out, "tool_choice")

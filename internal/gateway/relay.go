@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 
@@ -62,6 +63,12 @@ type relay struct {
 	thinking bool
 	session  func() string
 
+	// Client tools: their schemas, how to answer a call the client will not
+	// see, and the calls this response hands to the client.
+	tools  *clientTools
+	answer func(backend.ToolResult) error
+	calls  []string
+
 	blocks []block // by backend index
 	next   int     // next client index
 	stops  *textstop.Matcher
@@ -74,9 +81,21 @@ type relay struct {
 }
 
 type block struct {
-	client int // client index, -1 when dropped
+	client int // client index, -1 when dropped (or not yet released)
 	kind   string
 	open   bool
+	call   *heldCall // a tool call, held until its arguments are checked
+}
+
+// heldCall is a client tool call whose arguments are still streaming: it
+// reaches the client only once they are complete and valid, so a call the
+// client could not execute is never seen by it.
+type heldCall struct {
+	start  json.RawMessage
+	id     string
+	name   string
+	deltas []json.RawMessage
+	input  []byte
 }
 
 func newRelay(out Output, start Start, req *anthropic.MessagesRequest, session func() string) *relay {
@@ -110,6 +129,11 @@ func (r *relay) handle(ev *backend.Event) error {
 		return r.begin()
 	case backend.BlockStart:
 		b := block{client: -1, kind: ev.BlockType}
+		if ev.BlockType == anthropic.BlockToolUse {
+			b.open, b.call = true, holdCall(ev.Block)
+			r.setBlock(ev.Index, b)
+			return nil
+		}
 		if r.wanted(ev.BlockType) {
 			b.client, b.open = r.next, true
 			r.next++
@@ -128,6 +152,10 @@ func (r *relay) handle(ev *backend.Event) error {
 		if b == nil || !b.open {
 			return nil
 		}
+		if b.call != nil {
+			b.call.add(ev.Delta)
+			return nil
+		}
 		if ev.DeltaType == "text_delta" {
 			if r.stops.Active() {
 				return r.textDelta(b, ev.Text)
@@ -141,6 +169,9 @@ func (r *relay) handle(ev *backend.Event) error {
 		b := r.block(ev.Index)
 		if b == nil || !b.open {
 			return nil
+		}
+		if b.call != nil {
+			return r.releaseCall(b)
 		}
 		if b.kind == "text" && r.stops.Active() {
 			if rest := r.stops.Flush(); rest != "" {
@@ -166,6 +197,10 @@ func (r *relay) handle(ev *backend.Event) error {
 		if ev.StopReason == anthropic.StopMaxTokens {
 			// The CLI would ask the model to go on; the Messages API stops.
 			return errEnough
+		}
+		if ev.StopReason == anthropic.StopToolUse && len(r.calls) > 0 {
+			// The client runs its tools; the turn waits in the backend.
+			return backend.ErrPause
 		}
 	}
 	return nil
@@ -196,6 +231,69 @@ func (r *relay) block(idx int) *block {
 func (r *relay) stopBlock(b *block) error {
 	b.open = false
 	return r.out.BlockStop(b.client)
+}
+
+func holdCall(start json.RawMessage) *heldCall {
+	var b struct {
+		ID    string          `json:"id"`
+		Name  string          `json:"name"`
+		Input json.RawMessage `json:"input"`
+	}
+	_ = json.Unmarshal(start, &b)
+	return &heldCall{start: start, id: b.ID, name: b.Name}
+}
+
+func (c *heldCall) add(delta json.RawMessage) {
+	var d struct {
+		PartialJSON string `json:"partial_json"`
+	}
+	if json.Unmarshal(delta, &d) == nil {
+		c.deltas = append(c.deltas, delta)
+		c.input = append(c.input, d.PartialJSON...)
+	}
+}
+
+// releaseCall hands a complete tool call to the client if its arguments
+// fit its tool's schema. Otherwise the model gets the error as the call's
+// result and the client never sees the call.
+func (r *relay) releaseCall(b *block) error {
+	c := b.call
+	b.open, b.call = false, nil
+	input := c.input
+	if len(bytes.TrimSpace(input)) == 0 {
+		input = []byte("{}")
+	}
+	if r.tools != nil && r.answer != nil {
+		if err := r.tools.validate(c.name, input); err != nil {
+			return r.answer(backend.ToolResult{ToolUseID: c.id, IsError: true, Content: []json.RawMessage{textBlock(
+				"Invalid tool call, not run: " + err.Error() + ". Call the tool again with arguments that match its schema.")}})
+		}
+	}
+	if err := r.begin(); err != nil {
+		return err
+	}
+	b.client = r.next
+	r.next++
+	r.calls = append(r.calls, c.id)
+	r.reply.startBlock(b.client, anthropic.BlockToolUse, c.start)
+	if err := r.out.BlockStart(b.client, c.start); err != nil {
+		return err
+	}
+	for _, d := range c.deltas {
+		r.reply.addDelta(b.client, d)
+		if err := r.out.BlockDelta(b.client, d); err != nil {
+			return err
+		}
+	}
+	return r.out.BlockStop(b.client)
+}
+
+func textBlock(s string) json.RawMessage {
+	b, _ := json.Marshal(struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}{anthropic.BlockText, s})
+	return b
 }
 
 // textDelta passes text through the stop-sequence matcher.
@@ -243,6 +341,15 @@ func (r *relay) finish(res *backend.Result) error {
 		stop = anthropic.StopEndTurn
 	}
 	return r.out.Finish(Finish{StopReason: stop, Usage: usageOf(res.Usage), SessionID: res.SessionID, Content: r.reply.content()})
+}
+
+// finishPaused ends a response whose turn waits for client tool results.
+func (r *relay) finishPaused() error {
+	r.closeMessageUsage()
+	if err := r.begin(); err != nil {
+		return err
+	}
+	return r.out.Finish(Finish{StopReason: anthropic.StopToolUse, Usage: r.usage, SessionID: r.session(), Content: r.reply.content()})
 }
 
 // finishEarly ends a turn the relay cut short. The CLI's own totals for an

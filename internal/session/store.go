@@ -230,3 +230,40 @@ func unpack(b []byte) ([]lineage.Digest, error) {
 	}
 	return out, nil
 }
+
+// MaxConsumed bounds the remembered tool results.
+const MaxConsumed = 10_000
+
+// MarkConsumed records tool results as delivered to a CLI.
+func (s *Store) MarkConsumed(ctx context.Context, profile string, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	now := s.now().UnixMilli()
+	for _, id := range ids {
+		if _, err := s.db.ExecContext(ctx, `INSERT INTO consumed_tool_results (profile, tool_use_id, consumed_at)
+			VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, profile, id, now); err != nil {
+			return fmt.Errorf("mark tool results consumed: %w", err)
+		}
+	}
+	_, _ = s.db.ExecContext(ctx, `DELETE FROM consumed_tool_results WHERE rowid IN (
+		SELECT rowid FROM consumed_tool_results ORDER BY consumed_at ASC
+		LIMIT max(0, (SELECT count(*) FROM consumed_tool_results) - ?))`, MaxConsumed)
+	return nil
+}
+
+// Consumed returns which of ids were already delivered.
+func (s *Store) Consumed(ctx context.Context, profile string, ids []string) ([]string, error) {
+	var out []string
+	for _, id := range ids {
+		var n int
+		err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM consumed_tool_results WHERE profile = ? AND tool_use_id = ?`, profile, id).Scan(&n)
+		if err != nil {
+			return nil, fmt.Errorf("check consumed tool results: %w", err)
+		}
+		if n > 0 {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}

@@ -82,6 +82,15 @@ func migrations() []string {
 		expires_at INTEGER NOT NULL,
 		PRIMARY KEY (profile, key)
 	);`,
+		// 2: tool results already delivered to a CLI, so a repeated delivery
+		// is refused rather than run upstream a second time.
+		`CREATE TABLE consumed_tool_results (
+		profile     TEXT    NOT NULL,
+		tool_use_id TEXT    NOT NULL,
+		consumed_at INTEGER NOT NULL,
+		PRIMARY KEY (profile, tool_use_id)
+	);
+	CREATE INDEX consumed_tool_results_at ON consumed_tool_results (consumed_at);`,
 	}
 }
 

@@ -39,6 +39,8 @@ type Session interface {
 	Close() error
 	// ID is the backend's session id once known (empty before the first turn).
 	ID() string
+	// Alive reports whether the session can still take a turn.
+	Alive() bool
 }
 
 // StartOptions fix a session's contract: changing any of them needs a new

@@ -82,18 +82,28 @@ func (g *Gateway) converse(ctx context.Context, req *anthropic.MessagesRequest, 
 	defer release()
 
 	err = g.runTurn(ctx, t, id, out)
-	if errors.Is(err, errStaleSession) {
+	switch {
+	case errors.Is(err, errStaleSession):
 		// The stored session is gone from the CLI's disk: start over with
 		// the whole conversation.
 		g.log.Warn("stored claude session could not be resumed; replaying the conversation", "conversation", ident.Key, "session", t.mapping.SessionID)
-		t.verdict = lineage.Verdict{Kind: lineage.Diverged}
+		t.verdict, t.pending = lineage.Verdict{Kind: lineage.Diverged}, nil
+		err = g.runTurn(ctx, t, id, out)
+	case errors.Is(err, errLiveDied):
+		// The live process died before it answered: resume the stored
+		// session in a new one.
+		g.log.Warn("live claude process died before answering; resuming its conversation", "conversation", ident.Key)
 		err = g.runTurn(ctx, t, id, out)
 	}
 	return err
 }
 
-// errStaleSession reports a resume the CLI refused before any output.
-var errStaleSession = errors.New("gateway: stored session cannot be resumed")
+// errStaleSession reports a resume the CLI refused before any output;
+// errLiveDied a live process that died before any output.
+var (
+	errStaleSession = errors.New("gateway: stored session cannot be resumed")
+	errLiveDied     = errors.New("gateway: live process died")
+)
 
 func (g *Gateway) runTurn(ctx context.Context, t *turn, id string, out Output) error {
 	sess, err := g.obtain(ctx, t)
@@ -135,6 +145,9 @@ func (g *Gateway) runTurn(ctx context.Context, t *turn, id string, out Output) e
 		return err
 	case res.Failure != nil:
 		g.pool.Discard(t.live)
+		if !r.started && t.reused && res.Failure.Kind == backend.FailBackend {
+			return errLiveDied
+		}
 		if t.verdict.Kind != lineage.Diverged && !r.started && staleSession(res.Failure) {
 			return errStaleSession
 		}
@@ -160,7 +173,7 @@ func (g *Gateway) obtain(ctx context.Context, t *turn) (backend.Session, error) 
 	m := t.mapping
 	if live := g.pool.Take(t.ident.Key); live != nil {
 		v := t.verdict
-		if v.AtEnd && live.Version == m.Version && live.Pin == v.Pin && live.Contract == contract &&
+		if live.Session.Alive() && v.AtEnd && live.Version == m.Version && live.Pin == v.Pin && live.Contract == contract &&
 			(t.pending == nil || v.From == len(t.req.Messages)-1) {
 			t.live, t.reused = live, true
 			return live.Session, nil

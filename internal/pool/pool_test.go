@@ -22,8 +22,10 @@ type fakeSession struct {
 func (f *fakeSession) Turn(context.Context, backend.Input, func(*backend.Event) error) (*backend.Result, error) {
 	return &backend.Result{}, nil
 }
-func (f *fakeSession) Close() error { f.closed.Store(true); return nil }
-func (f *fakeSession) ID() string   { return f.id }
+func (f *fakeSession) Close() error                    { f.closed.Store(true); return nil }
+func (f *fakeSession) ID() string                      { return f.id }
+func (f *fakeSession) Alive() bool                     { return !f.closed.Load() }
+func (f *fakeSession) Answer(backend.ToolResult) error { return nil }
 
 func live(key string) (*Live, *fakeSession) {
 	s := &fakeSession{id: key}

@@ -75,6 +75,18 @@ func newProcess(d *Driver, proc Proc) *Process {
 	return p
 }
 
+// Alive implements backend.Session.
+func (p *Process) Alive() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.broken == nil
+}
+
 // Pid is the CLI's process id.
 func (p *Process) Pid() int { return p.proc.Pid() }
 

@@ -21,8 +21,8 @@ type translator struct {
 	emit  func(*backend.Event) error
 	tools *toolset
 	ev    backend.Event
-	next int        // next turn-wide block index
-	msgs []*message // upstream messages of this turn, in order
+	next  int        // next turn-wide block index
+	msgs  []*message // upstream messages of this turn, in order
 
 	apiErr *line  // synthetic assistant line describing an API error
 	pin    string // uuid of the turn's last assistant message

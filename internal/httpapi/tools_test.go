@@ -1,0 +1,377 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	"github.com/meridian-gw/meridian/internal/testkit"
+)
+
+// The model calls client tools by their MCP names.
+func modelName(tool string) string { return "mcp__c__" + tool }
+
+func clientTools() []sdk.ToolUnionParam {
+	return []sdk.ToolUnionParam{
+		{OfTool: &sdk.ToolParam{Name: "read_file", Description: sdk.String("Read a file"), InputSchema: sdk.ToolInputSchemaParam{
+			Properties: map[string]any{"path": map[string]any{"type": "string"}}, Required: []string{"path"}}}},
+		{OfTool: &sdk.ToolParam{Name: "run_tests", Description: sdk.String("Run the tests"), InputSchema: sdk.ToolInputSchemaParam{
+			Properties: map[string]any{"package": map[string]any{"type": "string"}}}}},
+	}
+}
+
+// toolResults counts the tool_result blocks an upstream request carries.
+func toolResults(r testkit.Request) int {
+	return strings.Count(string(r.RawBody), `"type":"tool_result"`)
+}
+
+// toolLoop is a client running its own tools: it answers every tool_use
+// with the result its function computes.
+type toolLoop struct {
+	t       *testing.T
+	client  *sdk.Client
+	history []sdk.MessageParam
+	pids    [][]int
+	s       *stack
+}
+
+func (l *toolLoop) send() *sdk.Message {
+	l.t.Helper()
+	msg, err := l.client.Messages.New(context.Background(), sdk.MessageNewParams{
+		Model: "test-model", MaxTokens: 1000, Messages: l.history, Tools: clientTools(),
+	})
+	if err != nil {
+		l.t.Fatalf("turn %d: %v", len(l.history), err)
+	}
+	l.history = append(l.history, msg.ToParam())
+	l.pids = append(l.pids, testkit.Processes(l.s.Marker))
+	return msg
+}
+
+func toolUses(msg *sdk.Message) []sdk.ToolUseBlock {
+	var out []sdk.ToolUseBlock
+	for _, b := range msg.Content {
+		if b.Type == "tool_use" {
+			out = append(out, b.AsToolUse())
+		}
+	}
+	return out
+}
+
+// A three-step loop — text and a call, its result, another call, its
+// result, the final text — runs on one claude process, and the upstream
+// receives the client's real results.
+func TestClientToolLoopOnOneProcess(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{sessions: true})
+	s.Upstream.Respond(func(r testkit.Request) testkit.Reply {
+		switch toolResults(r) {
+		case 0:
+			return testkit.Reply{Text: "Let me read it.", ToolUses: []testkit.ToolUse{{ID: "toolu_1", Name: modelName("read_file"), Input: map[string]any{"path": "main.go"}}}}
+		case 1:
+			return testkit.Reply{ToolUses: []testkit.ToolUse{{ID: "toolu_2", Name: modelName("run_tests"), Input: map[string]any{"package": "./..."}}}}
+		}
+		return testkit.Reply{Text: "All tests pass."}
+	})
+	l := &toolLoop{t: t, s: s, client: s.client(option.WithHeader("X-Claude-Code-Session-Id", "tool-loop")),
+		history: []sdk.MessageParam{userMessage("fix the build")}}
+
+	msg := l.send()
+	calls := toolUses(msg)
+	if msg.StopReason != sdk.StopReasonToolUse || len(calls) != 1 || calls[0].Name != "read_file" || calls[0].ID != "toolu_1" ||
+		msg.Content[0].Text != "Let me read it." {
+		t.Fatalf("step 1: %+v", msg)
+	}
+	l.history = append(l.history, sdk.NewUserMessage(sdk.NewToolResultBlock("toolu_1", "package main // the real file", false)))
+	msg = l.send()
+	calls = toolUses(msg)
+	if msg.StopReason != sdk.StopReasonToolUse || len(calls) != 1 || calls[0].Name != "run_tests" {
+		t.Fatalf("step 2: %+v", msg)
+	}
+	l.history = append(l.history, sdk.NewUserMessage(sdk.NewToolResultBlock("toolu_2", "ok  ./... 1.2s", false)))
+	msg = l.send()
+	if msg.StopReason != sdk.StopReasonEndTurn || msg.Content[0].Text != "All tests pass." {
+		t.Fatalf("step 3: %+v", msg)
+	}
+	for i, p := range l.pids {
+		if len(p) != 1 || p[0] != l.pids[0][0] {
+			t.Fatalf("step %d ran on %v, step 1 on %v: want one process throughout", i+1, p, l.pids[0])
+		}
+	}
+	reqs := s.Upstream.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("upstream saw %d requests", len(reqs))
+	}
+	for i, want := range []string{"package main // the real file", "ok  ./... 1.2s"} {
+		if body := string(reqs[i+1].RawBody); !strings.Contains(body, `"tool_use_id":"toolu_`+fmt.Sprint(i+1)+`"`) || !strings.Contains(body, want) {
+			t.Fatalf("upstream request %d lacks the client's result %q:\n%s", i+2, want, reqs[i+1].PrettyBody())
+		}
+	}
+	if tools := reqs[0].Body["tools"].([]any); len(tools) != 2 || tools[0].(map[string]any)["name"] != modelName("read_file") {
+		t.Fatalf("tools offered upstream: %v", tools)
+	}
+}
+
+// Three calls in one message, answered in reverse order: each result
+// reaches the upstream under its own id.
+func TestParallelBatchAnsweredInReverse(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{sessions: true})
+	s.Upstream.Respond(func(r testkit.Request) testkit.Reply {
+		if toolResults(r) == 0 {
+			var uses []testkit.ToolUse
+			for _, f := range []string{"a.go", "b.go", "c.go"} {
+				uses = append(uses, testkit.ToolUse{ID: "toolu_" + f[:1], Name: modelName("read_file"), Input: map[string]any{"path": f}})
+			}
+			return testkit.Reply{Text: "Reading three.", ToolUses: uses}
+		}
+		return testkit.Reply{Text: "Read them all."}
+	})
+	l := &toolLoop{t: t, s: s, client: s.client(option.WithHeader("X-Claude-Code-Session-Id", "batch")),
+		history: []sdk.MessageParam{userMessage("read three files")}}
+	calls := toolUses(l.send())
+	if len(calls) != 3 {
+		t.Fatalf("calls %+v", calls)
+	}
+	var results []sdk.ContentBlockParamUnion
+	for i := len(calls) - 1; i >= 0; i-- {
+		results = append(results, sdk.NewToolResultBlock(calls[i].ID, "contents of "+calls[i].ID, false))
+	}
+	l.history = append(l.history, sdk.NewUserMessage(results...))
+	if msg := l.send(); msg.Content[0].Text != "Read them all." {
+		t.Fatalf("final %+v", msg)
+	}
+	last := s.Upstream.Requests()[1]
+	var pairs []string
+	for _, m := range last.Messages() {
+		mm := m.(map[string]any)
+		blocks, _ := mm["content"].([]any)
+		for _, b := range blocks {
+			bm := b.(map[string]any)
+			if bm["type"] == "tool_result" {
+				pairs = append(pairs, fmt.Sprintf("%v=%s", bm["tool_use_id"], testkitText(bm["content"])))
+			}
+		}
+	}
+	if got := strings.Join(pairs, " "); got != "toolu_a=contents of toolu_a toolu_b=contents of toolu_b toolu_c=contents of toolu_c" {
+		t.Fatalf("upstream results: %s", got)
+	}
+}
+
+func testkitText(v any) string {
+	b, _ := json.Marshal(v)
+	var blocks []struct {
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(b, &blocks) == nil && len(blocks) > 0 {
+		return blocks[0].Text
+	}
+	var s string
+	_ = json.Unmarshal(b, &s)
+	return s
+}
+
+// Arguments that do not fit the tool's schema go back to the model as an
+// error; the client never sees that call.
+func TestInvalidArgumentsGoBackToTheModel(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{sessions: true})
+	s.Upstream.Respond(func(r testkit.Request) testkit.Reply {
+		switch {
+		case toolResults(r) == 0:
+			return testkit.Reply{Text: "Trying.", ToolUses: []testkit.ToolUse{{ID: "toolu_bad", Name: modelName("read_file"), Input: map[string]any{"path": 42}}}}
+		case strings.Contains(string(r.RawBody), "toolu_bad") && !strings.Contains(string(r.RawBody), "toolu_good"):
+			return testkit.Reply{ToolUses: []testkit.ToolUse{{ID: "toolu_good", Name: modelName("read_file"), Input: map[string]any{"path": "42.go"}}}}
+		}
+		return testkit.Reply{Text: "Done."}
+	})
+	l := &toolLoop{t: t, s: s, client: s.client(option.WithHeader("X-Claude-Code-Session-Id", "invalid")),
+		history: []sdk.MessageParam{userMessage("read file 42")}}
+	msg := l.send()
+	calls := toolUses(msg)
+	if len(calls) != 1 || calls[0].ID != "toolu_good" {
+		t.Fatalf("the client saw %+v; want only the valid retry", msg.Content)
+	}
+	if strings.Contains(fmt.Sprint(msg.Content), "toolu_bad") {
+		t.Fatal("the invalid call reached the client")
+	}
+	second := s.Upstream.Requests()[1]
+	body := string(second.RawBody)
+	if !strings.Contains(body, `"tool_use_id":"toolu_bad"`) || !strings.Contains(body, "got number, want string") || !strings.Contains(body, `"is_error":true`) {
+		t.Fatalf("the model did not get the validation error:\n%s", second.PrettyBody())
+	}
+}
+
+// A tool_result delivered twice is refused; no second upstream request
+// is made for it.
+func TestDuplicateToolResultIsRefused(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{sessions: true})
+	s.Upstream.Respond(func(r testkit.Request) testkit.Reply {
+		if toolResults(r) == 0 {
+			return testkit.Reply{ToolUses: []testkit.ToolUse{{ID: "toolu_once", Name: modelName("read_file"), Input: map[string]any{"path": "x"}}}}
+		}
+		return testkit.Reply{Text: "got it"}
+	})
+	l := &toolLoop{t: t, s: s, client: s.client(option.WithHeader("X-Claude-Code-Session-Id", "dup")),
+		history: []sdk.MessageParam{userMessage("read x")}}
+	l.send()
+	l.history = append(l.history, sdk.NewUserMessage(sdk.NewToolResultBlock("toolu_once", "x body", false)))
+	withResult := append([]sdk.MessageParam(nil), l.history...)
+	l.send()
+	before := len(s.Upstream.Requests())
+	_, err := l.client.Messages.New(context.Background(), sdk.MessageNewParams{Model: "test-model", MaxTokens: 1000, Messages: withResult, Tools: clientTools()})
+	ae := apiError(t, err)
+	if ae.StatusCode != http.StatusConflict || !strings.Contains(ae.RawJSON(), "toolu_once") {
+		t.Fatalf("repeat: %d %s", ae.StatusCode, ae.RawJSON())
+	}
+	if after := len(s.Upstream.Requests()); after != before {
+		t.Fatalf("the repeat reached the upstream (%d requests, was %d)", after, before)
+	}
+}
+
+// The live process dies between the tool call and its result: the result
+// still completes the turn, through a replay of the calls and results.
+func TestToolResultAfterTheProcessDiedReplays(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{sessions: true})
+	s.Upstream.Respond(func(r testkit.Request) testkit.Reply {
+		if !strings.Contains(r.AllText(), "the file body") {
+			return testkit.Reply{Text: "Reading.", ToolUses: []testkit.ToolUse{{ID: "toolu_k", Name: modelName("read_file"), Input: map[string]any{"path": "k.go"}}}}
+		}
+		return testkit.Reply{Text: "The file says hello."}
+	})
+	l := &toolLoop{t: t, s: s, client: s.client(option.WithHeader("X-Claude-Code-Session-Id", "killed")),
+		history: []sdk.MessageParam{userMessage("what does k.go say?")}}
+	l.send()
+	for _, pid := range testkit.Processes(s.Marker) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	testkit.WaitNoProcesses(t, s.Marker, 3*time.Second)
+	l.history = append(l.history, sdk.NewUserMessage(sdk.NewToolResultBlock("toolu_k", "the file body", false)))
+	msg := l.send()
+	if msg.Content[0].Text != "The file says hello." {
+		t.Fatalf("answer %+v", msg.Content)
+	}
+	all := s.Upstream.Requests()[1].AllText()
+	if !strings.Contains(all, `<tool_use id="toolu_k" name="read_file">`) || !strings.Contains(all, `<tool_result tool_use_id="toolu_k">`) {
+		t.Fatalf("the replay lacks the call or its result:\n%s", all)
+	}
+}
+
+// Text before a tool call streams to the client before the call.
+func TestTextStreamsBeforeTheToolCall(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{sessions: true})
+	s.Upstream.Always(testkit.Reply{Text: "First I will look around the repository.", ChunkSize: 8, ChunkDelay: 30 * time.Millisecond,
+		ToolUses: []testkit.ToolUse{{ID: "toolu_s", Name: modelName("read_file"), Input: map[string]any{"path": "go.mod"}}}})
+	stream := s.client(option.WithHeader("X-Claude-Code-Session-Id", "stream-tools")).Messages.NewStreaming(context.Background(), sdk.MessageNewParams{
+		Model: "test-model", MaxTokens: 100, Messages: []sdk.MessageParam{userMessage("look")}, Tools: clientTools(),
+	})
+	var order []string
+	var msg sdk.Message
+	for stream.Next() {
+		ev := stream.Current()
+		if err := msg.Accumulate(ev); err != nil {
+			t.Fatal(err)
+		}
+		switch ev.Type {
+		case "content_block_delta":
+			order = append(order, ev.Delta.Type)
+		case "content_block_start":
+			order = append(order, "start:"+ev.ContentBlock.Type)
+		}
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	joined := strings.Join(order, " ")
+	if !strings.HasPrefix(joined, "start:text text_delta text_delta") || !strings.Contains(joined, "start:tool_use input_json_delta") ||
+		strings.Index(joined, "text_delta") > strings.Index(joined, "start:tool_use") {
+		t.Fatalf("event order: %s", joined)
+	}
+	calls := toolUses(&msg)
+	if len(calls) != 1 || calls[0].Name != "read_file" || string(calls[0].Input) != `{"path":"go.mod"}` || msg.StopReason != sdk.StopReasonToolUse {
+		t.Fatalf("streamed call %+v, stop %q", calls, msg.StopReason)
+	}
+}
+
+// Steering: text beside the results reaches the model as a new
+// instruction, not inside a tool result, on the same process.
+func TestSteeringBesideToolResults(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{sessions: true})
+	s.Upstream.Respond(func(r testkit.Request) testkit.Reply {
+		if toolResults(r) == 0 {
+			return testkit.Reply{ToolUses: []testkit.ToolUse{{ID: "toolu_st", Name: modelName("run_tests"), Input: map[string]any{}}}}
+		}
+		return testkit.Reply{Text: "Noted."}
+	})
+	l := &toolLoop{t: t, s: s, client: s.client(option.WithHeader("X-Claude-Code-Session-Id", "steer")),
+		history: []sdk.MessageParam{userMessage("run the tests")}}
+	l.send()
+	l.history = append(l.history, sdk.NewUserMessage(
+		sdk.NewToolResultBlock("toolu_st", "2 failures", false),
+		sdk.NewTextBlock("Only fix the first failure."),
+	))
+	l.send()
+	if p := l.pids; len(p[1]) != 1 || p[1][0] != p[0][0] {
+		t.Fatalf("steering started another process: %v", p)
+	}
+	// The CLI carries the instruction as its own message after the
+	// results, never inside them.
+	last := s.Upstream.Requests()[1]
+	var resultText, instruction string
+	msgs := last.Messages()
+	for _, m := range msgs[len(msgs)-2:] {
+		blocks, _ := m.(map[string]any)["content"].([]any)
+		for _, b := range blocks {
+			bm := b.(map[string]any)
+			switch bm["type"] {
+			case "tool_result":
+				resultText += testkitText(bm["content"])
+			case "text":
+				instruction += bm["text"].(string)
+			}
+		}
+	}
+	if resultText != "2 failures" || !strings.Contains(instruction, "Only fix the first failure.") {
+		t.Fatalf("tool result %q, instruction %q\n%s", resultText, instruction, last.PrettyBody())
+	}
+}
+
+// A continuation without every result of the batch is refused, naming the
+// missing ids; the paused turn still takes the full set afterwards.
+func TestMissingResultsAreNamed(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{sessions: true})
+	s.Upstream.Respond(func(r testkit.Request) testkit.Reply {
+		if toolResults(r) == 0 {
+			return testkit.Reply{ToolUses: []testkit.ToolUse{
+				{ID: "toolu_m1", Name: modelName("read_file"), Input: map[string]any{"path": "1"}},
+				{ID: "toolu_m2", Name: modelName("read_file"), Input: map[string]any{"path": "2"}},
+			}}
+		}
+		return testkit.Reply{Text: "both"}
+	})
+	l := &toolLoop{t: t, s: s, client: s.client(option.WithHeader("X-Claude-Code-Session-Id", "missing")),
+		history: []sdk.MessageParam{userMessage("read 1 and 2")}}
+	l.send()
+	partial := append(append([]sdk.MessageParam(nil), l.history...), sdk.NewUserMessage(sdk.NewToolResultBlock("toolu_m1", "one", false)))
+	_, err := l.client.Messages.New(context.Background(), sdk.MessageNewParams{Model: "test-model", MaxTokens: 1000, Messages: partial, Tools: clientTools()})
+	if ae := apiError(t, err); ae.StatusCode != 400 || !strings.Contains(ae.RawJSON(), "toolu_m2") {
+		t.Fatalf("partial results: %d %s", ae.StatusCode, ae.RawJSON())
+	}
+	l.history = append(l.history, sdk.NewUserMessage(sdk.NewToolResultBlock("toolu_m1", "one", false), sdk.NewToolResultBlock("toolu_m2", "two", false)))
+	if msg := l.send(); msg.Content[0].Text != "both" {
+		t.Fatalf("final %+v", msg.Content)
+	}
+}

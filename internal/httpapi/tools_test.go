@@ -375,3 +375,33 @@ func TestMissingResultsAreNamed(t *testing.T) {
 		t.Fatalf("final %+v", msg.Content)
 	}
 }
+
+// A client tool may run as long as a build: a call answered after more
+// than 90 s still completes the turn on its process.
+func TestLongToolCallCompletes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("takes over 90 s; run without -short")
+	}
+	t.Parallel()
+	s := newStack(t, stackOptions{sessions: true})
+	s.Upstream.Respond(func(r testkit.Request) testkit.Reply {
+		if toolResults(r) == 0 {
+			return testkit.Reply{ToolUses: []testkit.ToolUse{{ID: "toolu_slow", Name: modelName("run_tests"), Input: map[string]any{}}}}
+		}
+		return testkit.Reply{Text: "The long build passed."}
+	})
+	l := &toolLoop{t: t, s: s, client: s.client(option.WithHeader("X-Claude-Code-Session-Id", "long")),
+		history: []sdk.MessageParam{userMessage("run the slow build")}}
+	l.send()
+	time.Sleep(95 * time.Second)
+	l.history = append(l.history, sdk.NewUserMessage(sdk.NewToolResultBlock("toolu_slow", "build ok after 95 s", false)))
+	if msg := l.send(); msg.Content[0].Text != "The long build passed." {
+		t.Fatalf("answer %+v", msg.Content)
+	}
+	if p := l.pids; len(p[1]) != 1 || p[1][0] != p[0][0] {
+		t.Fatalf("the call did not complete on its process: %v", p)
+	}
+	if body := string(s.Upstream.Requests()[1].RawBody); !strings.Contains(body, "build ok after 95 s") {
+		t.Fatal("the result did not reach the upstream")
+	}
+}

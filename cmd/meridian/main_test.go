@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -188,76 +187,10 @@ func BenchmarkStartup(b *testing.B) {
 		cmd, _, took := startBinary(b, bin)
 		total += took
 		time.Sleep(300 * time.Millisecond)
-		rssKB = max(rssKB, vmRSS(b, cmd.Process.Pid))
+		rssKB = max(rssKB, testkit.RSSKB(cmd.Process.Pid))
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
 	}
 	b.ReportMetric(float64(total.Microseconds())/float64(b.N)/1000, "ms-to-listening")
 	b.ReportMetric(float64(rssKB)/1024, "idle-rss-MB")
-}
-
-func vmRSS(b *testing.B, pid int) int {
-	status, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, l := range strings.Split(string(status), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			kb, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
-			return kb
-		}
-	}
-	b.Fatal("no VmRSS")
-	return 0
-}
-
-// The built binary, run as a user would, answers through the real claude
-// CLI (pointed at the fake upstream by the environment it inherits), and
-// leaves no claude process behind when it stops.
-func TestBinaryAnswersThroughRealClaude(t *testing.T) {
-	claudePath := testkit.ClaudePath(t)
-	up := testkit.NewUpstream(t)
-	up.Always(testkit.Reply{Text: "hello from upstream", Usage: testkit.Usage{InputTokens: 2, OutputTokens: 3}})
-	env, marker := testkit.ClaudeEnv(t, up.URL)
-
-	bin := buildBinary(t)
-	cmd := exec.Command(bin, "--port", "0", "--data-dir", t.TempDir(), "--claude-path", claudePath, "--log-format", "json")
-	cmd.Env = env
-	addr := startCmd(t, cmd)
-
-	// Two turns of one conversation: the second continues the first's
-	// session, kept in the binary's SQLite store and live process.
-	var sessions []string
-	for _, body := range []string{
-		`{"model":"test-model","max_tokens":50,"messages":[{"role":"user","content":"hi"}]}`,
-		`{"model":"test-model","max_tokens":50,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello from upstream"},{"role":"user","content":"again"}]}`,
-	} {
-		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/messages", strings.NewReader(body))
-		req.Header.Set("X-Claude-Code-Session-Id", "binary-conversation")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 || !strings.Contains(string(got), `"text":"hello from upstream"`) {
-			t.Fatalf("answer = %d %s", resp.StatusCode, got)
-		}
-		sessions = append(sessions, resp.Header.Get("X-Meridian-Session-Id"))
-	}
-	if sessions[0] == "" || sessions[0] != sessions[1] {
-		t.Fatalf("the second turn did not continue the first's session: %q", sessions)
-	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("exit: %v", err)
-	}
-	if pids := testkit.Processes(marker); len(pids) > 0 {
-		t.Fatalf("claude processes outlived meridian: %v", pids)
-	}
-	if n := len(up.Requests()); n != 2 {
-		t.Fatalf("upstream saw %d requests", n)
-	}
 }

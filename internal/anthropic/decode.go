@@ -197,7 +197,7 @@ func decodeContent(path string, raw json.RawMessage, depth int) ([]ContentBlock,
 		if err != nil {
 			return nil, err
 		}
-		return []ContentBlock{{Type: BlockText, Text: s, Raw: textRaw(s)}}, nil
+		return []ContentBlock{{Type: BlockText, Text: s, Raw: TextBlock(s)}}, nil
 	}
 	items, err := decodeArray(path, raw)
 	if err != nil {
@@ -494,7 +494,8 @@ func join(path, key string) string {
 	return path + "." + key
 }
 
-func textRaw(s string) json.RawMessage {
+// TextBlock is the JSON of a text block.
+func TextBlock(s string) json.RawMessage {
 	b, _ := json.Marshal(struct {
 		Type string `json:"type"`
 		Text string `json:"text"`

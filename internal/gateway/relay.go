@@ -265,7 +265,7 @@ func (r *relay) releaseCall(b *block) error {
 	}
 	if r.tools != nil && r.answer != nil {
 		if err := r.tools.validate(c.name, input); err != nil {
-			return r.answer(backend.ToolResult{ToolUseID: c.id, IsError: true, Content: []json.RawMessage{textBlock(
+			return r.answer(backend.ToolResult{ToolUseID: c.id, IsError: true, Content: []json.RawMessage{anthropic.TextBlock(
 				"Invalid tool call, not run: " + err.Error() + ". Call the tool again with arguments that match its schema.")}})
 		}
 	}
@@ -286,14 +286,6 @@ func (r *relay) releaseCall(b *block) error {
 		}
 	}
 	return r.out.BlockStop(b.client)
-}
-
-func textBlock(s string) json.RawMessage {
-	b, _ := json.Marshal(struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}{anthropic.BlockText, s})
-	return b
 }
 
 // textDelta passes text through the stop-sequence matcher.

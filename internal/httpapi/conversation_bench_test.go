@@ -5,10 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -101,7 +98,7 @@ func BenchmarkConversationTurns(b *testing.B) {
 	if pids := testkit.Processes(live.Marker); len(pids) > 0 {
 		var total int
 		for _, pid := range pids {
-			total += rssKB(b, pid)
+			total += testkit.RSSKB(pid)
 		}
 		b.ReportMetric(float64(total)/float64(len(pids))/1024, "idle-rss-MB-per-live-process")
 	}
@@ -129,18 +126,4 @@ func replayBytes(turns int) int {
 func textMessage(role, text string) anthropic.Message {
 	raw, _ := json.Marshal(map[string]string{"type": "text", "text": text})
 	return anthropic.Message{Role: role, Content: []anthropic.ContentBlock{{Type: anthropic.BlockText, Text: text, Raw: raw}}}
-}
-
-func rssKB(b *testing.B, pid int) int {
-	status, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, l := range strings.Split(string(status), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			kb, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
-			return kb
-		}
-	}
-	return 0
 }

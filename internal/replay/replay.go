@@ -55,7 +55,7 @@ func (r *renderer) text(s string) { r.buf.WriteString(s) }
 
 func (r *renderer) flush() {
 	if strings.TrimSpace(r.buf.String()) != "" {
-		r.out = append(r.out, textBlock(r.buf.String()))
+		r.out = append(r.out, anthropic.TextBlock(r.buf.String()))
 	}
 	r.buf.Reset()
 }
@@ -69,7 +69,7 @@ func (r *renderer) finish() []json.RawMessage {
 	r.flush()
 	if len(r.out) == 0 {
 		// The API refuses an empty message; an empty prompt says so plainly.
-		r.out = append(r.out, textBlock("(empty message)"))
+		r.out = append(r.out, anthropic.TextBlock("(empty message)"))
 	}
 	return r.out
 }
@@ -135,14 +135,6 @@ func (r *renderer) toolResult(b anthropic.ContentBlock) {
 		r.historyBlock(c)
 	}
 	r.text("</tool_result>\n")
-}
-
-func textBlock(s string) json.RawMessage {
-	b, _ := json.Marshal(struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}{anthropic.BlockText, s})
-	return b
 }
 
 // withoutCacheControl drops the block's cache_control: the CLI places its

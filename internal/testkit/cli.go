@@ -175,3 +175,18 @@ func TranscriptUserTexts(t testing.TB, env []string, sessionID string) []string 
 	}
 	return out
 }
+
+// RSSKB returns a process's resident memory in kB, or 0 if it is gone.
+func RSSKB(pid int) int {
+	status, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kb, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			return kb
+		}
+	}
+	return 0
+}

@@ -1,0 +1,124 @@
+package spawn
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Harness is the worker kind every spawn runs today.
+const Harness = "claude"
+
+// Lookup is the command that shows a spawn's report.
+func Lookup(id string) string { return "meridian spawn show " + id }
+
+// Header renders what a lead needs to know that a child finished, and
+// nothing of its report: status and outcome, the worker (harness and
+// model), the failure reason, the task directory when it is not the
+// lead's, and the exact command that shows the report.
+func Header(s Spawn, leadCwd string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s", s.ID, s.Status)
+	if s.Status.Terminal() && s.ExitCode != 0 {
+		fmt.Fprintf(&b, " (exit %d)", s.ExitCode)
+	}
+	model := s.Model
+	if model == "" {
+		model = "default model"
+	}
+	fmt.Fprintf(&b, " · worker %s (%s)", Harness, model)
+	if s.Duration > 0 {
+		fmt.Fprintf(&b, " · %s", s.Duration.Round(time.Second))
+	}
+	if s.Desc != "" {
+		fmt.Fprintf(&b, " · %s", oneLine(s.Desc))
+	}
+	b.WriteByte('\n')
+	if s.Error != "" {
+		fmt.Fprintf(&b, "  failure: %s\n", oneLine(s.Error))
+	}
+	if s.Cwd != "" && s.Cwd != leadCwd {
+		fmt.Fprintf(&b, "  task directory: %s\n", s.Cwd)
+	}
+	fmt.Fprintf(&b, "  report: %s\n", Lookup(s.ID))
+	return b.String()
+}
+
+// DeliveryText renders a batch of finished children for their lead.
+func DeliveryText(spawns []Spawn, leadCwd string) string {
+	if len(spawns) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	if len(spawns) == 1 {
+		b.WriteString("A background spawn finished:\n")
+	} else {
+		fmt.Fprintf(&b, "%d background spawns finished:\n", len(spawns))
+	}
+	for _, s := range spawns {
+		b.WriteString(Header(s, leadCwd))
+	}
+	return b.String()
+}
+
+// oneLine keeps a value on its line and bounds it.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
+
+// ReapFacts is what the reaper knows about an active spawn.
+type ReapFacts struct {
+	Status Status
+	// RunnerAlive: the recorded runner process exists and is the same
+	// process (its start time matches), not a reused pid.
+	RunnerAlive bool
+	Created     time.Time
+	// LastActivity is the freshest touch of the spawn's artifacts.
+	LastActivity time.Time
+	// ReportComplete: a report was written in full.
+	ReportComplete bool
+	Now            time.Time
+	Window         time.Duration // how long artifacts must be untouched
+	Grace          time.Duration // how young a spawn is left alone
+}
+
+// Reap defaults.
+const (
+	DefaultReapWindow = 120 * time.Second
+	DefaultReapGrace  = 15 * time.Second
+	// HeartbeatEvery is how often a worker touches its heartbeat; well
+	// inside the reap window.
+	HeartbeatEvery = 30 * time.Second
+)
+
+// ReapDecision is the reaper's verdict: finalize with Status and Reason, or
+// leave the spawn alone.
+type ReapDecision struct {
+	Act    bool
+	Status Status
+	Reason string
+}
+
+// Reap decides about an active spawn whose runner may have died. It acts
+// only on a dead runner, artifacts untouched for the window, and a spawn
+// older than the grace; a complete report means the work was done.
+func Reap(f ReapFacts) ReapDecision {
+	if !f.Status.Active() || f.RunnerAlive {
+		return ReapDecision{}
+	}
+	if f.Now.Sub(f.Created) < f.Grace || f.Now.Sub(f.LastActivity) < f.Window {
+		return ReapDecision{}
+	}
+	if f.ReportComplete {
+		return ReapDecision{Act: true, Status: Succeeded}
+	}
+	reason := "orphan_run"
+	if f.Status == Finalizing {
+		reason = "orphan_finalization"
+	}
+	return ReapDecision{Act: true, Status: Failed, Reason: reason}
+}

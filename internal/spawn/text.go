@@ -122,3 +122,16 @@ func Reap(f ReapFacts) ReapDecision {
 	}
 	return ReapDecision{Act: true, Status: Failed, Reason: reason}
 }
+
+// MatchingLines returns the lines of a report that contain query, ignoring
+// case.
+func MatchingLines(report, query string) []string {
+	var out []string
+	q := strings.ToLower(query)
+	for _, l := range strings.Split(report, "\n") {
+		if strings.Contains(strings.ToLower(l), q) {
+			out = append(out, l)
+		}
+	}
+	return out
+}

@@ -91,6 +91,58 @@ func migrations() []string {
 		PRIMARY KEY (profile, tool_use_id)
 	);
 	CREATE INDEX consumed_tool_results_at ON consumed_tool_results (consumed_at);`,
+		// 3: background spawns, per project: ids, rows, what each lead has
+		// consumed, and the leases of running waits.
+		`CREATE TABLE spawn_counters (
+		project TEXT    PRIMARY KEY,
+		last    INTEGER NOT NULL
+	);
+	CREATE TABLE spawns (
+		project       TEXT    NOT NULL,
+		id            TEXT    NOT NULL,
+		n             INTEGER NOT NULL,
+		parent_id     TEXT    NOT NULL,
+		depth         INTEGER NOT NULL,
+		kind          TEXT    NOT NULL,
+		status        TEXT    NOT NULL,
+		origin        TEXT    NOT NULL DEFAULT '',
+		model         TEXT    NOT NULL,
+		cwd           TEXT    NOT NULL,
+		description   TEXT    NOT NULL,
+		prompt        TEXT    NOT NULL,
+		dir           TEXT    NOT NULL,
+		runner_pid    INTEGER NOT NULL DEFAULT 0,
+		runner_start  INTEGER NOT NULL DEFAULT 0,
+		session_id    TEXT    NOT NULL DEFAULT '',
+		exit_code     INTEGER NOT NULL DEFAULT 0,
+		error         TEXT    NOT NULL DEFAULT '',
+		cost_usd      REAL    NOT NULL DEFAULT 0,
+		input_tokens  INTEGER NOT NULL DEFAULT 0,
+		output_tokens INTEGER NOT NULL DEFAULT 0,
+		duration_ms   INTEGER NOT NULL DEFAULT 0,
+		created_at    INTEGER NOT NULL,
+		started_at    INTEGER NOT NULL DEFAULT 0,
+		finished_at   INTEGER NOT NULL DEFAULT 0,
+		PRIMARY KEY (project, id)
+	);
+	CREATE INDEX spawns_parent ON spawns (project, parent_id);
+	CREATE TABLE spawn_consumed (
+		project  TEXT    NOT NULL,
+		lead     TEXT    NOT NULL,
+		spawn_id TEXT    NOT NULL,
+		how      TEXT    NOT NULL,
+		at       INTEGER NOT NULL,
+		PRIMARY KEY (project, lead, spawn_id)
+	);
+	CREATE TABLE spawn_leases (
+		project     TEXT    NOT NULL,
+		lead        TEXT    NOT NULL,
+		spawn_id    TEXT    NOT NULL,
+		owner_pid   INTEGER NOT NULL,
+		owner_start INTEGER NOT NULL,
+		expires_at  INTEGER NOT NULL,
+		PRIMARY KEY (project, spawn_id, owner_pid)
+	);`,
 	}
 }
 

@@ -56,6 +56,12 @@ type StartOptions struct {
 	// Tools are the client's tools, offered to the model in this order.
 	Tools []Tool
 
+	// Autonomous sessions work on their own, for nobody waiting at the
+	// other end: the backend's own tools are available, every permission
+	// request is granted, and the user's settings apply. Gateway sessions
+	// are never autonomous: their client owns the tools.
+	Autonomous bool
+
 	// SessionID, when set, is the id the new session gets, so it is known
 	// before the backend reports it.
 	SessionID string
@@ -177,6 +183,10 @@ type Result struct {
 	// Paused reports a turn that waits for client tool results; the
 	// session holds the calls pending.
 	Paused bool
+	// Text is the turn's final answer as the backend reports it.
+	Text string
+	// CostUSD is what the session has cost so far, as the backend counts.
+	CostUSD float64
 	// Failure is set when the turn did not produce a usable answer.
 	Failure *Failure
 }

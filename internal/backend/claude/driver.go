@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -51,6 +52,11 @@ type Config struct {
 	// (MCP_TOOL_TIMEOUT). A client's tool may run as long as a build; the
 	// gateway's idle bound on paused sessions ends forgotten calls first.
 	ToolTimeout time.Duration
+
+	// Tap, when set, receives every stdout line of every process as it is
+	// read; Stderr receives their stderr. Spawn workers keep both as logs.
+	Tap    io.Writer
+	Stderr io.Writer
 }
 
 // Defaults for Config. Interrupt, exit and kill graces add up to under
@@ -142,6 +148,7 @@ func (d *Driver) launch(ctx context.Context, opts backend.StartOptions) (*Proces
 		return nil, fmt.Errorf("start claude: %w", err)
 	}
 	p := newProcess(d, proc)
+	p.autonomous = opts.Autonomous
 	p.setSessionID(opts.SessionID)
 	return p, nil
 }
@@ -155,13 +162,17 @@ func Args(opts backend.StartOptions) []string {
 		"--include-partial-messages",
 		// Permission prompts come to us as control requests, never a TTY.
 		"--permission-prompt-tool=stdio",
-		// The user's settings, CLAUDE.md, MCP servers and slash commands
-		// must not leak into a gateway session.
-		"--setting-sources=",
-		"--strict-mcp-config",
-		"--disable-slash-commands",
-		// No built-in tools: the client owns whatever tools exist.
-		"--tools=",
+	}
+	if !opts.Autonomous {
+		args = append(args,
+			// The user's settings, CLAUDE.md, MCP servers and slash
+			// commands must not leak into a gateway session.
+			"--setting-sources=",
+			"--strict-mcp-config",
+			"--disable-slash-commands",
+			// No built-in tools: the client owns whatever tools exist.
+			"--tools=",
+		)
 	}
 	if opts.Model != "" {
 		args = append(args, "--model="+opts.Model)

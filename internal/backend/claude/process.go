@@ -38,7 +38,8 @@ type Process struct {
 	exited     chan struct{} // closed once Wait returned
 	waitErr    error
 
-	tools *toolset // nil without client tools
+	tools      *toolset // nil without client tools
+	autonomous bool     // every permission request is granted
 
 	mu        sync.Mutex
 	seq       int
@@ -225,6 +226,9 @@ func (p *Process) readLoop() {
 			}
 		}
 		if len(bytes.TrimSpace(chunk)) > 0 {
+			if tap := p.d.cfg.Tap; tap != nil {
+				_, _ = tap.Write(chunk)
+			}
 			p.dispatch(chunk, r.Buffered() > 0)
 		}
 		if err != nil {
@@ -295,7 +299,7 @@ func (p *Process) answer(l *line) {
 		return
 	case "can_use_tool":
 		resp.Subtype = "success"
-		if _, ok := p.tools.client(req.ToolName); ok {
+		if _, ok := p.tools.client(req.ToolName); ok || p.autonomous {
 			input := req.Input
 			if len(input) == 0 {
 				input = json.RawMessage(`{}`)
@@ -327,6 +331,10 @@ func (p *Process) stderrLoop() {
 	for sc.Scan() {
 		b := sc.Bytes()
 		p.stderr.Write(b)
+		if w := p.d.cfg.Stderr; w != nil {
+			_, _ = w.Write(b)
+			_, _ = w.Write([]byte{'\n'})
+		}
 		if p.log.Enabled(context.Background(), slog.LevelDebug) {
 			p.log.Debug("claude stderr", "line", string(b))
 		}

@@ -41,6 +41,7 @@ type line struct {
 	StopReason     string     `json:"stop_reason"`
 	TerminalReason string     `json:"terminal_reason"`
 	Errors         []string   `json:"errors"`
+	TotalCostUSD   float64    `json:"total_cost_usd"`
 	Usage          *usageJSON `json:"usage"`
 
 	// system/api_retry

@@ -334,7 +334,7 @@ func (m *message) turnIndex(up int) int {
 // result builds the turn's result. The CLI reports API errors as subtype
 // "success" with is_error set, so both are checked.
 func (t *translator) result(l *line) *backend.Result {
-	res := &backend.Result{SessionID: l.SessionID, StopReason: l.StopReason, Pin: t.pin}
+	res := &backend.Result{SessionID: l.SessionID, StopReason: l.StopReason, Pin: t.pin, Text: l.Result, CostUSD: l.TotalCostUSD}
 	if l.Usage != nil {
 		res.Usage = l.Usage.backend()
 	}

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -197,7 +196,6 @@ func (g *Gateway) obtain(ctx context.Context, t *turn) (backend.Session, error) 
 		return nil, err
 	}
 	opts := t.opts
-	opts.SessionID = newSessionID()
 	if v.Kind != lineage.Diverged {
 		opts.Resume, opts.ResumeAt = m.SessionID, v.Pin
 		if m.Cwd != "" {
@@ -284,14 +282,4 @@ func contractKey(o backend.StartOptions) string {
 		h.Write([]byte(part))
 	}
 	return hex.EncodeToString(h.Sum(nil)[:12])
-}
-
-// newSessionID returns a random UUID (version 4) for a new CLI session.
-func newSessionID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }

@@ -158,7 +158,6 @@ func (g *Gateway) oneShot(ctx context.Context, req *anthropic.MessagesRequest, o
 	defer release()
 
 	began := g.cfg.Now()
-	opts.SessionID = newSessionID()
 	sess, err := g.cfg.Backend.Start(ctx, opts)
 	if err != nil {
 		return g.startError(ctx, err)

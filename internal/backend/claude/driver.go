@@ -6,6 +6,8 @@ package claude
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -142,6 +144,10 @@ func (d *Driver) launch(ctx context.Context, opts backend.StartOptions) (*Proces
 	if err != nil {
 		return nil, err
 	}
+	if opts.SessionID == "" {
+		// Chosen here, so the session's id is known before the CLI says.
+		opts.SessionID = newSessionID()
+	}
 	spec := Spec{Path: path, Args: Args(opts), Env: d.env(opts), Dir: opts.Dir}
 	proc, err := d.cfg.Launcher.Launch(spec)
 	if err != nil {
@@ -266,4 +272,14 @@ func sameHost(a, b string) bool {
 		return strings.ToLower(h)
 	}
 	return norm(a) == norm(b)
+}
+
+// newSessionID returns a random UUID (version 4) for a new CLI session.
+func newSessionID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Harness is the worker kind every spawn runs today.
@@ -22,26 +23,57 @@ func Header(s Spawn, leadCwd string) string {
 	if s.Status.Terminal() && s.ExitCode != 0 {
 		fmt.Fprintf(&b, " (exit %d)", s.ExitCode)
 	}
-	model := s.Model
-	if model == "" {
-		model = "default model"
-	}
-	fmt.Fprintf(&b, " · worker %s (%s)", Harness, model)
+	fmt.Fprintf(&b, " · worker %s (%s)", Harness, modelName(s.Model))
 	if s.Duration > 0 {
-		fmt.Fprintf(&b, " · %s", s.Duration.Round(time.Second))
+		fmt.Fprintf(&b, " · %s", roundDuration(s.Duration))
 	}
 	if s.Desc != "" {
-		fmt.Fprintf(&b, " · %s", oneLine(s.Desc))
+		fmt.Fprintf(&b, " · %s", Clip(s.Desc, 300))
 	}
 	b.WriteByte('\n')
 	if s.Error != "" {
-		fmt.Fprintf(&b, "  failure: %s\n", oneLine(s.Error))
+		fmt.Fprintf(&b, "  failure: %s\n", Clip(s.Error, 300))
 	}
 	if s.Cwd != "" && s.Cwd != leadCwd {
 		fmt.Fprintf(&b, "  task directory: %s\n", s.Cwd)
 	}
 	fmt.Fprintf(&b, "  report: %s\n", Lookup(s.ID))
 	return b.String()
+}
+
+// Summary is one line about a spawn, for listings: id, status, worker,
+// duration and cost once known, and its description.
+func Summary(s Spawn) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-5s %-10s %s (%s)", s.ID, s.Status, Harness, modelName(s.Model))
+	if s.Duration > 0 {
+		fmt.Fprintf(&b, " · %s", roundDuration(s.Duration))
+	}
+	if s.CostUSD > 0 {
+		fmt.Fprintf(&b, " · $%.4f", s.CostUSD)
+	}
+	if s.Error != "" {
+		fmt.Fprintf(&b, " · %s", Clip(s.Error, 80))
+	}
+	if s.Desc != "" {
+		fmt.Fprintf(&b, " · %s", Clip(s.Desc, 80))
+	}
+	return b.String()
+}
+
+// roundDuration keeps tenths of a second for short runs, seconds for long.
+func roundDuration(d time.Duration) time.Duration {
+	if d < time.Minute {
+		return d.Round(100 * time.Millisecond)
+	}
+	return d.Round(time.Second)
+}
+
+func modelName(m string) string {
+	if m == "" {
+		return "default model"
+	}
+	return m
 }
 
 // DeliveryText renders a batch of finished children for their lead.
@@ -61,13 +93,17 @@ func DeliveryText(spawns []Spawn, leadCwd string) string {
 	return b.String()
 }
 
-// oneLine keeps a value on its line and bounds it.
-func oneLine(s string) string {
+// Clip keeps a value on one line and bounds it to about max bytes,
+// cutting at a character boundary.
+func Clip(s string, max int) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 300 {
-		s = s[:300] + "…"
+	if len(s) <= max {
+		return s
 	}
-	return s
+	for max > 0 && !utf8.RuneStart(s[max]) {
+		max--
+	}
+	return s[:max] + "…"
 }
 
 // ReapFacts is what the reaper knows about an active spawn.

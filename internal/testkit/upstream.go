@@ -48,6 +48,9 @@ type Reply struct {
 	BreakAfter int
 	// Hang keeps the response open until the request is cancelled.
 	Hang bool
+	// Gate, if set, holds the response until it is closed (or the request
+	// is cancelled), so a test decides when a model call ends.
+	Gate <-chan struct{}
 }
 
 // ToolUse is one scripted tool call.
@@ -221,6 +224,13 @@ func (u *Upstream) serve(w http.ResponseWriter, r *http.Request) {
 	if reply.Delay > 0 {
 		select {
 		case <-time.After(reply.Delay):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if reply.Gate != nil {
+		select {
+		case <-reply.Gate:
 		case <-r.Context().Done():
 			return
 		}

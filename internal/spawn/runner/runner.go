@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/meridian-gw/meridian/internal/anthropic"
 	"github.com/meridian-gw/meridian/internal/backend"
 	"github.com/meridian-gw/meridian/internal/backend/claude"
 	"github.com/meridian-gw/meridian/internal/spawn"
@@ -124,6 +125,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := w.Registry.Start(context.WithoutCancel(ctx), row.Project, row.ID, pid, start); err != nil {
 		return fmt.Errorf("start %s: %w", row.ID, err)
 	}
+	if ctx.Err() != nil {
+		// Cancelled before claude started: nothing ran.
+		return w.finalize(context.WithoutCancel(ctx), registry.Final{Status: spawn.Cancelled, Origin: spawn.Cancel, ExitCode: 130})
+	}
 	began := time.Now()
 	out, err := os.OpenFile(art.Output(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -147,12 +152,12 @@ func (w *Worker) Run(ctx context.Context) error {
 		return w.fail(spawn.LaunchFailure, 1, err.Error())
 	}
 	_ = w.Registry.SetSession(context.WithoutCancel(ctx), row.Project, row.ID, sess.ID())
-	res, err := sess.Turn(ctx, backend.Input{Content: []json.RawMessage{textBlock(row.Prompt)}}, func(*backend.Event) error { return nil })
+	res, err := sess.Turn(ctx, backend.Input{Content: []json.RawMessage{anthropic.TextBlock(row.Prompt)}}, func(*backend.Event) error { return nil })
 	closeErr := sess.Close()
 	done := context.WithoutCancel(ctx)
 	if errors.Is(err, context.Canceled) || ctx.Err() != nil {
 		return w.finalize(done, registry.Final{Status: spawn.Cancelled, Origin: spawn.Cancel, ExitCode: 130,
-			Error: "cancelled", Duration: time.Since(began), SessionID: sess.ID()})
+			Duration: time.Since(began), SessionID: sess.ID()})
 	}
 	if err != nil {
 		return w.fail(spawn.Runner, 1, err.Error())
@@ -219,9 +224,4 @@ func (w *Worker) beat(art Artifacts) (stop func()) {
 		}
 	}()
 	return func() { close(done); <-stopped }
-}
-
-func textBlock(s string) json.RawMessage {
-	b, _ := json.Marshal(map[string]string{"type": "text", "text": s})
-	return b
 }

@@ -1,0 +1,359 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/meridian-gw/meridian/internal/spawn"
+	"github.com/meridian-gw/meridian/internal/spawn/lead"
+	"github.com/meridian-gw/meridian/internal/spawn/registry"
+	"github.com/meridian-gw/meridian/internal/store"
+)
+
+// spawnContext is what every spawn command shares: where state lives,
+// which claude runs children, how to print, and who the caller is (read
+// from its environment).
+type spawnContext struct {
+	env        map[string]string
+	environ    []string
+	chdir      *string // the root's -C
+	dataDir    string
+	claudePath string
+	json       bool
+}
+
+// exitCode ends the process with a status and no further message: the
+// command has already said what happened.
+type exitCode int
+
+func (e exitCode) Error() string { return "exit status " + strconv.Itoa(int(e)) }
+
+func newSpawnCommand(env map[string]string, environ []string, chdir *string) *cobra.Command {
+	sc := &spawnContext{env: env, environ: environ, chdir: chdir}
+	var c createOptions
+	cmd := &cobra.Command{
+		Use:   "spawn -p PROMPT [flags] | spawn COMMAND",
+		Short: "Run background child agents and collect their results",
+		Long: `spawn runs a background claude agent on a prompt and returns its id (p1, p2, …) at once.
+The caller is the spawn's lead: a process with MERIDIAN_SPAWN_ID set (another spawn, or a
+session started by meridian claude), else the project's root lead. A lead learns which of
+its children finished through collect and ack, wait, or any command that shows a finished
+child's report; run with -C DIR, commands only look and never record anything as seen.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if c.prompt == "" && c.promptFile == "" {
+				return errors.New("spawn needs a prompt: -p PROMPT or --prompt-file FILE (or a command; see meridian spawn --help)")
+			}
+			return sc.create(cmd, c)
+		},
+	}
+	pf := cmd.PersistentFlags()
+	pf.StringVar(&sc.dataDir, "data-dir", envOr(env, "MERIDIAN_DATA_DIR", defaultDataDir(env)), "where Meridian keeps its state (MERIDIAN_DATA_DIR)")
+	pf.StringVar(&sc.claudePath, "claude-path", envOr(env, "MERIDIAN_CLAUDE_PATH", "claude"), "the claude CLI binary, a path or a name on PATH (MERIDIAN_CLAUDE_PATH)")
+	pf.BoolVar(&sc.json, "json", false, "print JSON instead of text")
+	f := cmd.Flags()
+	f.StringVarP(&c.prompt, "prompt", "p", "", "the task for the child agent")
+	f.StringVar(&c.promptFile, "prompt-file", "", "read the task from a file")
+	f.StringVarP(&c.model, "model", "m", "", "the model the child runs (the CLI's default if unset)")
+	f.StringVar(&c.cwd, "cwd", "", "the child's working directory (default: the current one)")
+	f.StringVar(&c.desc, "desc", "", "a short description shown in listings and deliveries")
+	f.BoolVar(&c.wait, "wait", false, "block until the child finishes and print its report")
+
+	cmd.AddCommand(sc.listCommand(), sc.showCommand(), sc.statusCommand(), sc.reportCommand(), sc.logCommand(),
+		sc.waitCommand(), sc.cancelCommand(), sc.collectCommand(), sc.ackCommand(), sc.workerCommand())
+	return cmd
+}
+
+func envOr(env map[string]string, key, def string) string {
+	if v := env[key]; v != "" {
+		return v
+	}
+	return def
+}
+
+// open builds the caller's lead: its project, identity and depth, and the
+// registry in the data dir. close releases the database.
+func (sc *spawnContext) open(ctx context.Context) (l *lead.Lead, close func(), err error) {
+	cwd, err := os.Getwd()
+	if err != nil {
+		return nil, nil, fmt.Errorf("working directory: %w", err)
+	}
+	l = &lead.Lead{Cwd: cwd, ID: sc.env["MERIDIAN_SPAWN_ID"], SpawnsDir: filepath.Join(sc.dataDir, "spawns")}
+	switch {
+	case *sc.chdir != "":
+		l.ReadOnly = true
+		if l.Cwd, err = filepath.Abs(*sc.chdir); err != nil {
+			return nil, nil, err
+		}
+		l.Project, err = lead.FindProject(*sc.chdir)
+	case sc.env["MERIDIAN_PROJECT"] != "":
+		l.Project = sc.env["MERIDIAN_PROJECT"]
+	default:
+		l.Project, err = lead.FindProject(cwd)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if l.ID != "" {
+		if _, err := spawn.ParseID(l.ID); err != nil {
+			return nil, nil, fmt.Errorf("MERIDIAN_SPAWN_ID: %w", err)
+		}
+	}
+	if l.Depth, err = sc.envInt("MERIDIAN_DEPTH", 0); err != nil {
+		return nil, nil, err
+	}
+	if l.MaxDepth, err = sc.envInt("MERIDIAN_SPAWN_MAX_DEPTH", lead.DefaultMaxDepth); err != nil {
+		return nil, nil, err
+	}
+	if l.ReapWindow, err = sc.envDuration("MERIDIAN_SPAWN_REAP_WINDOW", spawn.DefaultReapWindow); err != nil {
+		return nil, nil, err
+	}
+	if l.ReapGrace, err = sc.envDuration("MERIDIAN_SPAWN_REAP_GRACE", spawn.DefaultReapGrace); err != nil {
+		return nil, nil, err
+	}
+	l.Log = sc.logger()
+	db, err := store.Open(ctx, filepath.Join(sc.dataDir, "meridian.db"))
+	if err != nil {
+		return nil, nil, err
+	}
+	l.Registry = registry.New(db)
+	return l, func() { _ = db.Close() }, nil
+}
+
+func (sc *spawnContext) envInt(key string, def int) (int, error) {
+	v := sc.env[key]
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s=%q: not a non-negative integer", key, v)
+	}
+	return n, nil
+}
+
+func (sc *spawnContext) envDuration(key string, def time.Duration) (time.Duration, error) {
+	v := sc.env[key]
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s=%q: not a positive duration (e.g. 30s)", key, v)
+	}
+	return d, nil
+}
+
+// logger writes diagnostics to stderr, warnings and up unless
+// MERIDIAN_LOG_LEVEL says otherwise; stdout is for results.
+func (sc *spawnContext) logger() *slog.Logger {
+	level := slog.LevelWarn
+	if v := sc.env["MERIDIAN_LOG_LEVEL"]; v != "" {
+		_ = level.UnmarshalText([]byte(v))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// withLead runs fn with the caller's lead.
+func (sc *spawnContext) withLead(cmd *cobra.Command, fn func(context.Context, *lead.Lead) error) error {
+	l, closeDB, err := sc.open(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	return fn(cmd.Context(), l)
+}
+
+func (sc *spawnContext) listCommand() *cobra.Command {
+	var status string
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "One line per child (every spawn of the project with --all); never marks anything seen",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return sc.withLead(cmd, func(ctx context.Context, l *lead.Lead) error {
+				rows, err := l.List(ctx, spawn.Status(status), all)
+				if err != nil {
+					return err
+				}
+				return sc.printRows(cmd, rows, nil)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&status, "status", "", "only spawns with this status")
+	cmd.Flags().BoolVar(&all, "all", false, "every spawn of the project, not only the caller's children")
+	return cmd
+}
+
+func (sc *spawnContext) showCommand() *cobra.Command {
+	var noObserve bool
+	cmd := &cobra.Command{
+		Use:   "show ID",
+		Short: "A spawn's header and report; a finished child's report shown counts as seen",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return sc.withLead(cmd, func(ctx context.Context, l *lead.Lead) error {
+				row, report, err := l.Show(ctx, args[0], !noObserve)
+				if err != nil {
+					return err
+				}
+				return sc.printShown(cmd, l, row, report)
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&noObserve, "no-observe", false, "do not count the report as seen")
+	return cmd
+}
+
+func (sc *spawnContext) statusCommand() *cobra.Command {
+	var full, noObserve bool
+	cmd := &cobra.Command{
+		Use:   "status [ID…]",
+		Short: "Summaries of spawns (the caller's children by default); --full adds reports and counts them as seen",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return sc.withLead(cmd, func(ctx context.Context, l *lead.Lead) error {
+				rows, reports, err := l.Status(ctx, args, full, !noObserve)
+				if err != nil {
+					return err
+				}
+				if !full {
+					return sc.printRows(cmd, rows, nil)
+				}
+				return sc.printRows(cmd, rows, reports)
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&full, "full", false, "include report bodies")
+	cmd.Flags().BoolVar(&noObserve, "no-observe", false, "with --full, do not count reports as seen")
+	return cmd
+}
+
+func (sc *spawnContext) reportCommand() *cobra.Command {
+	var noObserve bool
+	show := &cobra.Command{
+		Use:   "show ID",
+		Short: "A spawn's report body; a finished child's report shown counts as seen",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return sc.withLead(cmd, func(ctx context.Context, l *lead.Lead) error {
+				row, report, err := l.Report(ctx, args[0], !noObserve)
+				if err != nil {
+					return err
+				}
+				if sc.json {
+					return printJSON(cmd, map[string]any{"id": row.ID, "status": row.Status, "report": report})
+				}
+				return printReport(cmd, row, report)
+			})
+		},
+	}
+	show.Flags().BoolVar(&noObserve, "no-observe", false, "do not count the report as seen")
+	search := &cobra.Command{
+		Use:   "search QUERY",
+		Short: "Report lines matching QUERY across the project's spawns; never marks anything seen",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return sc.withLead(cmd, func(ctx context.Context, l *lead.Lead) error {
+				matches, err := l.Search(ctx, strings.Join(args, " "))
+				if err != nil {
+					return err
+				}
+				if sc.json {
+					if matches == nil {
+						matches = []lead.Match{}
+					}
+					return printJSON(cmd, map[string]any{"matches": matches})
+				}
+				for _, m := range matches {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", m.ID, m.Line)
+				}
+				return nil
+			})
+		},
+	}
+	cmd := &cobra.Command{Use: "report", Short: "Read or search spawn reports"}
+	cmd.AddCommand(show, search)
+	return cmd
+}
+
+func (sc *spawnContext) logCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "log ID",
+		Short: "The spawn's event log (the CLI's events; raw lines with --json); never marks anything seen",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return sc.withLead(cmd, func(ctx context.Context, l *lead.Lead) error {
+				row, err := l.Get(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				return printLog(cmd, row, sc.json)
+			})
+		},
+	}
+}
+
+func (sc *spawnContext) ackCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "ack ID…",
+		Short: "Record that the caller has seen these spawns' results (idempotent)",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return sc.withLead(cmd, func(ctx context.Context, l *lead.Lead) error {
+				if err := l.Ack(ctx, args); err != nil {
+					return err
+				}
+				if sc.json {
+					return printJSON(cmd, map[string]any{"acked": args})
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "acknowledged %s\n", strings.Join(args, " "))
+				return nil
+			})
+		},
+	}
+}
+
+func (sc *spawnContext) collectCommand() *cobra.Command {
+	var exclude []string
+	cmd := &cobra.Command{
+		Use:   "collect",
+		Short: "Block until children finish, then print one JSON delivery (for the spawn-watch mod); records nothing as seen",
+		Long: `collect prints exactly one JSON object and exits 0:
+  {"kind":"delivery","ids":[…],"text":"…"}  children finished and are owed to the caller
+  {"kind":"empty","ids":[],"text":""}       nothing is owed and nothing runs
+It blocks while the caller's children run, and gives up (empty) when its parent process
+exits. The text is headers only; the caller acks the ids once it has passed them on.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return sc.withLead(cmd, func(ctx context.Context, l *lead.Lead) error {
+				var ids []string
+				for _, id := range exclude {
+					if id = strings.TrimSpace(id); id == "" {
+						continue
+					}
+					if _, err := spawn.ParseID(id); err != nil {
+						return fmt.Errorf("--exclude: %w", err)
+					}
+					ids = append(ids, id)
+				}
+				d, err := l.Collect(ctx, ids)
+				if err != nil {
+					return err
+				}
+				return printJSON(cmd, d)
+			})
+		},
+	}
+	cmd.Flags().StringSliceVar(&exclude, "exclude", nil, "ids not to deliver (comma-separated), e.g. ones already delivered but not yet acked")
+	return cmd
+}

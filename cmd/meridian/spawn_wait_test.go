@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -285,4 +286,34 @@ func TestSpawnReaper(t *testing.T) {
 	}
 	// The orphaned claude finishes its call and exits on its closed stdin.
 	close(gate)
+}
+
+// collect gives up, consuming nothing, once the process that started it
+// (the lead) is gone.
+func TestSpawnCollectEndsWithItsParent(t *testing.T) {
+	t.Parallel()
+	w := newSpawnWorld(t, buildBinary(t), "/no/claude/needed")
+	me, start := proc.Self()
+	w.seeder().running(me, start)
+	out := filepath.Join(t.TempDir(), "out")
+	// The shell is collect's parent; it exits while collect still blocks.
+	sh := exec.Command("sh", "-c", `"$0" spawn collect > "$1" & sleep 0.5`, w.bin, out)
+	sh.Dir, sh.Env = w.project, w.env
+	if err := sh.Run(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		b, _ := os.ReadFile(out)
+		if len(b) > 0 {
+			if d := decodeDelivery(t, result{out: string(b)}); d.Kind != "empty" {
+				t.Fatalf("orphaned collect printed %+v", d)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("collect outlived its parent")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -125,3 +125,16 @@ func TestParseID(t *testing.T) {
 		}
 	}
 }
+
+func TestSummaryAndClip(t *testing.T) {
+	s := Spawn{ID: "p7", Status: Failed, Model: "m", Duration: 1500 * time.Millisecond, CostUSD: 0.25, Error: "boom\nline two", Desc: "fix the build"}
+	if got, want := Summary(s), "p7    failed     claude (m) · 1.5s · $0.2500 · boom line two · fix the build"; got != want {
+		t.Fatalf("summary:\n%q\nwant\n%q", got, want)
+	}
+	if got := Clip("héllo wörld", 2); got != "h…" {
+		t.Fatalf("clip cut inside a character: %q", got)
+	}
+	if got := Clip("  a \n b  ", 10); got != "a b" {
+		t.Fatalf("clip: %q", got)
+	}
+}

@@ -13,9 +13,9 @@ import (
 	"github.com/meridian-gw/meridian/internal/spawn/registry"
 )
 
-// CancelWait is how long cancel waits for a worker to finalize its own
-// cancellation before reporting the spawn as still finalizing.
-const CancelWait = 10 * time.Second
+// DefaultCancelWait is how long cancel waits for a worker to finalize its
+// own cancellation before reporting the spawn as still finalizing.
+const DefaultCancelWait = 10 * time.Second
 
 // CancelOutcome is a spawn as it stands after a cancel.
 type CancelOutcome struct {
@@ -52,7 +52,11 @@ func (l *Lead) Cancel(ctx context.Context, ids []string, observe bool) ([]Cancel
 			}
 		}
 	}
-	deadline := time.Now().Add(CancelWait)
+	wait := l.CancelWait
+	if wait <= 0 {
+		wait = DefaultCancelWait
+	}
+	deadline := time.Now().Add(wait)
 	for i, row := range rows {
 		if !row.Status.Active() {
 			continue

@@ -43,6 +43,8 @@ type Lead struct {
 	// how young a spawn is left alone.
 	ReapWindow time.Duration
 	ReapGrace  time.Duration
+	// CancelWait bounds how long cancel waits for a worker to finalize.
+	CancelWait time.Duration
 	Log        *slog.Logger
 	Now        func() time.Time
 }

@@ -127,3 +127,32 @@ func TestConsumptionAndLeases(t *testing.T) {
 		t.Fatal("unlease kept the lease")
 	}
 }
+
+// A watch wakes on another connection's commit (as another process's
+// would be) and otherwise waits out its limit.
+func TestWatch(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "m.db")
+	lead, worker := open(t, path), open(t, path)
+	ctx := context.Background()
+	w, err := lead.Watch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if changed, err := w.Wait(ctx, 5*time.Millisecond, 50*time.Millisecond, nil); changed || err != nil {
+		t.Fatalf("no commit: changed %v, %v", changed, err)
+	}
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		if _, err := worker.Create(ctx, Row{Project: "/p", Prompt: "x"}, dirOf); err != nil {
+			t.Error(err)
+		}
+	}()
+	if changed, err := w.Wait(ctx, 5*time.Millisecond, 10*time.Second, nil); !changed || err != nil {
+		t.Fatalf("after a commit: changed %v, %v", changed, err)
+	}
+	stopped := false
+	if changed, _ := w.Wait(ctx, 5*time.Millisecond, 10*time.Second, func() bool { stopped = true; return true }); changed || !stopped {
+		t.Fatal("stop was not honoured")
+	}
+}

@@ -1,0 +1,63 @@
+package runner
+
+import (
+	"os"
+	"testing"
+	"time"
+)
+
+func TestArtifacts(t *testing.T) {
+	a := Artifacts(t.TempDir())
+	if a.ReportComplete() || a.ReadReport() != "" {
+		t.Fatal("a report before one was written")
+	}
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(string(a), old, old); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.LastActivity(); got.After(old.Add(time.Second)) {
+		t.Fatalf("last activity of an untouched folder: %v", got)
+	}
+	if err := a.writeReport("done"); err != nil {
+		t.Fatal(err)
+	}
+	if !a.ReportComplete() || a.ReadReport() != "done" {
+		t.Fatal("report not published")
+	}
+	if _, err := os.Stat(a.Report() + ".tmp"); !os.IsNotExist(err) {
+		t.Fatal("the temporary report was left behind")
+	}
+	if time.Since(a.LastActivity()) > time.Minute {
+		t.Fatal("writing the report is not activity")
+	}
+}
+
+// The heartbeat is touched at once and then on every beat until stopped.
+func TestHeartbeat(t *testing.T) {
+	a := Artifacts(t.TempDir())
+	w := &Worker{Heartbeat: 20 * time.Millisecond}
+	stop := w.beat(a)
+	first, err := os.Stat(a.Heartbeat())
+	if err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		st, _ := os.Stat(a.Heartbeat())
+		if st.ModTime().After(first.ModTime()) {
+			break
+		}
+		if time.Now().After(deadline) {
+			stop()
+			t.Fatal("the heartbeat was never touched again")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	stop()
+	st, _ := os.Stat(a.Heartbeat())
+	time.Sleep(60 * time.Millisecond)
+	if again, _ := os.Stat(a.Heartbeat()); !again.ModTime().Equal(st.ModTime()) {
+		t.Fatal("the heartbeat went on after stop")
+	}
+}

@@ -120,7 +120,7 @@ func (sc *spawnContext) open(ctx context.Context) (l *lead.Lead, close func(), e
 	if l.ReapGrace, err = sc.envDuration("MERIDIAN_SPAWN_REAP_GRACE", spawn.DefaultReapGrace); err != nil {
 		return nil, nil, err
 	}
-	l.Log = sc.logger()
+	l.Log = sc.logger(slog.LevelWarn)
 	db, err := store.Open(ctx, filepath.Join(sc.dataDir, "meridian.db"))
 	if err != nil {
 		return nil, nil, err
@@ -153,10 +153,9 @@ func (sc *spawnContext) envDuration(key string, def time.Duration) (time.Duratio
 	return d, nil
 }
 
-// logger writes diagnostics to stderr, warnings and up unless
-// MERIDIAN_LOG_LEVEL says otherwise; stdout is for results.
-func (sc *spawnContext) logger() *slog.Logger {
-	level := slog.LevelWarn
+// logger writes diagnostics to stderr, at level unless MERIDIAN_LOG_LEVEL
+// says otherwise; stdout is for results.
+func (sc *spawnContext) logger(level slog.Level) *slog.Logger {
 	if v := sc.env["MERIDIAN_LOG_LEVEL"]; v != "" {
 		_ = level.UnmarshalText([]byte(v))
 	}

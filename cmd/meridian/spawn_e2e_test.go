@@ -402,3 +402,31 @@ func checkHeaderOnly(t *testing.T, d Delivery) {
 		}
 	}
 }
+
+// A child works on its own: its tool calls are granted and run in its
+// directory, and what it runs knows whose child it is.
+func TestSpawnChildRunsTools(t *testing.T) {
+	t.Parallel()
+	w := newSpawnWorld(t, buildBinary(t), testkit.ClaudePath(t))
+	w.up.Respond(func(r testkit.Request) testkit.Reply {
+		if !bytes.Contains(r.RawBody, []byte(`"tool_result"`)) {
+			return testkit.Reply{ToolUses: []testkit.ToolUse{{ID: "toolu_1", Name: "Bash", Input: map[string]any{
+				"command":     `echo "$MERIDIAN_SPAWN_ID $MERIDIAN_DEPTH" > child.txt`,
+				"description": "record who I am",
+			}}}}
+		}
+		return testkit.Reply{Text: "wrote child.txt"}
+	})
+	r := w.run("spawn", "-p", "task-alpha: write child.txt", "--wait")
+	if r.code != 0 || !strings.Contains(r.out, "wrote child.txt") {
+		t.Fatalf("spawn --wait: exit %d\n%s%s", r.code, r.out, r.err)
+	}
+	b, err := os.ReadFile(w.project + "/child.txt")
+	if err != nil || string(b) != "p1 1\n" {
+		t.Fatalf("child.txt = %q, %v\n%s", b, err, w.run("spawn", "log", "p1").out)
+	}
+	// --wait showed the report: nothing is owed.
+	if d := w.collect(); d.Kind != "empty" {
+		t.Fatalf("after spawn --wait, collect = %+v", d)
+	}
+}

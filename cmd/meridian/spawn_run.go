@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -257,7 +258,8 @@ func (sc *spawnContext) workerCommand() *cobra.Command {
 			if row.Status != spawn.Queued {
 				return fmt.Errorf("%s is %s, not queued: a worker runs a spawn once", id, row.Status)
 			}
-			log := sc.logger().With("spawn", id)
+			// The worker's stderr is its worker.log: say what happened.
+			log := sc.logger(slog.LevelInfo).With("spawn", id)
 			w := &runner.Worker{Registry: reg, Row: row, ClaudePath: sc.claudePath, Env: sc.environ, Heartbeat: heartbeat, Log: log}
 			began := time.Now()
 			err = w.Run(ctx)

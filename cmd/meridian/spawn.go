@@ -245,7 +245,7 @@ func (sc *spawnContext) reportCommand() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return sc.withLead(cmd, func(ctx context.Context, l *lead.Lead) error {
-				row, report, err := l.Report(ctx, args[0], !noObserve)
+				row, report, err := l.Show(ctx, args[0], !noObserve)
 				if err != nil {
 					return err
 				}

@@ -221,8 +221,12 @@ func (l *Lead) Status(ctx context.Context, ids []string, full, observe bool) ([]
 			return nil, nil, err
 		}
 	} else {
+		l.Reconcile(ctx)
 		for _, id := range ids {
-			row, err := l.Get(ctx, id)
+			if _, err := spawn.ParseID(id); err != nil {
+				return nil, nil, err
+			}
+			row, err := l.Registry.Get(ctx, l.Project, id)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -237,12 +241,6 @@ func (l *Lead) Status(ctx context.Context, ids []string, full, observe bool) ([]
 		reports[i] = runner.Artifacts(r.Dir).ReadReport()
 	}
 	return rows, reports, l.consume(ctx, "status", observe, rows...)
-}
-
-// Report returns a spawn's report body and consumes it.
-func (l *Lead) Report(ctx context.Context, id string, observe bool) (registry.Row, string, error) {
-	row, report, err := l.Show(ctx, id, observe)
-	return row, report, err
 }
 
 // Match is a report line that matched a search.

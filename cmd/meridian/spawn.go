@@ -195,10 +195,19 @@ func (sc *spawnContext) listCommand() *cobra.Command {
 }
 
 func (sc *spawnContext) showCommand() *cobra.Command {
+	return sc.reportReader("show ID", "A spawn's header and report; a finished child's report shown counts as seen",
+		func(cmd *cobra.Command, l *lead.Lead, row registry.Row, report string) error {
+			return sc.printShown(cmd, l, row, report)
+		})
+}
+
+// reportReader is a command that shows one spawn's report, which counts
+// as seeing it unless --no-observe.
+func (sc *spawnContext) reportReader(use, short string, print func(*cobra.Command, *lead.Lead, registry.Row, string) error) *cobra.Command {
 	var noObserve bool
 	cmd := &cobra.Command{
-		Use:   "show ID",
-		Short: "A spawn's header and report; a finished child's report shown counts as seen",
+		Use:   use,
+		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return sc.withLead(cmd, func(ctx context.Context, l *lead.Lead) error {
@@ -206,7 +215,7 @@ func (sc *spawnContext) showCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return sc.printShown(cmd, l, row, report)
+				return print(cmd, l, row, report)
 			})
 		},
 	}
@@ -225,10 +234,7 @@ func (sc *spawnContext) statusCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if !full {
-					return sc.printRows(cmd, rows, nil)
-				}
-				return sc.printRows(cmd, rows, reports)
+				return sc.printRows(cmd, rows, reports) // reports are empty without --full
 			})
 		},
 	}
@@ -238,25 +244,13 @@ func (sc *spawnContext) statusCommand() *cobra.Command {
 }
 
 func (sc *spawnContext) reportCommand() *cobra.Command {
-	var noObserve bool
-	show := &cobra.Command{
-		Use:   "show ID",
-		Short: "A spawn's report body; a finished child's report shown counts as seen",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return sc.withLead(cmd, func(ctx context.Context, l *lead.Lead) error {
-				row, report, err := l.Show(ctx, args[0], !noObserve)
-				if err != nil {
-					return err
-				}
-				if sc.json {
-					return printJSON(cmd, map[string]any{"id": row.ID, "status": row.Status, "report": report})
-				}
-				return printReport(cmd, row, report)
-			})
-		},
-	}
-	show.Flags().BoolVar(&noObserve, "no-observe", false, "do not count the report as seen")
+	show := sc.reportReader("show ID", "A spawn's report body; a finished child's report shown counts as seen",
+		func(cmd *cobra.Command, _ *lead.Lead, row registry.Row, report string) error {
+			if sc.json {
+				return printJSON(cmd, map[string]any{"id": row.ID, "status": row.Status, "report": report})
+			}
+			return printReport(cmd, row, report)
+		})
 	search := &cobra.Command{
 		Use:   "search QUERY",
 		Short: "Report lines matching QUERY across the project's spawns; never marks anything seen",

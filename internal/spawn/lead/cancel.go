@@ -33,14 +33,13 @@ func (l *Lead) Cancel(ctx context.Context, ids []string, observe bool) ([]Cancel
 		return nil, errors.New("cancel needs at least one spawn id")
 	}
 	// Check every id before touching any, so a typo cancels nothing.
-	rows := make([]registry.Row, len(ids))
-	ended := make([]bool, len(ids))
-	for i, id := range ids {
-		row, err := l.Get(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		rows[i], ended[i] = row, row.Status.Terminal()
+	rows, err := l.getAll(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	ended := make([]bool, len(rows))
+	for i, row := range rows {
+		ended[i] = row.Status.Terminal()
 	}
 	for _, row := range rows {
 		if !row.Status.Active() {

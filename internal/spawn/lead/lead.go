@@ -174,6 +174,25 @@ func (l *Lead) Get(ctx context.Context, id string) (registry.Row, error) {
 	return l.Registry.Get(ctx, l.Project, id)
 }
 
+// getAll returns spawns by id after reaping once; any unknown or
+// malformed id fails the whole call.
+func (l *Lead) getAll(ctx context.Context, ids []string) ([]registry.Row, error) {
+	for _, id := range ids {
+		if _, err := spawn.ParseID(id); err != nil {
+			return nil, err
+		}
+	}
+	l.Reconcile(ctx)
+	rows := make([]registry.Row, len(ids))
+	for i, id := range ids {
+		var err error
+		if rows[i], err = l.Registry.Get(ctx, l.Project, id); err != nil {
+			return nil, err
+		}
+	}
+	return rows, nil
+}
+
 // Show returns a spawn and its report; a terminal result shown is
 // consumed unless observe is false.
 func (l *Lead) Show(ctx context.Context, id string, observe bool) (registry.Row, string, error) {
@@ -221,16 +240,9 @@ func (l *Lead) Status(ctx context.Context, ids []string, full, observe bool) ([]
 			return nil, nil, err
 		}
 	} else {
-		l.Reconcile(ctx)
-		for _, id := range ids {
-			if _, err := spawn.ParseID(id); err != nil {
-				return nil, nil, err
-			}
-			row, err := l.Registry.Get(ctx, l.Project, id)
-			if err != nil {
-				return nil, nil, err
-			}
-			rows = append(rows, row)
+		var err error
+		if rows, err = l.getAll(ctx, ids); err != nil {
+			return nil, nil, err
 		}
 	}
 	reports := make([]string, len(rows))

@@ -79,13 +79,13 @@ func (l *Lead) Wait(ctx context.Context, o WaitOptions) (WaitResult, error) {
 	pending := map[string]bool{}
 	var order []string // pending ids, in creation order
 	if len(o.IDs) > 0 {
-		for _, id := range o.IDs {
-			row, err := l.Get(ctx, id)
-			if err != nil {
-				return res, err
-			}
-			if !pending[id] {
-				pending[id] = true
+		rows, err := l.getAll(ctx, o.IDs)
+		if err != nil {
+			return res, err
+		}
+		for _, row := range rows {
+			if !pending[row.ID] {
+				pending[row.ID] = true
 				order = append(order, row.ID)
 			}
 		}
@@ -158,11 +158,12 @@ func (l *Lead) waitRuns(ctx context.Context, o WaitOptions, pending map[string]b
 		return err
 	}
 	defer watch.Close()
-	var deadline <-chan time.Time
+	// until ends with the timeout; ctx ending means the wait was stopped.
+	until := ctx
 	if o.Timeout > 0 {
-		t := time.NewTimer(o.Timeout)
-		defer t.Stop()
-		deadline = t.C
+		var cancel context.CancelFunc
+		until, cancel = context.WithTimeout(ctx, o.Timeout)
+		defer cancel()
 	}
 	renewed, reconciled := time.Now(), time.Now()
 	for left := len(order); ; {
@@ -191,13 +192,12 @@ func (l *Lead) waitRuns(ctx context.Context, o WaitOptions, pending map[string]b
 		if left == 0 {
 			return nil
 		}
-		select {
-		case <-deadline:
+		if ctx.Err() != nil {
+			return fmt.Errorf("wait interrupted: %w", ctx.Err())
+		}
+		if until.Err() != nil {
 			res.TimedOut = true
 			return nil
-		case <-ctx.Done():
-			return fmt.Errorf("wait interrupted: %w", ctx.Err())
-		default:
 		}
 		if leasing && time.Since(renewed) >= leaseRenew {
 			if err := lease(); err != nil {
@@ -209,19 +209,8 @@ func (l *Lead) waitRuns(ctx context.Context, o WaitOptions, pending map[string]b
 			l.Reconcile(ctx)
 			reconciled = time.Now()
 		}
-		if _, err := watch.Wait(ctx, CollectPoll, CollectRecheck, func() bool {
-			select {
-			case <-deadline:
-				res.TimedOut = true
-				return true
-			default:
-				return false
-			}
-		}); err != nil {
+		if _, err := watch.Wait(until, CollectPoll, CollectRecheck, nil); err != nil {
 			return err
-		}
-		if res.TimedOut {
-			return nil
 		}
 	}
 }

@@ -117,9 +117,12 @@ type ReapFacts struct {
 	LastActivity time.Time
 	// ReportComplete: a report was written in full.
 	ReportComplete bool
-	Now            time.Time
-	Window         time.Duration // how long artifacts must be untouched
-	Grace          time.Duration // how young a spawn is left alone
+	// Primary: the spawn is a lead's own session (meridian claude), whose
+	// runner is the session itself and which writes no artifacts.
+	Primary bool
+	Now     time.Time
+	Window  time.Duration // how long artifacts must be untouched
+	Grace   time.Duration // how young a spawn is left alone
 }
 
 // Reap defaults.
@@ -141,10 +144,18 @@ type ReapDecision struct {
 
 // Reap decides about an active spawn whose runner may have died. It acts
 // only on a dead runner, artifacts untouched for the window, and a spawn
-// older than the grace; a complete report means the work was done.
+// older than the grace; a complete report means the work was done. A
+// primary's session ending is its normal end: meridian claude execs the
+// CLI, so nothing else is left to record it.
 func Reap(f ReapFacts) ReapDecision {
 	if !f.Status.Active() || f.RunnerAlive {
 		return ReapDecision{}
+	}
+	if f.Primary {
+		if f.Now.Sub(f.Created) < f.Grace {
+			return ReapDecision{}
+		}
+		return ReapDecision{Act: true, Status: Succeeded}
 	}
 	if f.Now.Sub(f.Created) < f.Grace || f.Now.Sub(f.LastActivity) < f.Window {
 		return ReapDecision{}

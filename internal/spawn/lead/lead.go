@@ -102,6 +102,17 @@ func (l *Lead) Create(ctx context.Context, s Spec) (registry.Row, error) {
 	return l.Registry.Create(ctx, row, l.Dir)
 }
 
+// StartPrimary records the caller's own session (meridian claude) as a
+// running primary spawn whose runner is the session's process: the
+// session's children name it as their lead. It is nobody's child.
+func (l *Lead) StartPrimary(ctx context.Context, desc string, pid int, start uint64) (registry.Row, error) {
+	row := registry.Row{
+		Spawn:   spawn.Spawn{ParentID: l.ID, Status: spawn.Running, Cwd: l.Cwd, Desc: desc},
+		Project: l.Project, Depth: l.Depth, Kind: registry.KindPrimary, RunnerPID: pid, RunnerStart: start,
+	}
+	return l.Registry.Create(ctx, row, l.Dir)
+}
+
 // LaunchFailed finalizes a spawn whose worker could not start.
 func (l *Lead) LaunchFailed(ctx context.Context, id string, err error) error {
 	_, ferr := l.Registry.Finalize(ctx, l.Project, id, registry.Final{Status: spawn.Failed, Origin: spawn.LaunchFailure, ExitCode: 2, Error: "launch: " + err.Error()})
@@ -131,7 +142,8 @@ func (l *Lead) Reconcile(ctx context.Context) {
 		art := runner.Artifacts(row.Dir)
 		d := spawn.Reap(spawn.ReapFacts{
 			Status: row.Status, RunnerAlive: proc.Alive(row.RunnerPID, row.RunnerStart), Created: row.Created,
-			LastActivity: art.LastActivity(), ReportComplete: art.ReportComplete(), Now: l.now(), Window: window, Grace: grace,
+			LastActivity: art.LastActivity(), ReportComplete: art.ReportComplete(), Primary: row.Kind == registry.KindPrimary,
+			Now: l.now(), Window: window, Grace: grace,
 		})
 		if !d.Act {
 			continue

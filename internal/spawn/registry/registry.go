@@ -47,7 +47,8 @@ const (
 )
 
 // Create records a spawn under the project's next id. dir maps the id to
-// the spawn's artifacts folder.
+// the spawn's artifacts folder. A spawn created running (a primary) is
+// recorded with its runner in the same write.
 func (r *Registry) Create(ctx context.Context, row Row, dir func(id string) string) (Row, error) {
 	tx, err := r.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -69,10 +70,15 @@ func (r *Registry) Create(ctx context.Context, row Row, dir func(id string) stri
 	if row.Kind == "" {
 		row.Kind = KindChild
 	}
+	var started int64
+	if row.Status == spawn.Running {
+		row.Started = row.Created
+		started = row.Started.UnixMilli()
+	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO spawns (project, id, n, parent_id, depth, kind, status, model, cwd,
-		description, prompt, dir, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		description, prompt, dir, runner_pid, runner_start, created_at, started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		row.Project, row.ID, row.N, row.ParentID, row.Depth, row.Kind, string(row.Status), row.Model, row.Cwd,
-		row.Desc, row.Prompt, row.Dir, row.Created.UnixMilli())
+		row.Desc, row.Prompt, row.Dir, row.RunnerPID, row.RunnerStart, row.Created.UnixMilli(), started)
 	if err != nil {
 		return row, fmt.Errorf("record spawn: %w", err)
 	}
@@ -116,9 +122,11 @@ func (r *Registry) List(ctx context.Context, project string) ([]Row, error) {
 	return r.query(ctx, `SELECT `+rowColumns+` FROM spawns WHERE project = ? ORDER BY n`, project)
 }
 
-// Children returns a lead's direct children, oldest first.
+// Children returns a lead's direct children, oldest first. A primary (a
+// session meridian claude started) is nobody's child: no lead is told
+// when it ends.
 func (r *Registry) Children(ctx context.Context, project, lead string) ([]Row, error) {
-	return r.query(ctx, `SELECT `+rowColumns+` FROM spawns WHERE project = ? AND parent_id = ? ORDER BY n`, project, lead)
+	return r.query(ctx, `SELECT `+rowColumns+` FROM spawns WHERE project = ? AND parent_id = ? AND kind = 'child' ORDER BY n`, project, lead)
 }
 
 // Active returns the project's active spawns.

@@ -69,7 +69,7 @@ func newRootCommand(environ []string) *cobra.Command {
 	}
 	var chdir string
 	root.PersistentFlags().StringVarP(&chdir, "directory", "C", "", "act on the project at `DIR`, read-only: spawn commands then never record anything as seen")
-	root.AddCommand(serveCmd, newSpawnCommand(env, environ, &chdir), &cobra.Command{
+	root.AddCommand(serveCmd, newSpawnCommand(env, environ, &chdir), newClaudeCommand(env, environ), &cobra.Command{
 		Use:   "version",
 		Short: "Print the version",
 		Args:  cobra.NoArgs,

@@ -24,6 +24,7 @@ type spawnView struct {
 	ID           string     `json:"id"`
 	ParentID     string     `json:"parent_id,omitempty"`
 	Depth        int        `json:"depth"`
+	Kind         string     `json:"kind"`
 	Status       string     `json:"status"`
 	Origin       string     `json:"origin,omitempty"`
 	Harness      string     `json:"harness"`
@@ -48,7 +49,7 @@ type spawnView struct {
 
 func viewOf(r registry.Row, report string) spawnView {
 	v := spawnView{
-		ID: r.ID, ParentID: r.ParentID, Depth: r.Depth, Status: string(r.Status), Origin: string(r.Origin),
+		ID: r.ID, ParentID: r.ParentID, Depth: r.Depth, Kind: r.Kind, Status: string(r.Status), Origin: string(r.Origin),
 		Harness: spawn.Harness, Model: r.Model, Cwd: r.Cwd, Desc: r.Desc, Error: r.Error, ExitCode: r.ExitCode,
 		CostUSD: r.CostUSD, InputTokens: r.InTok, OutputTokens: r.OutTok, DurationMS: r.Duration.Milliseconds(),
 		SessionID: r.SessionID, RunnerPID: r.RunnerPID, Created: r.Created, Dir: r.Dir, Lookup: spawn.Lookup(r.ID),

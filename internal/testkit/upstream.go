@@ -76,6 +76,7 @@ type Request struct {
 	Header  http.Header
 	Body    map[string]any
 	RawBody []byte
+	At      time.Time // when it arrived
 }
 
 // Stream reports whether the request asked for SSE.
@@ -217,7 +218,7 @@ func (u *Upstream) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	raw, _ := io.ReadAll(r.Body)
-	req := Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), RawBody: raw}
+	req := Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), RawBody: raw, At: time.Now()}
 	_ = json.Unmarshal(raw, &req.Body)
 	reply, seq := u.next(req)
 

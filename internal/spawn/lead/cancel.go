@@ -37,6 +37,11 @@ func (l *Lead) Cancel(ctx context.Context, ids []string, observe bool) ([]Cancel
 	if err != nil {
 		return nil, err
 	}
+	for _, row := range rows {
+		if row.Kind == registry.KindPrimary {
+			return nil, fmt.Errorf("%s is a lead's own claude session (meridian claude), not a background spawn: end it where it runs", row.ID)
+		}
+	}
 	ended := make([]bool, len(rows))
 	for i, row := range rows {
 		ended[i] = row.Status.Terminal()

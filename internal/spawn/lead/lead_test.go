@@ -458,3 +458,42 @@ func TestRenderLog(t *testing.T) {
 		t.Fatalf("got:\n%s\nwant:\n%s", b.String(), want)
 	}
 }
+
+// A primary (a meridian claude session) leads its own children, is owed
+// to nobody, cannot be cancelled as a spawn, and ends with its session.
+func TestPrimary(t *testing.T) {
+	w := newWorld(t)
+	cmd, start := startProcess(t, "echo ready; exec sleep 60")
+	p, err := w.lead.StartPrimary(ctx, "claude interactive session", cmd.Process.Pid, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.ID != "p1" || p.Kind != registry.KindPrimary || p.Status != spawn.Running || p.Started.IsZero() {
+		t.Fatalf("primary = %+v", p)
+	}
+	session := *w.lead
+	session.ID = p.ID
+	c, err := session.Create(ctx, Spec{Prompt: "do it"})
+	if err != nil || c.ParentID != "p1" || c.Depth != 1 {
+		t.Fatalf("the session's child = %+v, %v", c, err)
+	}
+	if rows, _ := w.lead.List(ctx, "", false); len(rows) != 0 {
+		t.Fatalf("the root lead lists %+v", rows)
+	}
+	if _, err := w.lead.Cancel(ctx, []string{"p2", "p1"}, true); err == nil || !strings.Contains(err.Error(), "p1 is a lead's own claude session") {
+		t.Fatalf("cancel of a primary: %v", err)
+	}
+	if got, _ := w.lead.Get(ctx, "p2"); got.Status != spawn.Queued {
+		t.Fatalf("a refused cancel touched p2: %s", got.Status)
+	}
+
+	// The session ends: the reaper (past its grace) finalizes the primary,
+	// and the root lead is owed nothing.
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	w.lead.ReapGrace = time.Nanosecond
+	if got, _ := w.lead.Get(ctx, "p1"); got.Status != spawn.Succeeded || got.Origin != spawn.Reconciler {
+		t.Fatalf("after its session ended the primary is %s (%s)", got.Status, got.Origin)
+	}
+	w.expectOwed("after the session ended")
+}

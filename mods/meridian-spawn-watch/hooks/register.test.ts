@@ -237,6 +237,38 @@ describe('claims', () => {
     expect(w.spawns.map((s) => s.argv)).toEqual([COLLECT, COLLECT])
   })
 
+  test('a submit that fails releases the claim', async ($, on) => {
+    const w = world($, on, {
+      collectors: [{ out: delivery(['p1']) }, { out: EMPTY }],
+      submit: () => {
+        throw new Error('no session is bound')
+      },
+    })
+    await w.start()
+    await w.answer()
+    await w.clock.advance(2_000)
+    expect(w.log().some((l) => l.includes('released p1: the submit failed'))).toBe(true)
+    await w.answer()
+    await w.clock.advance(2_000)
+    expect(w.spawns.map((s) => s.argv)).toEqual([COLLECT, COLLECT])
+  })
+
+  test('a prompt box that cannot be read ends the run and releases the claim', async ($, on) => {
+    const w = world($, on, { collectors: [{ out: delivery(['p1']) }, { out: EMPTY }], box: () => new Error('no box') })
+    await w.start()
+    await w.answer()
+    await w.clock.advance(2_000)
+    expect(w.submits).toEqual([])
+    expect(w.log().some((l) => l.includes('idle run failed'))).toBe(true)
+    expect(w.log().some((l) => l.includes('released p1: the run ended before a quiet box'))).toBe(true)
+    const status = await w.status()
+    expect(status).toContain('phase: idle')
+    expect(status).toContain('claims in flight: none')
+    await w.answer()
+    await w.clock.advance(2_000)
+    expect(w.spawns.map((s) => s.argv)).toEqual([COLLECT, COLLECT])
+  })
+
   test('a queued delivery whose turn never came is released at the next idle', async ($, on) => {
     const w = world($, on, { collectors: [{ out: delivery(['p1']) }, { out: delivery(['p1']) }] })
     await w.start()
@@ -382,6 +414,23 @@ describe('session end and status', () => {
     await w.clock.advance(1_000)
     const s = await w.status()
     expect(s).toMatch(/^phase: holding\nlast collector verdict: delivery p4,p5\nclaims in flight: p4,p5 held \(nonce [0-9a-f]{16}\)\nrecent log:\n  \S+ collected p4,p5$/)
+  })
+
+  test('/meridian-spawn-watch shows a submit still pending', async ($, on) => {
+    let resolve = () => {}
+    const w = world($, on, {
+      collectors: [{ out: delivery(['p6']) }],
+      submit: (text) => new Promise((r) => (resolve = () => r({ text }))),
+    })
+    await w.start()
+    await w.answer()
+    await w.clock.advance(2_000)
+    expect(await w.status()).toContain('phase: submitting')
+    resolve()
+    await w.clock.settle()
+    const s = await w.status()
+    expect(s).toContain('phase: idle')
+    expect(s).toContain('claims in flight: p6 submitted')
   })
 
   test('the log keeps the last 100 lines in the store under log', async ($, on) => {

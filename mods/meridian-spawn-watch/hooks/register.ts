@@ -134,23 +134,33 @@ function setPhase(w: Watch, run: AbortController, phase: Phase): void {
 // idleRun is one idle stretch: wait out the delay, release stale claims,
 // collect, hold for a quiet box, submit.
 async function idleRun($: EngineInterface, w: Watch, run: AbortController): Promise<void> {
+  const made: { claim?: Claim } = {}
+  try {
+    await deliver($, w, run, made)
+  } catch (err) {
+    note($, w, `idle run failed: ${String(err)}`)
+  } finally {
+    // Whatever ended the run before its submit, the ids go back.
+    if (made.claim?.state === 'held') release($, w, made.claim, 'the run ended before a quiet box')
+    setPhase(w, run, 'idle')
+  }
+}
+
+// deliver is one idle stretch: wait out the delay, release stale claims,
+// collect, hold for a quiet box, submit. The claim it makes goes in made.
+async function deliver($: EngineInterface, w: Watch, run: AbortController, made: { claim?: Claim }): Promise<void> {
   const signal = run.signal
   setPhase(w, run, 'delay')
   if (!(await pause($, IDLE_DELAY_MS, signal))) return
   releaseStale($, w)
   setPhase(w, run, 'collecting')
   const got = await collect($, w, signal)
-  if (got === null || got.kind === 'empty' || signal.aborted) {
-    setPhase(w, run, 'idle')
-    return
-  }
+  if (got === null || got.kind === 'empty' || signal.aborted) return
   const claim: Claim = { ids: got.ids, nonce: nonce(), state: 'held' }
+  made.claim = claim
   w.claims.push(claim)
   setPhase(w, run, 'holding')
-  if (!(await hold($, w, signal))) {
-    release($, w, claim, 'the hold ended before a quiet box')
-    return
-  }
+  if (!(await hold($, w, signal))) return
   setPhase(w, run, 'submitting')
   // Submitted before the await: the delivery's own turn.start may arrive
   // before submit resolves.
@@ -165,7 +175,6 @@ async function idleRun($: EngineInterface, w: Watch, run: AbortController): Prom
   } catch (err) {
     if (claim.state === 'submitted') release($, w, claim, `the submit failed: ${String(err)}`)
   }
-  setPhase(w, run, 'idle')
 }
 
 // releaseStale frees claims whose turn never started: the idle stretch

@@ -16,7 +16,8 @@ export type Spawned = { argv: readonly string[]; ended: 'exited' | 'killed' | 'r
 export type Options = {
   collectors?: Collector[]
   ack?: (argv: readonly string[]) => ProcessRunResult | Error | Promise<ProcessRunResult>
-  submit?: (text: string) => PromptSubmitResult
+  submit?: (text: string) => PromptSubmitResult | Promise<PromptSubmitResult>
+  box?: () => Error
 }
 
 export const EMPTY = '{"kind":"empty","ids":[],"text":""}'
@@ -47,10 +48,13 @@ export function world($: Engine, on: On, opts: Options = {}) {
   on('command.register', (_, e) => (registered.push(e.name), { value: { command: e.name } }))
   on('store.get', (_, e) => ({ value: store.get(e.key) }))
   on('store.set', (_, e) => (store.set(e.key, e.value), { value: undefined }))
-  on('prompt.read', () => ({ value: { text: box, cursor: box.length } }))
-  on('prompt.submit', (_, e) => {
+  on('prompt.read', () => {
+    const err = opts.box?.()
+    return err ? { deny: err.message } : { value: { text: box, cursor: box.length } }
+  })
+  on('prompt.submit', async (_, e) => {
     submits.push(e.text)
-    return opts.submit ? opts.submit(e.text) : { text: e.text }
+    return opts.submit ? await opts.submit(e.text) : { text: e.text }
   })
   on('process.run', async (_, e) => {
     acks.push({ argv: e.argv, timeoutMs: e.init?.timeoutMs })

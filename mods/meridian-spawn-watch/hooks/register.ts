@@ -131,8 +131,8 @@ function setPhase(w: Watch, run: AbortController, phase: Phase): void {
   if (w.run === run) w.phase = phase
 }
 
-// idleRun is one idle stretch: wait out the delay, release stale claims,
-// collect, hold for a quiet box, submit.
+// idleRun runs one idle stretch and owns its cleanup: a failure is
+// logged, and a claim still held when the stretch ends is given back.
 async function idleRun($: EngineInterface, w: Watch, run: AbortController): Promise<void> {
   const made: { claim?: Claim } = {}
   try {

@@ -16,7 +16,9 @@ import (
 
 	"github.com/creack/pty"
 
+	"github.com/meridian-gw/meridian/internal/launch"
 	"github.com/meridian-gw/meridian/internal/testkit"
+	"github.com/meridian-gw/meridian/mods"
 )
 
 // terminalSession is an interactive meridian claude under a
@@ -85,16 +87,35 @@ func (s *terminalSession) screen() string {
 	return text
 }
 
-// exit leaves the REPL as a person would and waits for the process.
-func (s *terminalSession) exit() error {
+// command types a line and Enter, a moment apart, as a person would (a
+// line and its Enter in one write reads as a paste).
+func (s *terminalSession) command(line string) {
 	s.t.Helper()
-	if _, err := s.tty.WriteString("/exit"); err != nil {
-		return err
+	if _, err := s.tty.WriteString(line); err != nil {
+		s.t.Fatal(err)
 	}
 	time.Sleep(300 * time.Millisecond)
 	if _, err := s.tty.WriteString("\r"); err != nil {
-		return err
+		s.t.Fatal(err)
 	}
+}
+
+// waitScreen waits until what the session drew matches re.
+func (s *terminalSession) waitScreen(re *regexp.Regexp, within time.Duration) {
+	s.t.Helper()
+	deadline := time.Now().Add(within)
+	for !re.MatchString(s.screen()) {
+		if time.Now().After(deadline) {
+			s.t.Fatalf("the screen never showed %s:\n%s", re, s.screen())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// exit leaves the REPL as a person would and waits for the process.
+func (s *terminalSession) exit() error {
+	s.t.Helper()
+	s.command("/exit")
 	select {
 	case err := <-s.done:
 		s.done <- err
@@ -257,6 +278,10 @@ func TestSpawnWatchDeliversToAnIdleLead(t *testing.T) {
 		t.Fatalf("spawns: %+v", spawns)
 	}
 
+	// The status command answers in the session.
+	s.command("/meridian-spawn-watch")
+	s.waitScreen(regexp.MustCompile(`last\s*collector\s*verdict:\s*delivery\s*p2`), 20*time.Second)
+
 	if err := s.exit(); err != nil {
 		t.Fatalf("claude exited with %v; screen:\n%s", err, s.screen())
 	}
@@ -275,13 +300,7 @@ func TestSpawnWatchYieldsToTheUser(t *testing.T) {
 	s := startLead(t, w)
 
 	first := waitCollector(t, w, s, 0)
-	if _, err := s.tty.WriteString("USER-NEXT: anything new?"); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(300 * time.Millisecond)
-	if _, err := s.tty.WriteString("\r"); err != nil {
-		t.Fatal(err)
-	}
+	s.command("USER-NEXT: anything new?")
 	typed := time.Now()
 	deadline := time.Now().Add(15 * time.Second)
 	for slices.Contains(collectors(w.marker), first) {
@@ -380,4 +399,48 @@ func modLog(t *testing.T, w *spawnWorld) string {
 		}
 	}
 	return out.String()
+}
+
+// In the real engine, under -p: the mod loads but stays inert. A finished
+// child is owed, an answered turn ends, and the mod makes no call at all
+// (the CLI's debug log names every call a mod makes).
+func TestSpawnWatchInertUnderPrint(t *testing.T) {
+	t.Parallel()
+	w := newSpawnWorld(t, buildBinary(t), testkit.ClaudePath(t))
+	w.up.Respond(func(r testkit.Request) testkit.Reply {
+		if strings.Contains(firstUserText(r), "task-alpha") {
+			return testkit.Reply{Text: "REPORT-BODY alpha"}
+		}
+		return testkit.Reply{Text: "ok"}
+	})
+	w.must("spawn", "-p", "task-alpha: check the build")
+	w.until("the child to finish", terminal("p1"))
+
+	mod, err := launch.Install(t.TempDir(), mods.SpawnWatch())
+	if err != nil {
+		t.Fatal(err)
+	}
+	debug := filepath.Join(t.TempDir(), "debug.log")
+	cmd := exec.Command(testkit.ClaudePath(t), "-p", "LEAD-START: hello", "--plugin-dir", mod, "--debug-file", debug)
+	cmd.Dir = w.project
+	cmd.Env = append(w.env, "PATH="+filepath.Dir(w.bin)+":"+envMap(w.env)["PATH"])
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "ok") {
+		t.Fatalf("claude -p: %v\n%s", err, out)
+	}
+	log, err := os.ReadFile(debug)
+	if err != nil || !regexp.MustCompile(`hooks module meridian-spawn-watch@\S+ loaded`).Match(log) {
+		t.Fatalf("the mod did not load (%v):\n%s", err, log)
+	}
+	// Inert: not even the status command is registered, and no process runs.
+	for _, call := range []string{"$.command.register (meridian-spawn-watch)", "$.process.spawn (meridian-spawn-watch)", "$.process.run (meridian-spawn-watch)"} {
+		if strings.Contains(string(log), call) {
+			t.Fatalf("the mod made %s under -p", call)
+		}
+	}
+	if l := modLog(t, w); l != "" {
+		t.Fatalf("the mod logged under -p: %q", l)
+	}
+	if got := w.owedIDs(); !slices.Equal(got, []string{"p1"}) {
+		t.Fatalf("owed after the -p session = %v", got)
+	}
 }

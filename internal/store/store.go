@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -40,11 +41,34 @@ func Open(ctx context.Context, path string) (*sql.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
+	// A new file's first connection switches it to WAL, which needs the
+	// database to itself, and SQLite answers a second opener busy at once
+	// instead of waiting. Openers take turns until the schema is in place.
+	unlock, err := lock(path + ".lock")
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	defer unlock()
 	if err := migrate(ctx, db); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("migrate %s: %w", path, err)
 	}
 	return db, nil
+}
+
+// lock takes an exclusive advisory lock on a file, waiting for it.
+func lock(path string) (unlock func(), err error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("store lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("store lock: %w", err)
+	}
+	// Closing the file releases the lock.
+	return func() { _ = f.Close() }, nil
 }
 
 // migrations bring the schema from version i to i+1. Append only: a

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -59,7 +58,7 @@ type claudeLaunch struct {
 // Every check that can fail runs before the spawn is recorded.
 func prepareClaude(ctx context.Context, env map[string]string, environ, args []string, stdoutTerminal bool) (*claudeLaunch, error) {
 	name := envOr(env, "MERIDIAN_CLAUDE_PATH", "claude")
-	path, err := lookPath(name, env["PATH"])
+	path, err := exec.LookPath(name)
 	if err != nil {
 		return nil, fmt.Errorf("claude CLI %q not found (set MERIDIAN_CLAUDE_PATH): %w", name, err)
 	}
@@ -106,7 +105,7 @@ func prepareClaude(ctx context.Context, env map[string]string, environ, args []s
 	}
 	// The session runs meridian by name (the mod, the model's own spawn
 	// commands): it must find this binary.
-	if found, err := lookPath("meridian", env["PATH"]); err != nil || !sameFile(found, self) {
+	if found, err := exec.LookPath("meridian"); err != nil || !sameFile(found, self) {
 		set["PATH"] = filepath.Dir(self) + string(filepath.ListSeparator) + env["PATH"]
 	}
 	return &claudeLaunch{
@@ -126,39 +125,6 @@ func (c *claudeLaunch) exec(ctx context.Context) error {
 		return errors.Join(err, l.LaunchFailed(ctx, c.id, err))
 	}
 	return err
-}
-
-// lookPath finds an executable by name on a PATH value (a name with a
-// slash is taken as a path).
-func lookPath(name, pathList string) (string, error) {
-	if strings.ContainsRune(name, '/') {
-		abs, err := filepath.Abs(name)
-		if err != nil {
-			return "", err
-		}
-		return abs, executable(abs)
-	}
-	for _, dir := range filepath.SplitList(pathList) {
-		if dir == "" {
-			dir = "."
-		}
-		p := filepath.Join(dir, name)
-		if executable(p) == nil {
-			return filepath.Abs(p)
-		}
-	}
-	return "", exec.ErrNotFound
-}
-
-func executable(p string) error {
-	st, err := os.Stat(p)
-	if err != nil {
-		return err
-	}
-	if st.IsDir() || st.Mode().Perm()&0o111 == 0 {
-		return errors.New("not an executable file")
-	}
-	return nil
 }
 
 func sameFile(a, b string) bool {

@@ -35,7 +35,7 @@ func newClaudeSetup(t *testing.T, configText string) *claudeSetup {
 	if err := os.WriteFile(claude, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s.environ = []string{"PATH=" + filepath.Dir(claude) + ":/usr/bin:/bin", "HOME=" + t.TempDir(), "MERIDIAN_DATA_DIR=" + s.dataDir,
+	s.environ = []string{"PATH=" + os.Getenv("PATH"), "MERIDIAN_CLAUDE_PATH=" + claude, "HOME=" + t.TempDir(), "MERIDIAN_DATA_DIR=" + s.dataDir,
 		"MERIDIAN_PROJECT=" + s.project, "MERIDIAN_CONFIG=" + s.config, "KEEP=me"}
 	s.env = envMap(s.environ)
 	return s

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
 )
 
 // Install writes a mod into its own folder under root and returns the
@@ -96,8 +95,7 @@ func read(mod fs.FS) ([]file, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read mod: %w", err)
 	}
-	sort.Slice(files, func(i, j int) bool { return files[i].path < files[j].path })
-	return files, nil
+	return files, nil // in WalkDir's lexical order, so the digest is stable
 }
 
 func manifest(mod fs.FS) (name, version string, err error) {

@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/meridian-gw/meridian/internal/anthropic"
 	"github.com/meridian-gw/meridian/internal/backend"
+	"github.com/meridian-gw/meridian/internal/schemacheck"
 )
 
 // clientTools are the tools a request offers, which the client executes.
@@ -18,7 +16,7 @@ import (
 type clientTools struct {
 	list    []backend.Tool
 	schemas map[string]json.RawMessage
-	checked map[string]*jsonschema.Schema
+	checked map[string]*schemacheck.Schema
 	broken  map[string]error
 }
 
@@ -62,24 +60,23 @@ func (ct *clientTools) validate(name string, input json.RawMessage) error {
 	if err != nil {
 		return nil
 	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(input))
-	if err != nil {
-		return fmt.Errorf("arguments are not valid JSON: %v", err)
+	if !json.Valid(input) {
+		return fmt.Errorf("arguments are not valid JSON")
 	}
-	if err := sch.Validate(inst); err != nil {
-		return fmt.Errorf("arguments do not match the input schema of %s: %s", name, strings.TrimSpace(err.Error()))
+	if err := sch.Check(input); err != nil {
+		return fmt.Errorf("arguments do not match the input schema of %s: %s", name, err)
 	}
 	return nil
 }
 
-func (ct *clientTools) compiled(name string, schema json.RawMessage) (*jsonschema.Schema, error) {
+func (ct *clientTools) compiled(name string, schema json.RawMessage) (*schemacheck.Schema, error) {
 	if sch := ct.checked[name]; sch != nil {
 		return sch, nil
 	}
 	if err := ct.broken[name]; err != nil {
 		return nil, err
 	}
-	sch, err := compileSchema(schema)
+	sch, err := schemacheck.Compile(schema)
 	if err != nil {
 		if ct.broken == nil {
 			ct.broken = map[string]error{}
@@ -88,23 +85,8 @@ func (ct *clientTools) compiled(name string, schema json.RawMessage) (*jsonschem
 		return nil, err
 	}
 	if ct.checked == nil {
-		ct.checked = map[string]*jsonschema.Schema{}
+		ct.checked = map[string]*schemacheck.Schema{}
 	}
 	ct.checked[name] = sch
 	return sch, nil
-}
-
-func compileSchema(schema json.RawMessage) (*jsonschema.Schema, error) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
-	if err != nil {
-		return nil, err
-	}
-	c := jsonschema.NewCompiler()
-	c.UseLoader(jsonschema.SchemeURLLoader{}) // no scheme: nothing is ever fetched
-	c.DefaultDraft(jsonschema.Draft2020)
-	const loc = "meridian:tool-schema.json"
-	if err := c.AddResource(loc, doc); err != nil {
-		return nil, err
-	}
-	return c.Compile(loc)
 }

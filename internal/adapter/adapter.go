@@ -151,15 +151,55 @@ func hasPrefixedHeader(h http.Header, prefix string) bool {
 // the first user message: requests of one conversation all begin the same.
 // It returns "" when there is no user message to go by.
 func Fingerprint(cwd string, msgs []anthropic.Message) string {
+	return scopedFingerprint("", cwd, msgs)
+}
+
+// scopedFingerprint is a fingerprint that callers with different scopes
+// never share; an empty scope is the plain fingerprint.
+func scopedFingerprint(scope, cwd string, msgs []anthropic.Message) string {
 	for _, m := range msgs {
 		if m.Role != anthropic.RoleUser {
 			continue
 		}
 		d := lineage.MessageDigest(m)
-		sum := sha256.Sum256(append([]byte(cwd+"\x00"), d[:]...))
+		seed := cwd + "\x00"
+		if scope != "" {
+			seed = scope + "\x00" + seed
+		}
+		sum := sha256.Sum256(append([]byte(seed), d[:]...))
 		return "fp:" + hex.EncodeToString(sum[:8])
 	}
 	return ""
+}
+
+// Hints are identity signals a request carries in its body outside the
+// Messages API's fields: an OpenAI request's metadata, prompt_cache_key and
+// user.
+type Hints struct {
+	// Session names the conversation explicitly (metadata.session_id or
+	// metadata.conversation_id).
+	Session string
+	// Scope keeps fingerprinted conversations of different callers apart
+	// (prompt_cache_key, user). It never joins conversations: one cache key
+	// may serve many of them.
+	Scope string
+}
+
+// WithHints settles an identity the client's headers left to a
+// fingerprint: an explicit session in the body names the conversation, a
+// scope separates the fingerprint.
+func (id Identity) WithHints(h Hints, req *anthropic.MessagesRequest) Identity {
+	if !id.Fingerprint {
+		return id
+	}
+	if s := strings.TrimSpace(h.Session); s != "" {
+		id.Key, id.Fingerprint = s, false
+		return scoped(id)
+	}
+	if h.Scope != "" {
+		id.Key = scopedFingerprint(h.Scope, id.Cwd, req.Messages)
+	}
+	return id
 }
 
 // maxKeyLen bounds a conversation key as stored; longer client-sent keys

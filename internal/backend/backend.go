@@ -116,7 +116,8 @@ type EventKind uint8
 
 // Event kinds.
 const (
-	// MessageStart: an upstream message began; Usage holds its input counts.
+	// MessageStart: an upstream message began; Usage holds its input
+	// counts and Model the model that answers.
 	MessageStart EventKind = iota + 1
 	// BlockStart: Index, BlockType and Block (the content_block JSON).
 	BlockStart
@@ -155,6 +156,7 @@ type Event struct {
 
 	StopReason string
 	Usage      Usage
+	Model      string
 
 	Status      int
 	LimitStatus string // RateLimit: window status ("allowed", "rejected", …)
@@ -175,6 +177,7 @@ type Result struct {
 	SessionID  string
 	StopReason string
 	Usage      Usage
+	Model      string
 	// Pin is the backend's id of the last message of the turn: where the
 	// session can later be resumed to stand exactly after this turn.
 	Pin string

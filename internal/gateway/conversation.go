@@ -26,6 +26,7 @@ const publishTimeout = 10 * time.Second
 // turn is one conversation turn in flight.
 type turn struct {
 	req     *anthropic.MessagesRequest
+	echo    func(anthropic.Message) anthropic.Message
 	ident   adapter.Identity
 	opts    backend.StartOptions
 	tools   *clientTools
@@ -47,7 +48,8 @@ type turn struct {
 // already holds, continues on the live process when it stands exactly
 // there, otherwise resumes the stored session (or starts fresh), and after
 // a turn that completed publishes what the session now holds.
-func (g *Gateway) converse(ctx context.Context, req *anthropic.MessagesRequest, ident adapter.Identity, opts backend.StartOptions, tools *clientTools, id string, out Output) error {
+func (g *Gateway) converse(ctx context.Context, greq Request, ident adapter.Identity, opts backend.StartOptions, tools *clientTools, id string, out Output) error {
+	req := greq.Body
 	lease, err := g.cfg.Leases.Acquire(ctx, g.cfg.Profile, ident.Key, g.cfg.TurnWait)
 	var busy *session.BusyError
 	switch {
@@ -62,7 +64,7 @@ func (g *Gateway) converse(ctx context.Context, req *anthropic.MessagesRequest, 
 	}
 	defer lease.Release()
 
-	t := &turn{req: req, ident: ident, opts: opts, tools: tools}
+	t := &turn{req: req, echo: greq.Echo, ident: ident, opts: opts, tools: tools}
 	if t.mapping, err = g.cfg.Sessions.Load(ctx, g.cfg.Profile, ident.Key); err != nil {
 		return fmt.Errorf("load conversation: %w", err)
 	}
@@ -219,6 +221,9 @@ func (g *Gateway) obtain(ctx context.Context, t *turn) (backend.Session, error) 
 // claim a state the store does not know.
 func (g *Gateway) publish(ctx context.Context, t *turn, sess backend.Session, res *backend.Result, r *reply, pin string) {
 	reply := r.message()
+	if t.echo != nil {
+		reply = t.echo(reply)
+	}
 	state := lineage.Append(lineage.Advance(t.mapping.State, t.verdict, t.in),
 		lineage.MessageDigest(reply), pin, lineage.BlockDigests(reply))
 	next := t.mapping

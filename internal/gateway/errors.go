@@ -14,9 +14,12 @@ import (
 // an error type from the Anthropic vocabulary (other protocols map it), a
 // message, and for 429/503/529 the wait before retrying.
 type Error struct {
-	Status     int
-	Type       string
-	Message    string
+	Status  int
+	Type    string
+	Message string
+	// Param names the request field at fault, when known (OpenAI errors
+	// carry it).
+	Param      string
 	RetryAfter time.Duration
 	// WaitSource says where RetryAfter came from, for logs.
 	WaitSource retryafter.Source

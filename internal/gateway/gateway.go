@@ -62,6 +62,13 @@ type Config struct {
 type Request struct {
 	Body   *anthropic.MessagesRequest
 	Header http.Header
+	// Hints are identity signals from a body in another protocol (an
+	// OpenAI request's metadata, prompt_cache_key, user).
+	Hints adapter.Hints
+	// Echo, when set, turns an answer into the form in which the client
+	// will send it back as history, which is what lineage records. Nil
+	// means as answered: Anthropic clients echo the blocks they received.
+	Echo func(anthropic.Message) anthropic.Message
 }
 
 // Inspector is what the gateway asks about its backend beyond sessions.
@@ -140,9 +147,9 @@ func (g *Gateway) Messages(ctx context.Context, req Request, id string, out Outp
 	tools, _ := toolsOf(req.Body)
 	opts.Tools = tools.list
 	if g.cfg.Sessions != nil {
-		ident := adapter.Detect(req.Header, req.Body).Identify(req.Header, req.Body).Bounded()
+		ident := adapter.Detect(req.Header, req.Body).Identify(req.Header, req.Body).WithHints(req.Hints, req.Body).Bounded()
 		if ident.Key != "" {
-			return g.converse(ctx, req.Body, ident, opts, tools, id, out)
+			return g.converse(ctx, req, ident, opts, tools, id, out)
 		}
 	}
 	return g.oneShot(ctx, req.Body, opts, tools, id, out)

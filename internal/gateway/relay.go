@@ -125,6 +125,9 @@ func (r *relay) handle(ev *backend.Event) error {
 		r.msgUsage = usageOf(ev.Usage)
 		if !r.started {
 			r.start.Usage = r.msgUsage
+			if ev.Model != "" {
+				r.start.Model = ev.Model // the model that answers, as the backend resolved it
+			}
 		}
 		return r.begin()
 	case backend.BlockStart:

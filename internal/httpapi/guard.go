@@ -23,17 +23,17 @@ func (s *Server) guard(next http.Handler) http.Handler {
 	loopback := isLoopbackAddr(s.cfg.Addr)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if loopback && r.Host != "" && !isLoopbackHost(hostOnly(r.Host)) {
-			writeError(w, &gateway.Error{Status: http.StatusForbidden, Type: anthropic.ErrPermission,
+			writeError(w, r, &gateway.Error{Status: http.StatusForbidden, Type: anthropic.ErrPermission,
 				Message: fmt.Sprintf("host %q is not this machine: Meridian listens on loopback and answers only loopback host names", r.Host)})
 			return
 		}
 		if origin := r.Header.Get("Origin"); origin != "" && !loopbackOrigin(origin) {
-			writeError(w, &gateway.Error{Status: http.StatusForbidden, Type: anthropic.ErrPermission,
+			writeError(w, r, &gateway.Error{Status: http.StatusForbidden, Type: anthropic.ErrPermission,
 				Message: fmt.Sprintf("requests from web pages of other origins (%s) are refused", origin)})
 			return
 		}
 		if s.hasKey && needsKey(r.URL.Path) && !s.keyOK(r) {
-			writeError(w, &gateway.Error{Status: http.StatusUnauthorized, Type: anthropic.ErrAuthentication,
+			writeError(w, r, &gateway.Error{Status: http.StatusUnauthorized, Type: anthropic.ErrAuthentication,
 				Message: "invalid or missing API key: send it as x-api-key or Authorization: Bearer"})
 			return
 		}

@@ -18,7 +18,8 @@ func (s *Server) root(w http.ResponseWriter, r *http.Request) {
 		"service": "meridian",
 		"version": s.cfg.Version,
 		"endpoints": []string{
-			"POST /v1/messages", "POST /v1/messages/count_tokens", "GET /v1/models", "GET /v1/sessions", "GET /health",
+			"POST /v1/messages", "POST /v1/messages/count_tokens", "POST /v1/chat/completions",
+			"GET /v1/models", "GET /v1/sessions", "GET /health",
 		},
 	})
 }
@@ -92,7 +93,7 @@ func (s *Server) getModel(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	writeError(w, &gateway.Error{Status: http.StatusNotFound, Type: anthropic.ErrNotFound, Message: "model not found: " + id})
+	writeError(w, r, &gateway.Error{Status: http.StatusNotFound, Type: anthropic.ErrNotFound, Message: "model not found: " + id})
 }
 
 // listSessions serves GET /v1/sessions: the most recently used
@@ -102,7 +103,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			writeError(w, gateway.InvalidRequest("limit: must be a positive integer"))
+			writeError(w, r, gateway.InvalidRequest("limit: must be a positive integer"))
 			return
 		}
 		limit = min(n, 1000)
@@ -126,7 +127,7 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		s.fail(w, r, err)
 	case !ok:
-		writeError(w, &gateway.Error{Status: http.StatusNotFound, Type: anthropic.ErrNotFound, Message: "no conversation with key " + strconv.Quote(key)})
+		writeError(w, r, &gateway.Error{Status: http.StatusNotFound, Type: anthropic.ErrNotFound, Message: "no conversation with key " + strconv.Quote(key)})
 	default:
 		writeJSON(w, http.StatusOK, info)
 	}
@@ -195,13 +196,4 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
-}
-
-// writeError renders an error envelope with its status and, for statuses
-// that carry one, Retry-After.
-func writeError(w http.ResponseWriter, e *gateway.Error) {
-	retryAfterHeader(w.Header(), e)
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(e.Status)
-	_, _ = w.Write(anthropic.AppendError(nil, e.Type, e.Message, 0))
 }

@@ -1,8 +1,7 @@
 package httpapi
 
 import (
-	"context"
-	"errors"
+	"encoding/json"
 	"net/http"
 	"strings"
 
@@ -22,12 +21,12 @@ const (
 func (s *Server) decodeMessages(w http.ResponseWriter, r *http.Request) (*anthropic.MessagesRequest, bool) {
 	body, herr := s.readBody(w, r)
 	if herr != nil {
-		writeError(w, herr)
+		writeError(w, r, herr)
 		return nil, false
 	}
 	req, err := anthropic.DecodeMessagesRequest(body)
 	if err != nil {
-		writeError(w, gateway.InvalidRequest(err.Error()))
+		writeError(w, r, gateway.InvalidRequest(err.Error()))
 		return nil, false
 	}
 	return req, true
@@ -43,28 +42,31 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(headerIgnored, strings.Join(ignored, ", "))
 	}
 	id := gateway.NewMessageID()
+	greq := gateway.Request{Body: req, Header: r.Header}
 	if req.Stream {
-		s.stream(w, r, req, id)
+		enc := &messagesSSE{provisional: gateway.Start{ID: id, Model: req.Model}}
+		s.stream(w, r, greq, id, enc)
 		return
 	}
-	out := newMessageOutput()
-	if err := s.gw.Messages(r.Context(), gateway.Request{Body: req, Header: r.Header}, id, out); err != nil {
+	out := &collected{}
+	if err := s.gw.Messages(r.Context(), greq, id, out); err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	if out.session != "" {
 		w.Header().Set(headerSession, out.session)
 	}
-	writeJSON(w, http.StatusOK, out.response())
+	writeJSON(w, http.StatusOK, messageResponse(out))
 }
 
-// stream serves a streaming request. Headers go out with the first model
-// output (or the first ping), so a failure before that is answered with a
-// real HTTP status and Retry-After; after it, with an SSE error event.
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *anthropic.MessagesRequest, id string) {
-	out := newStreamOutput(w, gateway.Start{ID: id, Model: req.Model}, s.cfg.PingInterval)
+// stream serves a streaming request in enc's protocol. Headers go out with
+// the first model output (or the first ping), so a failure before that is
+// answered with a real HTTP status and Retry-After; after it, with an
+// error frame in the stream.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, req gateway.Request, id string, enc sseEncoder) {
+	out := newSSEWriter(w, enc, s.cfg.PingInterval)
 	defer out.stopPings()
-	err := s.gw.Messages(r.Context(), gateway.Request{Body: req, Header: r.Header}, id, out)
+	err := s.gw.Messages(r.Context(), req, id, out)
 	// No ping may commit the stream while an error is being answered.
 	out.stopPings()
 	if err == nil || out.fail(err) {
@@ -73,18 +75,63 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *anthropic.M
 	s.fail(w, r, err)
 }
 
-// fail renders an error as the whole response.
-func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	if r.Context().Err() != nil {
-		return // the client is gone; nobody reads an answer
+func messageResponse(o *collected) anthropic.Response {
+	resp := anthropic.Response{
+		ID:         o.start.ID,
+		Type:       "message",
+		Role:       anthropic.RoleAssistant,
+		Model:      o.start.Model,
+		Content:    o.finish.Content,
+		StopReason: o.finish.StopReason,
+		Usage:      o.finish.Usage,
 	}
-	var ge *gateway.Error
-	if !errors.As(err, &ge) {
-		if errors.Is(err, context.Canceled) {
-			return
-		}
-		s.log.Error("request failed", "err", err)
-		ge = &gateway.Error{Status: http.StatusInternalServerError, Type: anthropic.ErrAPI, Message: err.Error()}
+	if resp.Content == nil {
+		resp.Content = []json.RawMessage{}
 	}
-	writeError(w, ge)
+	if o.finish.StopSequence != "" {
+		seq := o.finish.StopSequence
+		resp.StopSequence = &seq
+	}
+	return resp
+}
+
+// messagesSSE renders the Messages API's event stream. A stream committed
+// by a ping before the response began opens with the provisional start, as
+// every Messages stream begins with message_start.
+type messagesSSE struct {
+	provisional gateway.Start
+	started     bool
+}
+
+func (e *messagesSSE) start(dst []byte, st gateway.Start) []byte {
+	if e.started {
+		return dst
+	}
+	e.started = true
+	return anthropic.AppendMessageStart(dst, st.ID, st.Model, st.Usage)
+}
+
+func (e *messagesSSE) blockStart(dst []byte, index int, block json.RawMessage) []byte {
+	return anthropic.AppendBlockStart(dst, index, block)
+}
+
+func (e *messagesSSE) blockDelta(dst []byte, index int, delta json.RawMessage) []byte {
+	return anthropic.AppendBlockDelta(dst, index, delta)
+}
+
+func (e *messagesSSE) blockStop(dst []byte, index int) []byte {
+	return anthropic.AppendBlockStop(dst, index)
+}
+
+func (e *messagesSSE) finish(dst []byte, f gateway.Finish) ([]byte, error) {
+	dst = anthropic.AppendMessageDelta(dst, f.StopReason, f.StopSequence, f.Usage)
+	return anthropic.AppendMessageStop(dst), nil
+}
+
+func (e *messagesSSE) ping(dst []byte) []byte {
+	return anthropic.AppendPing(e.start(dst, e.provisional))
+}
+
+func (e *messagesSSE) fail(dst []byte, ge *gateway.Error) []byte {
+	return anthropic.AppendErrorEvent(dst, ge.Type, ge.Message, ge.RetryAfterSeconds())
 }

@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -154,6 +153,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /messages", s.messages)
 	mux.HandleFunc("POST /v1/messages/count_tokens", s.countTokens)
 	mux.HandleFunc("POST /messages/count_tokens", s.countTokens)
+	mux.HandleFunc("POST /v1/chat/completions", s.chatCompletions)
+	mux.HandleFunc("POST /chat/completions", s.chatCompletions)
 	mux.HandleFunc("GET /v1/models", s.listModels)
 	mux.HandleFunc("GET /v1/models/{id}", s.getModel)
 	mux.HandleFunc("GET /v1/sessions", s.listSessions)
@@ -168,7 +169,7 @@ func (s *Server) routes() http.Handler {
 func knownPath(p string) bool {
 	switch p {
 	case "/v1/messages", "/messages", "/v1/messages/count_tokens", "/messages/count_tokens",
-		"/v1/models", "/v1/sessions", "/health", "/":
+		"/v1/chat/completions", "/chat/completions", "/v1/models", "/v1/sessions", "/health", "/":
 		return true
 	}
 	return false
@@ -176,11 +177,11 @@ func knownPath(p string) bool {
 
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 	if knownPath(r.URL.Path) {
-		writeError(w, &gateway.Error{Status: http.StatusMethodNotAllowed, Type: "not_found_error",
+		writeError(w, r, &gateway.Error{Status: http.StatusMethodNotAllowed, Type: "not_found_error",
 			Message: fmt.Sprintf("method %s is not allowed on %s", r.Method, r.URL.Path)})
 		return
 	}
-	writeError(w, &gateway.Error{Status: http.StatusNotFound, Type: "not_found_error",
+	writeError(w, r, &gateway.Error{Status: http.StatusNotFound, Type: "not_found_error",
 		Message: fmt.Sprintf("not found: %s %s", r.Method, r.URL.Path)})
 }
 
@@ -233,16 +234,9 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 					panic(v)
 				}
 				s.log.Error("handler panic", "panic", v, "path", r.URL.Path)
-				writeError(w, &gateway.Error{Status: http.StatusInternalServerError, Type: "api_error", Message: "internal error"})
+				writeError(w, r, &gateway.Error{Status: http.StatusInternalServerError, Type: "api_error", Message: "internal error"})
 			}
 		}()
 		next.ServeHTTP(w, r)
 	})
-}
-
-// retryAfterHeader sets Retry-After for errors that carry a wait.
-func retryAfterHeader(h http.Header, e *gateway.Error) {
-	if secs := e.RetryAfterSeconds(); secs > 0 {
-		h.Set("Retry-After", strconv.Itoa(secs))
-	}
 }

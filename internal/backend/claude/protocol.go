@@ -81,6 +81,7 @@ type streamEvent struct {
 	Delta        json.RawMessage `json:"delta"`
 	Message      *struct {
 		ID    string     `json:"id"`
+		Model string     `json:"model"`
 		Usage *usageJSON `json:"usage"`
 	} `json:"message"`
 	Usage *usageJSON `json:"usage"`

@@ -127,8 +127,11 @@ func (t *translator) streamEvent(l *line) error {
 		m := t.message(id)
 		m.streamed = true
 		t.ev = backend.Event{Kind: backend.MessageStart}
-		if se.Message != nil && se.Message.Usage != nil {
-			t.ev.Usage = se.Message.Usage.backend()
+		if se.Message != nil {
+			t.ev.Model = se.Message.Model
+			if se.Message.Usage != nil {
+				t.ev.Usage = se.Message.Usage.backend()
+			}
 		}
 		return t.emit(&t.ev)
 	case "content_block_start":

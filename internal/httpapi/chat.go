@@ -1,0 +1,134 @@
+package httpapi
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/meridian-gw/meridian/internal/adapter"
+	"github.com/meridian-gw/meridian/internal/anthropic"
+	"github.com/meridian-gw/meridian/internal/gateway"
+	"github.com/meridian-gw/meridian/internal/jsonbody"
+	"github.com/meridian-gw/meridian/internal/openai"
+)
+
+// chatCompletions serves POST /v1/chat/completions: the request becomes
+// the Messages API request the gateway runs, on the same conversations,
+// live processes and client-tool loop, and the answer is rendered as a
+// chat.completion or its chunks.
+func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
+	body, herr := s.readBody(w, r)
+	if herr != nil {
+		writeError(w, r, herr)
+		return
+	}
+	creq, err := openai.DecodeChatRequest(body)
+	if err != nil {
+		writeError(w, r, invalidField(err))
+		return
+	}
+	if len(creq.Ignored) > 0 {
+		w.Header().Set(headerIgnored, strings.Join(creq.Ignored, ", "))
+	}
+	id := "chatcmpl-" + rand.Text()
+	created := time.Now().Unix()
+	greq := gateway.Request{Body: creq.Anthropic(), Header: r.Header, Hints: chatHints(creq), Echo: creq.Echo}
+	if creq.Stream {
+		s.stream(w, r, greq, id, &chatSSE{enc: openai.NewChunkEncoder(id, created, creq.IncludeUsage, creq.Format)})
+		return
+	}
+	out := &collected{}
+	if err := s.gw.Messages(r.Context(), greq, id, out); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if out.session != "" {
+		w.Header().Set(headerSession, out.session)
+	}
+	c, err := openai.NewCompletion(openai.Answer{
+		ID: id, Model: out.start.Model, Created: created,
+		Content: out.finish.Content, StopReason: out.finish.StopReason, Usage: out.finish.Usage,
+	}, creq.Format)
+	if err != nil {
+		s.fail(w, r, formatMismatch(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, c)
+}
+
+// chatHints are the body's identity signals: an explicit session in the
+// metadata, and the cache key and user, which only keep callers apart.
+func chatHints(req *openai.ChatRequest) adapter.Hints {
+	h := adapter.Hints{Session: req.Metadata["session_id"]}
+	if h.Session == "" {
+		h.Session = req.Metadata["conversation_id"]
+	}
+	if req.PromptCacheKey != "" || req.User != "" {
+		h.Scope = req.PromptCacheKey + "\x00" + req.User
+	}
+	return h
+}
+
+// invalidField is a decoding error as a 400 that names the field.
+func invalidField(err error) *gateway.Error {
+	e := gateway.InvalidRequest(err.Error())
+	var fe *jsonbody.Error
+	if errors.As(err, &fe) {
+		e.Param = fe.Field
+	}
+	return e
+}
+
+// formatMismatch is an answer that does not fit the response format the
+// client asked for: the upstream's answer is unusable, as from a bad
+// gateway, and a retry may well fit.
+func formatMismatch(err error) error {
+	var fe *openai.FormatError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	return &gateway.Error{Status: http.StatusBadGateway, Type: anthropic.ErrAPI, Message: fe.Error()}
+}
+
+// chatSSE renders chat.completion.chunk events.
+type chatSSE struct {
+	enc     *openai.ChunkEncoder
+	started bool
+}
+
+func (e *chatSSE) start(dst []byte, st gateway.Start) []byte {
+	if e.started {
+		return dst
+	}
+	e.started = true
+	return e.enc.Start(dst, st.Model)
+}
+
+func (e *chatSSE) blockStart(dst []byte, index int, block json.RawMessage) []byte {
+	return e.enc.BlockStart(dst, index, block)
+}
+
+func (e *chatSSE) blockDelta(dst []byte, index int, delta json.RawMessage) []byte {
+	return e.enc.BlockDelta(dst, index, delta)
+}
+
+func (e *chatSSE) blockStop(dst []byte, index int) []byte {
+	return e.enc.BlockStop(dst, index)
+}
+
+func (e *chatSSE) finish(dst []byte, f gateway.Finish) ([]byte, error) {
+	out, err := e.enc.Finish(dst, f.StopReason, f.Usage)
+	if err != nil {
+		return dst, formatMismatch(err)
+	}
+	return out, nil
+}
+
+func (e *chatSSE) ping(dst []byte) []byte { return openai.AppendPing(dst) }
+
+func (e *chatSSE) fail(dst []byte, ge *gateway.Error) []byte {
+	return openai.AppendErrorChunk(dst, ge.Status, ge.Message, ge.RetryAfterSeconds())
+}

@@ -1,0 +1,71 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/meridian-gw/meridian/internal/anthropic"
+	"github.com/meridian-gw/meridian/internal/gateway"
+	"github.com/meridian-gw/meridian/internal/openai"
+)
+
+// openAIRequest reports whether a request speaks OpenAI, whose errors take
+// the OpenAI shape: its own paths, and the shared model list when the
+// client does not announce itself as an Anthropic one.
+func openAIRequest(r *http.Request) bool {
+	p := strings.TrimPrefix(r.URL.Path, "/v1")
+	for _, prefix := range []string{"/chat/", "/responses", "/completions", "/embeddings"} {
+		if strings.HasPrefix(p, prefix) {
+			return true
+		}
+	}
+	return strings.HasPrefix(p, "/models") && !anthropicClient(r)
+}
+
+// writeError renders an error envelope in the request's protocol, with its
+// status and, for statuses that carry one, Retry-After.
+func writeError(w http.ResponseWriter, r *http.Request, e *gateway.Error) {
+	retryAfterHeader(w.Header(), e)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(e.Status)
+	if openAIRequest(r) {
+		_, _ = w.Write(openai.AppendError(nil, e.Status, e.Message, e.Param, 0))
+		return
+	}
+	_, _ = w.Write(anthropic.AppendError(nil, e.Type, e.Message, 0))
+}
+
+// retryAfterHeader sets Retry-After for errors that carry a wait.
+func retryAfterHeader(h http.Header, e *gateway.Error) {
+	if secs := e.RetryAfterSeconds(); secs > 0 {
+		h.Set("Retry-After", strconv.Itoa(secs))
+	}
+}
+
+// fail renders an error as the whole response.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil {
+		return // the client is gone; nobody reads an answer
+	}
+	var ge *gateway.Error
+	if !errors.As(err, &ge) {
+		if errors.Is(err, context.Canceled) {
+			return
+		}
+		s.log.Error("request failed", "err", err)
+	}
+	writeError(w, r, asGatewayError(err))
+}
+
+// asGatewayError is err as the client sees it: an unexpected failure is a
+// 500.
+func asGatewayError(err error) *gateway.Error {
+	var ge *gateway.Error
+	if errors.As(err, &ge) {
+		return ge
+	}
+	return &gateway.Error{Status: http.StatusInternalServerError, Type: anthropic.ErrAPI, Message: err.Error()}
+}

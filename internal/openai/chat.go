@@ -1,0 +1,90 @@
+// Package openai holds the OpenAI Chat Completions wire format and its
+// translation to and from the gateway's common form: a chat request becomes
+// the Anthropic Messages request the gateway runs, and the gateway's
+// Anthropic-shaped answer becomes a chat.completion or a stream of
+// chat.completion.chunk events. Each direction has its own file. It does no
+// I/O.
+package openai
+
+// Chat roles.
+const (
+	RoleSystem    = "system"
+	RoleDeveloper = "developer"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// Part types a chat message's content may hold.
+const (
+	PartText  = "text"
+	PartImage = "image_url"
+)
+
+// ChatRequest is a decoded and validated POST /v1/chat/completions body.
+// Everything in it has been checked: translating it cannot fail.
+type ChatRequest struct {
+	Model    string
+	Messages []ChatMessage
+	Tools    []Function
+	// MaxTokens is max_completion_tokens, else max_tokens; 0 when absent.
+	MaxTokens int
+	Stop      []string
+	// ReasoningEffort is none, minimal, low, medium, high or xhigh.
+	ReasoningEffort string
+	Stream          bool
+	IncludeUsage    bool // stream_options.include_usage
+	Format          *ResponseFormat
+
+	// Identity signals: who is asking and which conversation, when the
+	// client says so in the body.
+	User           string
+	PromptCacheKey string
+	Metadata       map[string]string
+
+	// Ignored names the parameters that were accepted but cannot be
+	// honoured, for X-Meridian-Ignored-Params.
+	Ignored []string
+}
+
+// ChatMessage is one message of the conversation.
+type ChatMessage struct {
+	Role  string
+	Parts []Part
+	// ToolCalls are an assistant message's calls.
+	ToolCalls []ToolCall
+	// ToolCallID is the call a tool message answers.
+	ToolCallID string
+}
+
+// Part is one piece of a message's content: text, or an image given as a
+// data URL (MediaType and Data, base64) or an https URL.
+type Part struct {
+	Type      string
+	Text      string
+	MediaType string
+	Data      string
+	URL       string
+}
+
+// ToolCall is a function call the model made, as the client echoes it.
+type ToolCall struct {
+	ID        string
+	Name      string
+	Arguments string // a JSON object, as text
+}
+
+// Function is a tool the client offers.
+type Function struct {
+	Name        string
+	Description string
+	Parameters  []byte // a JSON Schema object; nil when absent
+}
+
+// ResponseFormat asks for a JSON answer: any JSON object (json_object), or
+// one matching Schema (json_schema).
+type ResponseFormat struct {
+	Type   string // json_object or json_schema
+	Name   string
+	Schema []byte
+}

@@ -1,0 +1,652 @@
+package openai
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/meridian-gw/meridian/internal/jsonbody"
+)
+
+// Limits that keep one request from making the decoder do unbounded work
+// beyond reading its body.
+const (
+	maxMessages = 100_000
+	maxStops    = 16
+)
+
+// Image media types the model takes.
+var imageTypes = []string{"image/jpeg", "image/png", "image/gif", "image/webp"}
+
+// DecodeChatRequest parses and validates a chat completions body. Unknown
+// fields are ignored, as clients send many extensions; every error is a
+// *jsonbody.Error naming the field.
+func DecodeChatRequest(body []byte) (*ChatRequest, error) {
+	top, err := jsonbody.Top(body)
+	if err != nil {
+		return nil, err
+	}
+	req := &ChatRequest{}
+	if req.Model, err = jsonbody.RequiredString(top, "", "model"); err != nil {
+		return nil, err
+	}
+	if req.Model == "" {
+		return nil, jsonbody.Errorf("model", "must not be empty")
+	}
+	if req.Messages, err = decodeMessages(top["messages"]); err != nil {
+		return nil, err
+	}
+	if v, ok := jsonbody.Present(top, "tools"); ok {
+		if req.Tools, err = decodeTools(v); err != nil {
+			return nil, err
+		}
+	}
+	for _, step := range []func(jsonbody.Object, *ChatRequest) error{
+		decodeLimits, decodeStreaming, decodeReasoning, decodeToolChoice, decodeFormat, decodeIdentity, decodeRefused, decodeIgnored,
+	} {
+		if err := step(top, req); err != nil {
+			return nil, err
+		}
+	}
+	return req, nil
+}
+
+func decodeMessages(raw json.RawMessage) ([]ChatMessage, error) {
+	if jsonbody.IsAbsent(raw) {
+		return nil, jsonbody.Errorf("messages", "Field required")
+	}
+	items, err := jsonbody.DecodeArray("messages", raw)
+	if err != nil {
+		return nil, err
+	}
+	if len(items) == 0 {
+		return nil, jsonbody.Errorf("messages", "must contain at least one message")
+	}
+	if len(items) > maxMessages {
+		return nil, jsonbody.Errorf("messages", "at most %d messages are allowed", maxMessages)
+	}
+	msgs := make([]ChatMessage, len(items))
+	// open are the calls of the last assistant message that no tool
+	// message has answered yet; answering is possible only right after it.
+	var open []string
+	answering := false
+	for i, item := range items {
+		path := jsonbody.Index("messages", i)
+		m, err := decodeMessage(path, item)
+		if err != nil {
+			return nil, err
+		}
+		switch m.Role {
+		case RoleAssistant:
+			open, answering = nil, true
+			for _, c := range m.ToolCalls {
+				open = append(open, c.ID)
+			}
+		case RoleTool:
+			if !answering {
+				return nil, jsonbody.Errorf(path+".role", "a tool message must follow the assistant message whose tool_calls it answers")
+			}
+			at := slices.Index(open, m.ToolCallID)
+			if at < 0 {
+				return nil, jsonbody.Errorf(path+".tool_call_id", "%q answers no open tool call of the preceding assistant message", m.ToolCallID)
+			}
+			open = slices.Delete(open, at, at+1)
+		default:
+			answering = false
+		}
+		msgs[i] = m
+	}
+	if last := msgs[len(msgs)-1].Role; last != RoleUser && last != RoleTool {
+		return nil, jsonbody.Errorf(jsonbody.Index("messages", len(msgs)-1)+".role",
+			"the last message must be the user's or a tool result, got %q; continuing the assistant's own message is not supported", last)
+	}
+	return msgs, nil
+}
+
+func decodeMessage(path string, raw json.RawMessage) (ChatMessage, error) {
+	obj, err := jsonbody.DecodeObject(path, raw)
+	if err != nil {
+		return ChatMessage{}, err
+	}
+	role, err := jsonbody.RequiredString(obj, path, "role")
+	if err != nil {
+		return ChatMessage{}, err
+	}
+	m := ChatMessage{Role: role}
+	content, hasContent := jsonbody.Present(obj, "content")
+	switch role {
+	case RoleSystem, RoleDeveloper, RoleTool:
+		if !hasContent {
+			return m, jsonbody.Errorf(path+".content", "Field required")
+		}
+		m.Parts, err = decodeParts(path+".content", content, false)
+		if err == nil && role == RoleTool {
+			m.ToolCallID, err = jsonbody.RequiredString(obj, path, "tool_call_id")
+		}
+	case RoleUser:
+		if !hasContent {
+			return m, jsonbody.Errorf(path+".content", "Field required")
+		}
+		m.Parts, err = decodeParts(path+".content", content, true)
+	case RoleAssistant:
+		if hasContent {
+			if m.Parts, err = decodeParts(path+".content", content, false); err != nil {
+				return m, err
+			}
+		}
+		if v, ok := jsonbody.Present(obj, "refusal"); ok {
+			var s string
+			if err := jsonbody.As(path+".refusal", v, &s, "a string"); err != nil {
+				return m, err
+			}
+			if s != "" {
+				m.Parts = append(m.Parts, Part{Type: PartText, Text: s})
+			}
+		}
+		if _, ok := jsonbody.Present(obj, "function_call"); ok {
+			return m, jsonbody.Errorf(path+".function_call", "the legacy function_call is not supported; send tool_calls")
+		}
+		if v, ok := jsonbody.Present(obj, "tool_calls"); ok {
+			m.ToolCalls, err = decodeToolCalls(path+".tool_calls", v)
+		}
+	case "function":
+		return m, jsonbody.Errorf(path+".role", "the legacy function role is not supported; send tool messages with a tool_call_id")
+	default:
+		return m, jsonbody.Errorf(path+".role", "must be one of system, developer, user, assistant or tool, got %q", role)
+	}
+	if err == nil {
+		_, err = jsonbody.OptionalString(obj, path, "name")
+	}
+	return m, err
+}
+
+// decodeParts accepts a string (one text part) or an array of parts;
+// images only where the role may carry them.
+func decodeParts(path string, raw json.RawMessage, images bool) ([]Part, error) {
+	if s, ok, err := jsonbody.StringValue(path, raw); ok || err != nil {
+		if err != nil || s == "" {
+			return nil, err
+		}
+		return []Part{{Type: PartText, Text: s}}, nil
+	}
+	items, err := jsonbody.DecodeArray(path, raw)
+	if err != nil {
+		return nil, jsonbody.Errorf(path, "expected a string or an array of content parts")
+	}
+	parts := make([]Part, 0, len(items))
+	for i, item := range items {
+		p := jsonbody.Index(path, i)
+		obj, err := jsonbody.DecodeObject(p, item)
+		if err != nil {
+			return nil, err
+		}
+		typ, err := jsonbody.RequiredString(obj, p, "type")
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case typ == PartText:
+			text, err := jsonbody.RequiredString(obj, p, "text")
+			if err != nil {
+				return nil, err
+			}
+			parts = append(parts, Part{Type: PartText, Text: text})
+		case typ == "refusal":
+			text, err := jsonbody.RequiredString(obj, p, "refusal")
+			if err != nil {
+				return nil, err
+			}
+			parts = append(parts, Part{Type: PartText, Text: text})
+		case typ == PartImage && images:
+			part, err := decodeImage(p, obj)
+			if err != nil {
+				return nil, err
+			}
+			parts = append(parts, part)
+		case typ == "input_audio" || typ == "file":
+			return nil, jsonbody.Errorf(p+".type", "%s parts are not supported: the claude backend takes text and images", typ)
+		default:
+			return nil, jsonbody.Errorf(p+".type", "unsupported content part %q here", typ)
+		}
+	}
+	return parts, nil
+}
+
+// decodeImage reads an image_url part: a base64 data URL becomes an image
+// the model sees; an https URL is passed on for the API to fetch. Nothing
+// is fetched here.
+func decodeImage(path string, obj jsonbody.Object) (Part, error) {
+	v, ok := jsonbody.Present(obj, "image_url")
+	if !ok {
+		return Part{}, jsonbody.Errorf(path+".image_url", "Field required")
+	}
+	var url string
+	if s, isString, err := jsonbody.StringValue(path+".image_url", v); isString || err != nil {
+		if err != nil {
+			return Part{}, err
+		}
+		url = s
+	} else {
+		io, err := jsonbody.DecodeObject(path+".image_url", v)
+		if err != nil {
+			return Part{}, err
+		}
+		if url, err = jsonbody.RequiredString(io, path+".image_url", "url"); err != nil {
+			return Part{}, err
+		}
+	}
+	field := path + ".image_url.url"
+	if rest, ok := strings.CutPrefix(url, "data:"); ok {
+		meta, data, ok := strings.Cut(rest, ",")
+		mediaType, b64 := strings.CutSuffix(meta, ";base64")
+		if !ok || !b64 {
+			return Part{}, jsonbody.Errorf(field, "a data URL must be base64: data:<type>;base64,<data>")
+		}
+		mediaType = strings.ToLower(mediaType)
+		if !slices.Contains(imageTypes, mediaType) {
+			return Part{}, jsonbody.Errorf(field, "image type %q is not supported; use one of %s", mediaType, strings.Join(imageTypes, ", "))
+		}
+		if _, err := base64.StdEncoding.DecodeString(data); err != nil {
+			return Part{}, jsonbody.Errorf(field, "the data URL is not valid base64")
+		}
+		return Part{Type: PartImage, MediaType: mediaType, Data: data}, nil
+	}
+	if strings.HasPrefix(strings.ToLower(url), "https://") {
+		return Part{Type: PartImage, URL: url}, nil
+	}
+	return Part{}, jsonbody.Errorf(field, "expected a base64 data URL or an https URL")
+}
+
+func decodeToolCalls(path string, raw json.RawMessage) ([]ToolCall, error) {
+	items, err := jsonbody.DecodeArray(path, raw)
+	if err != nil {
+		return nil, err
+	}
+	calls := make([]ToolCall, 0, len(items))
+	for i, item := range items {
+		p := jsonbody.Index(path, i)
+		obj, err := jsonbody.DecodeObject(p, item)
+		if err != nil {
+			return nil, err
+		}
+		var c ToolCall
+		if c.ID, err = jsonbody.RequiredString(obj, p, "id"); err != nil {
+			return nil, err
+		}
+		if c.ID == "" {
+			return nil, jsonbody.Errorf(p+".id", "must not be empty")
+		}
+		if slices.ContainsFunc(calls, func(o ToolCall) bool { return o.ID == c.ID }) {
+			return nil, jsonbody.Errorf(p+".id", "%q is used by another call of this message", c.ID)
+		}
+		if typ, err := jsonbody.OptionalString(obj, p, "type"); err != nil {
+			return nil, err
+		} else if typ != "" && typ != "function" {
+			return nil, jsonbody.Errorf(p+".type", "only function calls are supported, got %q", typ)
+		}
+		fv, ok := jsonbody.Present(obj, "function")
+		if !ok {
+			return nil, jsonbody.Errorf(p+".function", "Field required")
+		}
+		fn, err := jsonbody.DecodeObject(p+".function", fv)
+		if err != nil {
+			return nil, err
+		}
+		if c.Name, err = jsonbody.RequiredString(fn, p+".function", "name"); err != nil {
+			return nil, err
+		}
+		if c.Arguments, err = jsonbody.OptionalString(fn, p+".function", "arguments"); err != nil {
+			return nil, err
+		}
+		if strings.TrimSpace(c.Arguments) == "" {
+			c.Arguments = "{}"
+		}
+		if _, err := jsonbody.DecodeObject(p+".function.arguments", json.RawMessage(c.Arguments)); err != nil {
+			return nil, jsonbody.Errorf(p+".function.arguments", "must be a JSON object as text")
+		}
+		calls = append(calls, c)
+	}
+	return calls, nil
+}
+
+func decodeTools(raw json.RawMessage) ([]Function, error) {
+	items, err := jsonbody.DecodeArray("tools", raw)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Function, 0, len(items))
+	for i, item := range items {
+		p := jsonbody.Index("tools", i)
+		obj, err := jsonbody.DecodeObject(p, item)
+		if err != nil {
+			return nil, err
+		}
+		typ, err := jsonbody.RequiredString(obj, p, "type")
+		if err != nil {
+			return nil, err
+		}
+		if typ != "function" {
+			return nil, jsonbody.Errorf(p+".type", "only function tools are supported, got %q", typ)
+		}
+		fv, ok := jsonbody.Present(obj, "function")
+		if !ok {
+			return nil, jsonbody.Errorf(p+".function", "Field required")
+		}
+		fn, err := jsonbody.DecodeObject(p+".function", fv)
+		if err != nil {
+			return nil, err
+		}
+		var f Function
+		if f.Name, err = jsonbody.RequiredString(fn, p+".function", "name"); err != nil {
+			return nil, err
+		}
+		if f.Name == "" {
+			return nil, jsonbody.Errorf(p+".function.name", "must not be empty")
+		}
+		if f.Description, err = jsonbody.OptionalString(fn, p+".function", "description"); err != nil {
+			return nil, err
+		}
+		if v, ok := jsonbody.Present(fn, "parameters"); ok {
+			if _, err := jsonbody.DecodeObject(p+".function.parameters", v); err != nil {
+				return nil, err
+			}
+			f.Parameters = v
+		}
+		if v, ok := jsonbody.Present(fn, "strict"); ok {
+			var strict bool
+			if err := jsonbody.As(p+".function.strict", v, &strict, "a boolean"); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// decodeLimits reads the output limit and stop sequences.
+func decodeLimits(top jsonbody.Object, req *ChatRequest) error {
+	for _, name := range []string{"max_tokens", "max_completion_tokens"} {
+		v, ok := jsonbody.Present(top, name)
+		if !ok {
+			continue
+		}
+		n, err := jsonbody.Int(name, v)
+		if err != nil {
+			return err
+		}
+		if n < 1 {
+			return jsonbody.Errorf(name, "must be at least 1")
+		}
+		req.MaxTokens = n // max_completion_tokens, read last, wins
+	}
+	v, ok := jsonbody.Present(top, "stop")
+	if !ok {
+		return nil
+	}
+	if s, isString, err := jsonbody.StringValue("stop", v); isString || err != nil {
+		if err != nil {
+			return err
+		}
+		if s != "" {
+			req.Stop = []string{s}
+		}
+		return nil
+	}
+	if err := jsonbody.As("stop", v, &req.Stop, "a string or an array of strings"); err != nil {
+		return err
+	}
+	if len(req.Stop) > maxStops {
+		return jsonbody.Errorf("stop", "at most %d stop sequences are allowed", maxStops)
+	}
+	for i, s := range req.Stop {
+		if s == "" {
+			return jsonbody.Errorf(jsonbody.Index("stop", i), "must not be empty")
+		}
+	}
+	return nil
+}
+
+func decodeStreaming(top jsonbody.Object, req *ChatRequest) error {
+	if v, ok := jsonbody.Present(top, "stream"); ok {
+		if err := jsonbody.As("stream", v, &req.Stream, "a boolean"); err != nil {
+			return err
+		}
+	}
+	v, ok := jsonbody.Present(top, "stream_options")
+	if !ok {
+		return nil
+	}
+	so, err := jsonbody.DecodeObject("stream_options", v)
+	if err != nil {
+		return err
+	}
+	if u, ok := jsonbody.Present(so, "include_usage"); ok {
+		return jsonbody.As("stream_options.include_usage", u, &req.IncludeUsage, "a boolean")
+	}
+	return nil
+}
+
+var efforts = []string{"none", "minimal", "low", "medium", "high", "xhigh"}
+
+func decodeReasoning(top jsonbody.Object, req *ChatRequest) error {
+	e, err := jsonbody.OptionalString(top, "", "reasoning_effort")
+	if err != nil {
+		return err
+	}
+	if e != "" && !slices.Contains(efforts, e) {
+		return jsonbody.Errorf("reasoning_effort", "must be one of %s, got %q", strings.Join(efforts, ", "), e)
+	}
+	req.ReasoningEffort = e
+	return nil
+}
+
+// decodeToolChoice checks tool_choice and parallel_tool_calls. The backend
+// offers every tool on every turn and lets the model call several at once,
+// so only the defaults are honoured; anything else is reported as ignored.
+func decodeToolChoice(top jsonbody.Object, req *ChatRequest) error {
+	if v, ok := jsonbody.Present(top, "tool_choice"); ok {
+		s, isString, err := jsonbody.StringValue("tool_choice", v)
+		switch {
+		case err != nil:
+			return err
+		case isString:
+			if !slices.Contains([]string{"none", "auto", "required"}, s) {
+				return jsonbody.Errorf("tool_choice", "must be none, auto, required or an object naming a function, got %q", s)
+			}
+			if s != "auto" {
+				req.Ignored = append(req.Ignored, "tool_choice")
+			}
+		default:
+			tc, err := jsonbody.DecodeObject("tool_choice", v)
+			if err != nil {
+				return jsonbody.Errorf("tool_choice", "expected a string or an object")
+			}
+			if _, err := jsonbody.RequiredString(tc, "tool_choice", "type"); err != nil {
+				return err
+			}
+			req.Ignored = append(req.Ignored, "tool_choice")
+		}
+	}
+	if v, ok := jsonbody.Present(top, "parallel_tool_calls"); ok {
+		var parallel bool
+		if err := jsonbody.As("parallel_tool_calls", v, &parallel, "a boolean"); err != nil {
+			return err
+		}
+		if !parallel {
+			req.Ignored = append(req.Ignored, "parallel_tool_calls")
+		}
+	}
+	return nil
+}
+
+func decodeFormat(top jsonbody.Object, req *ChatRequest) error {
+	v, ok := jsonbody.Present(top, "response_format")
+	if !ok {
+		return nil
+	}
+	rf, err := jsonbody.DecodeObject("response_format", v)
+	if err != nil {
+		return err
+	}
+	typ, err := jsonbody.RequiredString(rf, "response_format", "type")
+	if err != nil {
+		return err
+	}
+	switch typ {
+	case "text":
+		return nil
+	case "json_object":
+		req.Format = &ResponseFormat{Type: typ}
+		return nil
+	case "json_schema":
+	default:
+		return jsonbody.Errorf("response_format.type", "must be text, json_object or json_schema, got %q", typ)
+	}
+	jv, ok := jsonbody.Present(rf, "json_schema")
+	if !ok {
+		return jsonbody.Errorf("response_format.json_schema", "Field required")
+	}
+	js, err := jsonbody.DecodeObject("response_format.json_schema", jv)
+	if err != nil {
+		return err
+	}
+	f := &ResponseFormat{Type: typ}
+	if f.Name, err = jsonbody.RequiredString(js, "response_format.json_schema", "name"); err != nil {
+		return err
+	}
+	sv, ok := jsonbody.Present(js, "schema")
+	if !ok {
+		sv = json.RawMessage(`{}`)
+	}
+	if _, err := jsonbody.DecodeObject("response_format.json_schema.schema", sv); err != nil {
+		return err
+	}
+	if _, err := compileFormat(sv); err != nil {
+		return jsonbody.Errorf("response_format.json_schema.schema", "not a usable JSON Schema: %v", err)
+	}
+	f.Schema = sv
+	req.Format = f
+	return nil
+}
+
+func decodeIdentity(top jsonbody.Object, req *ChatRequest) error {
+	var err error
+	if req.User, err = jsonbody.OptionalString(top, "", "user"); err != nil {
+		return err
+	}
+	if req.PromptCacheKey, err = jsonbody.OptionalString(top, "", "prompt_cache_key"); err != nil {
+		return err
+	}
+	if _, err = jsonbody.OptionalString(top, "", "safety_identifier"); err != nil {
+		return err
+	}
+	if v, ok := jsonbody.Present(top, "metadata"); ok {
+		if err := jsonbody.As("metadata", v, &req.Metadata, "an object of strings"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeRefused refuses what would change the answer's shape in ways the
+// backend cannot produce: several choices, log probabilities, audio.
+func decodeRefused(top jsonbody.Object, _ *ChatRequest) error {
+	if v, ok := jsonbody.Present(top, "n"); ok {
+		n, err := jsonbody.Int("n", v)
+		if err != nil {
+			return err
+		}
+		if n != 1 {
+			return jsonbody.Errorf("n", "only n: 1 is supported: the claude backend produces one choice, got %d", n)
+		}
+	}
+	if v, ok := jsonbody.Present(top, "logprobs"); ok {
+		var lp bool
+		if err := jsonbody.As("logprobs", v, &lp, "a boolean"); err != nil {
+			return err
+		}
+		if lp {
+			return jsonbody.Errorf("logprobs", "log probabilities are not available from the claude backend")
+		}
+	}
+	if v, ok := jsonbody.Present(top, "top_logprobs"); ok {
+		n, err := jsonbody.Int("top_logprobs", v)
+		if err != nil {
+			return err
+		}
+		if n != 0 {
+			return jsonbody.Errorf("top_logprobs", "log probabilities are not available from the claude backend")
+		}
+	}
+	if _, ok := jsonbody.Present(top, "audio"); ok {
+		return jsonbody.Errorf("audio", "audio output is not supported by the claude backend")
+	}
+	if v, ok := jsonbody.Present(top, "modalities"); ok {
+		var mods []string
+		if err := jsonbody.As("modalities", v, &mods, "an array of strings"); err != nil {
+			return err
+		}
+		for i, m := range mods {
+			if m != "text" {
+				return jsonbody.Errorf(jsonbody.Index("modalities", i), "only text output is supported, got %q", m)
+			}
+		}
+	}
+	return nil
+}
+
+// ignoredParams are accepted with their type checked, and reported: the
+// CLI has no way to take them.
+var ignoredParams = []struct{ name, want string }{
+	{"temperature", "number"},
+	{"top_p", "number"},
+	{"frequency_penalty", "number"},
+	{"presence_penalty", "number"},
+	{"seed", "number"},
+	{"logit_bias", "object"},
+	{"service_tier", "string"},
+	{"prediction", "object"},
+	{"web_search_options", "object"},
+	{"verbosity", "string"},
+}
+
+func decodeIgnored(top jsonbody.Object, req *ChatRequest) error {
+	for _, p := range ignoredParams {
+		v, ok := jsonbody.Present(top, p.name)
+		if !ok {
+			continue
+		}
+		var dst any
+		switch p.want {
+		case "number":
+			dst = new(float64)
+		case "string":
+			dst = new(string)
+		default:
+			dst = new(map[string]json.RawMessage)
+		}
+		if err := jsonbody.As(p.name, v, dst, article(p.want)); err != nil {
+			return err
+		}
+		req.Ignored = append(req.Ignored, p.name)
+	}
+	if v, ok := jsonbody.Present(top, "store"); ok {
+		var store bool
+		if err := jsonbody.As("store", v, &store, "a boolean"); err != nil {
+			return err
+		}
+		if store {
+			req.Ignored = append(req.Ignored, "store")
+		}
+	}
+	return nil
+}
+
+func article(want string) string {
+	if want == "object" {
+		return "an object"
+	}
+	return fmt.Sprintf("a %s", want)
+}

@@ -1,0 +1,88 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/meridian-gw/meridian/internal/schemacheck"
+)
+
+// response_format is emulated, honestly: the CLI cannot constrain the
+// model's decoding, so the format reaches the model as an instruction in
+// the system prompt, the answer is held back until it is complete, and it
+// is checked before the client sees it. An answer wrapped in a Markdown
+// code fence is unwrapped; one that still does not fit fails the request
+// (ErrFormatMismatch) instead of reaching the client unchecked.
+
+// Instruction is the system prompt block that asks for the format.
+func (f *ResponseFormat) Instruction() string {
+	if f.Type == "json_object" {
+		return "Respond with a single JSON object and nothing else: no prose before or after it, no Markdown code fences."
+	}
+	name := ""
+	if f.Name != "" {
+		name = fmt.Sprintf(" (%q)", f.Name)
+	}
+	return fmt.Sprintf("Respond with a single JSON value that conforms to the following JSON Schema%s and nothing else: no prose before or after it, no Markdown code fences.\n\n%s",
+		name, compactJSON(f.Schema))
+}
+
+// FormatError is an answer that does not fit the requested format.
+type FormatError struct{ Reason string }
+
+func (e *FormatError) Error() string {
+	return "the model's answer does not fit response_format: " + e.Reason
+}
+
+// Check returns the answer as the client receives it, or why it does not
+// fit the format.
+func (f *ResponseFormat) Check(text string) (string, error) {
+	text = Unfence(text)
+	switch f.Type {
+	case "json_object":
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(text), &obj); err != nil || !strings.HasPrefix(text, "{") {
+			return "", &FormatError{Reason: "it is not a JSON object"}
+		}
+	case "json_schema":
+		s, err := compileFormat(f.Schema)
+		if err != nil {
+			return "", &FormatError{Reason: err.Error()}
+		}
+		if err := s.Check([]byte(text)); err != nil {
+			return "", &FormatError{Reason: err.Error()}
+		}
+	}
+	return text, nil
+}
+
+// Unfence trims an answer and unwraps it from one Markdown code fence.
+func Unfence(text string) string {
+	t := strings.TrimSpace(text)
+	if !strings.HasPrefix(t, "```") || !strings.HasSuffix(t, "```") || len(t) < 6 {
+		return t
+	}
+	body := t[3 : len(t)-3]
+	nl := strings.IndexByte(body, '\n')
+	if nl < 0 {
+		return t
+	}
+	if lang := strings.TrimSpace(body[:nl]); lang != "" && lang != "json" && lang != "JSON" {
+		return t
+	}
+	return strings.TrimSpace(body[nl+1:])
+}
+
+func compileFormat(schema []byte) (*schemacheck.Schema, error) {
+	return schemacheck.Compile(schema)
+}
+
+func compactJSON(raw []byte) string {
+	var buf bytes.Buffer
+	if json.Compact(&buf, raw) != nil {
+		return string(raw)
+	}
+	return buf.String()
+}

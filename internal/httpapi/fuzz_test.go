@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bytes"
 	"net/http"
+	"strings"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -50,6 +51,44 @@ func FuzzMessagesEndpoint(f *testing.F) {
 			if rec.Code != 200 && !bytes.Contains(rec.Body.Bytes(), []byte(`"type":"error"`)) {
 				t.Fatalf("%s answered %d without an error envelope: %s", path, rec.Code, rec.Body.String())
 			}
+		}
+	})
+}
+
+// FuzzChatEndpoint does the same for chat completions: valid requests are
+// answered, everything else is a 4xx in the OpenAI shape. The one 5xx a
+// request may earn is the 502 of an answer that does not fit its
+// response_format (the stand-in CLI answers in prose).
+func FuzzChatEndpoint(f *testing.F) {
+	seeds, _ := filepath.Glob("../openai/testdata/chat/*.json")
+	for _, p := range seeds {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true,"stop":"wor","stream_options":{"include_usage":true}}`))
+	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"a","content":"r"}]}`))
+	f.Add([]byte(`{`))
+
+	driver := claude.New(claude.Config{Path: "in-process", Launcher: testkit.NewInProcessCLI([]string{"hello ", "world"})})
+	gw := gateway.New(gateway.Config{Backend: driver, Inspector: driver, Workspace: f.TempDir(), MaxConcurrent: 64})
+	f.Cleanup(gw.Close)
+	srv, err := httpapi.New(httpapi.Config{Addr: "127.0.0.1:0", Gateway: gw, MaxBodyBytes: 1 << 20})
+	if err != nil {
+		f.Fatal(err)
+	}
+	h := srv.Handler()
+	f.Fuzz(func(t *testing.T, body []byte) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(body)))
+		out := rec.Body.String()
+		if rec.Code >= 500 && (rec.Code != 502 || !strings.Contains(out, "response_format")) {
+			t.Fatalf("answered %d: %s", rec.Code, out)
+		}
+		if rec.Code != 200 && (!strings.HasPrefix(out, `{"error":{"message":`) || strings.Contains(out, `"type":"error"`)) {
+			t.Fatalf("answered %d without an OpenAI error envelope: %s", rec.Code, out)
 		}
 	})
 }

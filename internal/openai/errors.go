@@ -1,37 +1,37 @@
 package openai
 
 import (
-	"net/http"
 	"strconv"
 
 	"github.com/meridian-gw/meridian/internal/anthropic"
 )
 
 // errorKind names an HTTP status in the OpenAI error vocabulary: the
-// envelope's type and, where one helps a client decide, its code.
+// envelope's type and, where one helps a client decide, its code. Statuses
+// are plain numbers: this package stays clear of net/http.
 func errorKind(status int) (typ, code string) {
 	switch status {
-	case http.StatusBadRequest:
+	case 400:
 		return "invalid_request_error", ""
-	case http.StatusUnauthorized:
+	case 401:
 		return "authentication_error", "invalid_api_key"
-	case http.StatusForbidden:
+	case 403:
 		return "permission_error", ""
-	case http.StatusNotFound:
+	case 404:
 		return "invalid_request_error", "not_found"
-	case http.StatusMethodNotAllowed:
+	case 405:
 		return "invalid_request_error", "method_not_allowed"
-	case http.StatusConflict:
+	case 409:
 		return "invalid_request_error", "conflict"
-	case http.StatusRequestEntityTooLarge:
+	case 413:
 		return "invalid_request_error", "request_too_large"
-	case http.StatusTooManyRequests:
+	case 429:
 		return "rate_limit_error", "rate_limit_exceeded"
-	case http.StatusBadGateway:
+	case 502:
 		return "server_error", "upstream_error"
-	case http.StatusServiceUnavailable:
+	case 503:
 		return "server_error", "service_unavailable"
-	case http.StatusGatewayTimeout:
+	case 504:
 		return "server_error", "timeout"
 	case anthropic.StatusOverloaded:
 		return "server_error", "overloaded"

@@ -1,0 +1,12 @@
+package openai
+
+import (
+	"testing"
+
+	"github.com/meridian-gw/meridian/internal/testkit"
+)
+
+// The translation core stays pure: protocol packages and schema checks only.
+func TestImportsArePure(t *testing.T) {
+	testkit.CheckPure(t, "internal/anthropic", "internal/jsonbody", "internal/schemacheck")
+}

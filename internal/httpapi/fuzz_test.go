@@ -3,10 +3,10 @@ package httpapi_test
 import (
 	"bytes"
 	"net/http"
-	"strings"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/meridian-gw/meridian/internal/backend/claude"

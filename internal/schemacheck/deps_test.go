@@ -7,4 +7,6 @@ import (
 )
 
 // The schema library is configured never to fetch; nothing else is imported.
-func TestImportsArePure(t *testing.T) { testkit.CheckPure(t, "github.com/santhosh-tekuri/jsonschema/v6") }
+func TestImportsArePure(t *testing.T) {
+	testkit.CheckPure(t, "github.com/santhosh-tekuri/jsonschema/v6")
+}

@@ -72,25 +72,45 @@ func newBenchClient() *http.Client {
 	return &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512}}
 }
 
-// streamOnce posts a streaming request and reads the stream to its end.
-func streamOnce(b *testing.B, c *http.Client, url string) {
-	resp, err := c.Post(url+"/v1/messages", "application/json", strings.NewReader(benchBody))
+// benchRoute is one streamed API: where to post, what, and how its
+// stream ends.
+type benchRoute struct {
+	path, body, end string
+}
+
+var (
+	messagesRoute = benchRoute{"/v1/messages", benchBody, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"}
+	chatRoute     = benchRoute{"/v1/chat/completions",
+		`{"model":"bench-model","max_completion_tokens":1024,"stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"Say forty words."}]}`,
+		"data: [DONE]\n\n"}
+)
+
+// streamOnce posts a streaming Messages request and reads the stream to
+// its end.
+func streamOnce(b *testing.B, c *http.Client, url string) { streamRoute(b, c, url, messagesRoute) }
+
+func streamRoute(b *testing.B, c *http.Client, url string, r benchRoute) {
+	resp, err := c.Post(url+r.path, "application/json", strings.NewReader(r.body))
 	if err != nil {
 		b.Fatal(err)
 	}
 	data, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if err != nil || resp.StatusCode != 200 || !bytes.HasSuffix(data, []byte("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")) {
+	if err != nil || resp.StatusCode != 200 || !bytes.HasSuffix(data, []byte(r.end)) {
 		b.Fatalf("status %d, err %v, body %.200s", resp.StatusCode, err, data)
 	}
 }
 
 // latencies runs n sequential requests and returns their durations.
 func latencies(b *testing.B, c *http.Client, url string, n int) []time.Duration {
+	return routeLatencies(b, c, url, messagesRoute, n)
+}
+
+func routeLatencies(b *testing.B, c *http.Client, url string, r benchRoute, n int) []time.Duration {
 	out := make([]time.Duration, n)
 	for i := range out {
 		t0 := time.Now()
-		streamOnce(b, c, url)
+		streamRoute(b, c, url, r)
 		out[i] = time.Since(t0)
 	}
 	slices.Sort(out)
@@ -123,6 +143,38 @@ func BenchmarkRelayLatency(b *testing.B) {
 	b.ReportMetric(ms(bl[len(bl)/2]), "baseline-p50-ms")
 	b.ReportMetric(ms(p50-bl[len(bl)/2]), "overhead-p50-ms")
 	b.ReportMetric(float64(p50)/float64(bl[len(bl)/2]), "x-baseline")
+}
+
+// BenchmarkRelayChatLatency measures the chat completions relay side by
+// side with the Messages relay and the baseline, interleaved in one run:
+// the same 40-delta answer, rendered as chat.completion.chunk events with a
+// usage chunk. It reports the chat relay's overhead over the baseline and
+// its ratio to the Messages relay's overhead.
+func BenchmarkRelayChatLatency(b *testing.B) {
+	s := benchStack(b)
+	base := baseline(b)
+	c := newBenchClient()
+	routeLatencies(b, c, s.URL, chatRoute, 50)
+	latencies(b, c, s.URL, 50)
+	latencies(b, c, base, 50)
+	b.ResetTimer()
+	var chat, msgs, bl []time.Duration
+	for i := 0; i < b.N; i++ {
+		chat = append(chat, routeLatencies(b, c, s.URL, chatRoute, 1)...)
+		msgs = append(msgs, latencies(b, c, s.URL, 1)...)
+		bl = append(bl, latencies(b, c, base, 1)...)
+	}
+	b.StopTimer()
+	for _, d := range [][]time.Duration{chat, msgs, bl} {
+		slices.Sort(d)
+	}
+	median := func(d []time.Duration) time.Duration { return d[len(d)/2] }
+	chatOver, msgOver := median(chat)-median(bl), median(msgs)-median(bl)
+	b.ReportMetric(ms(median(chat)), "chat-p50-ms")
+	b.ReportMetric(ms(median(msgs)), "messages-p50-ms")
+	b.ReportMetric(ms(chatOver), "chat-overhead-p50-ms")
+	b.ReportMetric(ms(msgOver), "messages-overhead-p50-ms")
+	b.ReportMetric(float64(chatOver)/float64(max(msgOver, time.Microsecond)), "x-messages-overhead")
 }
 
 // BenchmarkRelayThroughput runs many clients at once and reports streamed

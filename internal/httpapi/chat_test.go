@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	oaioption "github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/meridian-gw/meridian/internal/testkit"
@@ -382,13 +384,23 @@ func TestChatRateLimit(t *testing.T) {
 		s.Upstream.Always(testkit.Reply{Status: 429, Headers: unifiedReset(reset, "rejected")})
 
 		acc, chunks, err := streamChat(t, s.chatClient(), chatParams(openai.UserMessage("look it up")))
-		var se interface{ Error() string }
-		if err == nil {
-			t.Fatal("the stream ended without an error")
+		var se *ssestream.StreamError
+		if !errors.As(err, &se) {
+			t.Fatalf("stream error = %v (%T), want an error chunk", err, err)
 		}
-		se = err
-		if !strings.Contains(se.Error(), `"type":"rate_limit_error"`) || !strings.Contains(se.Error(), `"retry_after":`) {
-			t.Fatalf("stream error = %v, want a rate_limit_error chunk with retry_after", err)
+		var frame struct {
+			Error struct {
+				Type       string `json:"type"`
+				Code       string `json:"code"`
+				RetryAfter int    `json:"retry_after"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(se.Event.Data, &frame); err != nil {
+			t.Fatalf("error chunk %q: %v", se.Event.Data, err)
+		}
+		want := int(time.Until(reset).Seconds())
+		if frame.Error.Type != "rate_limit_error" || frame.Error.Code != "rate_limit_exceeded" || frame.Error.RetryAfter < want-10 || frame.Error.RetryAfter > want+10 {
+			t.Fatalf("error chunk = %s, want rate_limit_error with retry_after about %d", se.Event.Data, want)
 		}
 		if len(chunks) == 0 || acc.Choices[0].Message.Content != "Let me look." {
 			t.Fatalf("before the error: %d chunks, content %+v", len(chunks), acc.Choices)

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -159,6 +160,20 @@ func NewUpstream(t testing.TB) *Upstream {
 	u.URL = u.srv.URL
 	t.Cleanup(u.Close)
 	return u
+}
+
+// StartUpstream starts a fake upstream on addr outside of a test, for
+// trying real clients by hand; Close stops it.
+func StartUpstream(addr string, r Responder) (*Upstream, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	u := &Upstream{responder: r}
+	u.srv = &httptest.Server{Listener: ln, Config: &http.Server{Handler: http.HandlerFunc(u.serve)}}
+	u.srv.Start()
+	u.URL = u.srv.URL
+	return u, nil
 }
 
 // Close stops the server and closes open connections.

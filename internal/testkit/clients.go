@@ -1,0 +1,83 @@
+package testkit
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// The prefix under which the CLI offers a client's tools to the model.
+const clientToolPrefix = "mcp__c__"
+
+// ClientResponder answers the way real coding clients are tried against
+// the fake upstream: a request whose last user text holds USE_TOOL calls a
+// client tool (USE_TOOL:<name> picks it, else the first one), with
+// arguments built from its schema's required properties ("command" runs
+// `echo mock-tool-ran`); a request answering a tool gets "done"; anything
+// else "Hello from the fake upstream."
+func ClientResponder(r Request) Reply {
+	usage := Usage{InputTokens: 12, OutputTokens: 6, CacheReadInputTokens: 4}
+	if lastIsToolResult(r) {
+		return Reply{Text: "done", Usage: usage}
+	}
+	text := r.LastUserText()
+	_, after, ok := strings.Cut(text, "USE_TOOL")
+	if !ok {
+		return Reply{Text: "Hello from the fake upstream.", ChunkSize: 6, Usage: usage}
+	}
+	want := ""
+	if name, ok := strings.CutPrefix(after, ":"); ok {
+		want = strings.Fields(name + " ")[0]
+	}
+	tools, _ := r.Body["tools"].([]any)
+	for _, t := range tools {
+		tm, _ := t.(map[string]any)
+		name, _ := tm["name"].(string)
+		client, ok := strings.CutPrefix(name, clientToolPrefix)
+		if !ok || (want != "" && client != want) {
+			continue
+		}
+		return Reply{Text: "Running " + client + ".", ToolUses: []ToolUse{{Name: name, Input: argumentsFor(tm["input_schema"])}}, Usage: usage}
+	}
+	return Reply{Text: "No tool to use.", Usage: usage}
+}
+
+func lastIsToolResult(r Request) bool {
+	msgs := r.Messages()
+	for i := len(msgs) - 1; i >= 0; i-- {
+		m, _ := msgs[i].(map[string]any)
+		if m["role"] != "user" {
+			continue
+		}
+		blocks, _ := m["content"].([]any)
+		for _, b := range blocks {
+			if bm, _ := b.(map[string]any); bm["type"] == "tool_result" {
+				return true
+			}
+		}
+		return false
+	}
+	return false
+}
+
+func argumentsFor(schema any) map[string]any {
+	b, _ := json.Marshal(schema)
+	var s struct {
+		Required   []string                  `json:"required"`
+		Properties map[string]map[string]any `json:"properties"`
+	}
+	_ = json.Unmarshal(b, &s)
+	args := map[string]any{}
+	for _, name := range s.Required {
+		switch {
+		case name == "command" || name == "cmd":
+			args[name] = "echo mock-tool-ran"
+		case s.Properties[name]["type"] == "integer" || s.Properties[name]["type"] == "number":
+			args[name] = 1
+		case s.Properties[name]["type"] == "boolean":
+			args[name] = false
+		default:
+			args[name] = "mock"
+		}
+	}
+	return args
+}

@@ -40,13 +40,9 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		s.stream(w, r, greq, id, &chatSSE{enc: openai.NewChunkEncoder(id, created, creq.IncludeUsage, creq.Format)})
 		return
 	}
-	out := &collected{}
-	if err := s.gw.Messages(r.Context(), greq, id, out); err != nil {
-		s.fail(w, r, err)
+	out, ok := s.collect(w, r, greq, id)
+	if !ok {
 		return
-	}
-	if out.session != "" {
-		w.Header().Set(headerSession, out.session)
 	}
 	c, err := openai.NewCompletion(openai.Answer{
 		ID: id, Model: out.start.Model, Created: created,

@@ -173,15 +173,7 @@ func TestChatToolLoopOnOneProcess(t *testing.T) {
 		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
 			t.Parallel()
 			s := newStack(t, stackOptions{sessions: true})
-			s.Upstream.Respond(func(r testkit.Request) testkit.Reply {
-				switch toolResults(r) {
-				case 0:
-					return testkit.Reply{Text: "Let me read it.", ToolUses: []testkit.ToolUse{{ID: "toolu_1", Name: modelName("read_file"), Input: map[string]any{"path": "main.go"}}}}
-				case 1:
-					return testkit.Reply{ToolUses: []testkit.ToolUse{{ID: "toolu_2", Name: modelName("run_tests"), Input: map[string]any{"package": "./..."}}}}
-				}
-				return testkit.Reply{Text: "All tests pass."}
-			})
+			s.Upstream.Respond(threeSteps)
 			l := &chatLoop{t: t, s: s, client: s.chatClient(), stream: stream,
 				history: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("fix the build " + fmt.Sprint(stream))}}
 
@@ -199,20 +191,7 @@ func TestChatToolLoopOnOneProcess(t *testing.T) {
 			if msg = l.send(); msg.Content != "All tests pass." || len(msg.ToolCalls) != 0 {
 				t.Fatalf("step 3: %s", msg.RawJSON())
 			}
-			for i, p := range l.pids {
-				if len(p) != 1 || p[0] != l.pids[0][0] {
-					t.Fatalf("step %d ran on %v, step 1 on %v: want one process throughout", i+1, p, l.pids[0])
-				}
-			}
-			reqs := s.Upstream.Requests()
-			if len(reqs) != 3 {
-				t.Fatalf("upstream saw %d requests", len(reqs))
-			}
-			for i, want := range []string{"package main // the real file", "ok  ./... 1.2s"} {
-				if body := string(reqs[i+1].RawBody); !strings.Contains(body, fmt.Sprintf(`"tool_use_id":"toolu_%d"`, i+1)) || !strings.Contains(body, want) {
-					t.Fatalf("upstream request %d lacks the client's output %q:\n%s", i+2, want, reqs[i+1].PrettyBody())
-				}
-			}
+			wantThreeStepsOnOneProcess(t, s, l.pids)
 		})
 	}
 }
@@ -222,16 +201,7 @@ func TestChatToolLoopOnOneProcess(t *testing.T) {
 func TestChatParallelBatchAnsweredInReverse(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, stackOptions{sessions: true})
-	s.Upstream.Respond(func(r testkit.Request) testkit.Reply {
-		if toolResults(r) == 0 {
-			var uses []testkit.ToolUse
-			for _, f := range []string{"a.go", "b.go", "c.go"} {
-				uses = append(uses, testkit.ToolUse{ID: "toolu_" + f[:1], Name: modelName("read_file"), Input: map[string]any{"path": f}})
-			}
-			return testkit.Reply{Text: "Reading three.", ToolUses: uses}
-		}
-		return testkit.Reply{Text: "Read them all."}
-	})
+	s.Upstream.Respond(batchOfThree)
 	l := &chatLoop{t: t, s: s, client: s.chatClient(), stream: true,
 		history: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("read three files")}}
 	calls := l.send().ToolCalls
@@ -247,19 +217,7 @@ func TestChatParallelBatchAnsweredInReverse(t *testing.T) {
 	if l.pids[0][0] != l.pids[1][0] {
 		t.Fatalf("the batch's results ran on %v, the calls on %v", l.pids[1], l.pids[0])
 	}
-	last := s.Upstream.Requests()[1]
-	var pairs []string
-	for _, m := range last.Messages() {
-		blocks, _ := m.(map[string]any)["content"].([]any)
-		for _, b := range blocks {
-			if bm := b.(map[string]any); bm["type"] == "tool_result" {
-				pairs = append(pairs, fmt.Sprintf("%v=%s", bm["tool_use_id"], testkitText(bm["content"])))
-			}
-		}
-	}
-	if got := strings.Join(pairs, " "); got != "toolu_a=contents of toolu_a toolu_b=contents of toolu_b toolu_c=contents of toolu_c" {
-		t.Fatalf("upstream results: %s", got)
-	}
+	wantBatchResults(t, s.Upstream.Requests()[1])
 }
 
 // A two-turn chat conversation with a session header: turn 2 runs on the

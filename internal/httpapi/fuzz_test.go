@@ -15,6 +15,19 @@ import (
 	"github.com/meridian-gw/meridian/internal/testkit"
 )
 
+// fuzzHandler is the whole handler with an in-process stand-in CLI behind
+// it, answering "hello world".
+func fuzzHandler(f *testing.F) http.Handler {
+	driver := claude.New(claude.Config{Path: "in-process", Launcher: testkit.NewInProcessCLI([]string{"hello ", "world"})})
+	gw := gateway.New(gateway.Config{Backend: driver, Inspector: driver, Workspace: f.TempDir(), MaxConcurrent: 64})
+	f.Cleanup(gw.Close)
+	srv, err := httpapi.New(httpapi.Config{Addr: "127.0.0.1:0", Gateway: gw, MaxBodyBytes: 1 << 20})
+	if err != nil {
+		f.Fatal(err)
+	}
+	return srv.Handler()
+}
+
 // FuzzMessagesEndpoint sends arbitrary bodies through the whole handler,
 // with an in-process stand-in CLI behind it: no input may panic or earn a
 // 5xx. Valid requests are answered (200), everything else is the client's
@@ -31,15 +44,7 @@ func FuzzMessagesEndpoint(f *testing.F) {
 	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true,"stop_sequences":["wor"]}`))
 	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"x"}]}`))
 	f.Add([]byte(`{`))
-
-	driver := claude.New(claude.Config{Path: "in-process", Launcher: testkit.NewInProcessCLI([]string{"hello ", "world"})})
-	gw := gateway.New(gateway.Config{Backend: driver, Inspector: driver, Workspace: f.TempDir(), MaxConcurrent: 64})
-	f.Cleanup(gw.Close)
-	srv, err := httpapi.New(httpapi.Config{Addr: "127.0.0.1:0", Gateway: gw, MaxBodyBytes: 1 << 20})
-	if err != nil {
-		f.Fatal(err)
-	}
-	h := srv.Handler()
+	h := fuzzHandler(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, path := range []string{"/v1/messages", "/v1/messages/count_tokens"} {
 			rec := httptest.NewRecorder()
@@ -71,15 +76,7 @@ func FuzzChatEndpoint(f *testing.F) {
 	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true,"stop":"wor","stream_options":{"include_usage":true}}`))
 	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"a","content":"r"}]}`))
 	f.Add([]byte(`{`))
-
-	driver := claude.New(claude.Config{Path: "in-process", Launcher: testkit.NewInProcessCLI([]string{"hello ", "world"})})
-	gw := gateway.New(gateway.Config{Backend: driver, Inspector: driver, Workspace: f.TempDir(), MaxConcurrent: 64})
-	f.Cleanup(gw.Close)
-	srv, err := httpapi.New(httpapi.Config{Addr: "127.0.0.1:0", Gateway: gw, MaxBodyBytes: 1 << 20})
-	if err != nil {
-		f.Fatal(err)
-	}
-	h := srv.Handler()
+	h := fuzzHandler(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(body)))

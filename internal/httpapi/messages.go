@@ -48,15 +48,23 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		s.stream(w, r, greq, id, enc)
 		return
 	}
-	out := &collected{}
-	if err := s.gw.Messages(r.Context(), greq, id, out); err != nil {
+	if out, ok := s.collect(w, r, greq, id); ok {
+		writeJSON(w, http.StatusOK, messageResponse(out))
+	}
+}
+
+// collect runs a request that is answered as one JSON body. When it fails
+// the error is answered and ok is false.
+func (s *Server) collect(w http.ResponseWriter, r *http.Request, req gateway.Request, id string) (out *collected, ok bool) {
+	out = &collected{}
+	if err := s.gw.Messages(r.Context(), req, id, out); err != nil {
 		s.fail(w, r, err)
-		return
+		return nil, false
 	}
 	if out.session != "" {
 		w.Header().Set(headerSession, out.session)
 	}
-	writeJSON(w, http.StatusOK, messageResponse(out))
+	return out, true
 }
 
 // stream serves a streaming request in enc's protocol. Headers go out with

@@ -72,15 +72,7 @@ func toolUses(msg *sdk.Message) []sdk.ToolUseBlock {
 func TestClientToolLoopOnOneProcess(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, stackOptions{sessions: true})
-	s.Upstream.Respond(func(r testkit.Request) testkit.Reply {
-		switch toolResults(r) {
-		case 0:
-			return testkit.Reply{Text: "Let me read it.", ToolUses: []testkit.ToolUse{{ID: "toolu_1", Name: modelName("read_file"), Input: map[string]any{"path": "main.go"}}}}
-		case 1:
-			return testkit.Reply{ToolUses: []testkit.ToolUse{{ID: "toolu_2", Name: modelName("run_tests"), Input: map[string]any{"package": "./..."}}}}
-		}
-		return testkit.Reply{Text: "All tests pass."}
-	})
+	s.Upstream.Respond(threeSteps)
 	l := &toolLoop{t: t, s: s, client: s.client(option.WithHeader("X-Claude-Code-Session-Id", "tool-loop")),
 		history: []sdk.MessageParam{userMessage("fix the build")}}
 
@@ -101,21 +93,8 @@ func TestClientToolLoopOnOneProcess(t *testing.T) {
 	if msg.StopReason != sdk.StopReasonEndTurn || msg.Content[0].Text != "All tests pass." {
 		t.Fatalf("step 3: %+v", msg)
 	}
-	for i, p := range l.pids {
-		if len(p) != 1 || p[0] != l.pids[0][0] {
-			t.Fatalf("step %d ran on %v, step 1 on %v: want one process throughout", i+1, p, l.pids[0])
-		}
-	}
-	reqs := s.Upstream.Requests()
-	if len(reqs) != 3 {
-		t.Fatalf("upstream saw %d requests", len(reqs))
-	}
-	for i, want := range []string{"package main // the real file", "ok  ./... 1.2s"} {
-		if body := string(reqs[i+1].RawBody); !strings.Contains(body, `"tool_use_id":"toolu_`+fmt.Sprint(i+1)+`"`) || !strings.Contains(body, want) {
-			t.Fatalf("upstream request %d lacks the client's result %q:\n%s", i+2, want, reqs[i+1].PrettyBody())
-		}
-	}
-	if tools := reqs[0].Body["tools"].([]any); len(tools) != 2 || tools[0].(map[string]any)["name"] != modelName("read_file") {
+	wantThreeStepsOnOneProcess(t, s, l.pids)
+	if tools := s.Upstream.Requests()[0].Body["tools"].([]any); len(tools) != 2 || tools[0].(map[string]any)["name"] != modelName("read_file") {
 		t.Fatalf("tools offered upstream: %v", tools)
 	}
 }
@@ -125,16 +104,7 @@ func TestClientToolLoopOnOneProcess(t *testing.T) {
 func TestParallelBatchAnsweredInReverse(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, stackOptions{sessions: true})
-	s.Upstream.Respond(func(r testkit.Request) testkit.Reply {
-		if toolResults(r) == 0 {
-			var uses []testkit.ToolUse
-			for _, f := range []string{"a.go", "b.go", "c.go"} {
-				uses = append(uses, testkit.ToolUse{ID: "toolu_" + f[:1], Name: modelName("read_file"), Input: map[string]any{"path": f}})
-			}
-			return testkit.Reply{Text: "Reading three.", ToolUses: uses}
-		}
-		return testkit.Reply{Text: "Read them all."}
-	})
+	s.Upstream.Respond(batchOfThree)
 	l := &toolLoop{t: t, s: s, client: s.client(option.WithHeader("X-Claude-Code-Session-Id", "batch")),
 		history: []sdk.MessageParam{userMessage("read three files")}}
 	calls := toolUses(l.send())
@@ -149,14 +119,64 @@ func TestParallelBatchAnsweredInReverse(t *testing.T) {
 	if msg := l.send(); msg.Content[0].Text != "Read them all." {
 		t.Fatalf("final %+v", msg)
 	}
-	last := s.Upstream.Requests()[1]
+	wantBatchResults(t, s.Upstream.Requests()[1])
+}
+
+// wantThreeStepsOnOneProcess checks a threeSteps loop ran on one claude
+// process and the upstream received the client's real results under the
+// calls' ids.
+func wantThreeStepsOnOneProcess(t *testing.T, s *stack, pids [][]int) {
+	t.Helper()
+	for i, p := range pids {
+		if len(p) != 1 || p[0] != pids[0][0] {
+			t.Fatalf("step %d ran on %v, step 1 on %v: want one process throughout", i+1, p, pids[0])
+		}
+	}
+	reqs := s.Upstream.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("upstream saw %d requests", len(reqs))
+	}
+	for i, want := range []string{"package main // the real file", "ok  ./... 1.2s"} {
+		if body := string(reqs[i+1].RawBody); !strings.Contains(body, fmt.Sprintf(`"tool_use_id":"toolu_%d"`, i+1)) || !strings.Contains(body, want) {
+			t.Fatalf("upstream request %d lacks the client's result %q:\n%s", i+2, want, reqs[i+1].PrettyBody())
+		}
+	}
+}
+
+// threeSteps scripts the upstream of a three-step loop: text and a
+// read_file call, then a run_tests call, then the final text.
+func threeSteps(r testkit.Request) testkit.Reply {
+	switch toolResults(r) {
+	case 0:
+		return testkit.Reply{Text: "Let me read it.", ToolUses: []testkit.ToolUse{{ID: "toolu_1", Name: modelName("read_file"), Input: map[string]any{"path": "main.go"}}}}
+	case 1:
+		return testkit.Reply{ToolUses: []testkit.ToolUse{{ID: "toolu_2", Name: modelName("run_tests"), Input: map[string]any{"package": "./..."}}}}
+	}
+	return testkit.Reply{Text: "All tests pass."}
+}
+
+// batchOfThree scripts three read_file calls in one message, then the
+// final text.
+func batchOfThree(r testkit.Request) testkit.Reply {
+	if toolResults(r) == 0 {
+		var uses []testkit.ToolUse
+		for _, f := range []string{"a.go", "b.go", "c.go"} {
+			uses = append(uses, testkit.ToolUse{ID: "toolu_" + f[:1], Name: modelName("read_file"), Input: map[string]any{"path": f}})
+		}
+		return testkit.Reply{Text: "Reading three.", ToolUses: uses}
+	}
+	return testkit.Reply{Text: "Read them all."}
+}
+
+// wantBatchResults checks the upstream got each of the batch's results
+// under its own id, in the calls' order.
+func wantBatchResults(t *testing.T, last testkit.Request) {
+	t.Helper()
 	var pairs []string
 	for _, m := range last.Messages() {
-		mm := m.(map[string]any)
-		blocks, _ := mm["content"].([]any)
+		blocks, _ := m.(map[string]any)["content"].([]any)
 		for _, b := range blocks {
-			bm := b.(map[string]any)
-			if bm["type"] == "tool_result" {
+			if bm := b.(map[string]any); bm["type"] == "tool_result" {
 				pairs = append(pairs, fmt.Sprintf("%v=%s", bm["tool_use_id"], testkitText(bm["content"])))
 			}
 		}

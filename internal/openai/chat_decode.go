@@ -178,11 +178,7 @@ func decodeParts(path string, raw json.RawMessage, images bool) ([]Part, error) 
 	parts := make([]Part, 0, len(items))
 	for i, item := range items {
 		p := jsonbody.Index(path, i)
-		obj, err := jsonbody.DecodeObject(p, item)
-		if err != nil {
-			return nil, err
-		}
-		typ, err := jsonbody.RequiredString(obj, p, "type")
+		obj, typ, err := typed(p, item)
 		if err != nil {
 			return nil, err
 		}
@@ -286,17 +282,11 @@ func decodeToolCalls(path string, raw json.RawMessage) ([]ToolCall, error) {
 		} else if typ != "" && typ != "function" {
 			return nil, jsonbody.Errorf(p+".type", "only function calls are supported, got %q", typ)
 		}
-		fv, ok := jsonbody.Present(obj, "function")
-		if !ok {
-			return nil, jsonbody.Errorf(p+".function", "Field required")
-		}
-		fn, err := jsonbody.DecodeObject(p+".function", fv)
+		fn, name, err := function(p, obj)
 		if err != nil {
 			return nil, err
 		}
-		if c.Name, err = jsonbody.RequiredString(fn, p+".function", "name"); err != nil {
-			return nil, err
-		}
+		c.Name = name
 		if c.Arguments, err = jsonbody.OptionalString(fn, p+".function", "arguments"); err != nil {
 			return nil, err
 		}
@@ -319,32 +309,18 @@ func decodeTools(raw json.RawMessage) ([]Function, error) {
 	out := make([]Function, 0, len(items))
 	for i, item := range items {
 		p := jsonbody.Index("tools", i)
-		obj, err := jsonbody.DecodeObject(p, item)
-		if err != nil {
-			return nil, err
-		}
-		typ, err := jsonbody.RequiredString(obj, p, "type")
+		obj, typ, err := typed(p, item)
 		if err != nil {
 			return nil, err
 		}
 		if typ != "function" {
 			return nil, jsonbody.Errorf(p+".type", "only function tools are supported, got %q", typ)
 		}
-		fv, ok := jsonbody.Present(obj, "function")
-		if !ok {
-			return nil, jsonbody.Errorf(p+".function", "Field required")
-		}
-		fn, err := jsonbody.DecodeObject(p+".function", fv)
+		fn, name, err := function(p, obj)
 		if err != nil {
 			return nil, err
 		}
-		var f Function
-		if f.Name, err = jsonbody.RequiredString(fn, p+".function", "name"); err != nil {
-			return nil, err
-		}
-		if f.Name == "" {
-			return nil, jsonbody.Errorf(p+".function.name", "must not be empty")
-		}
+		f := Function{Name: name}
 		if f.Description, err = jsonbody.OptionalString(fn, p+".function", "description"); err != nil {
 			return nil, err
 		}
@@ -363,6 +339,34 @@ func decodeTools(raw json.RawMessage) ([]Function, error) {
 		out = append(out, f)
 	}
 	return out, nil
+}
+
+// typed reads an object at path that names its type.
+func typed(path string, raw json.RawMessage) (jsonbody.Object, string, error) {
+	obj, err := jsonbody.DecodeObject(path, raw)
+	if err != nil {
+		return nil, "", err
+	}
+	typ, err := jsonbody.RequiredString(obj, path, "type")
+	return obj, typ, err
+}
+
+// function reads the function object of a tool or a call at path and its
+// name, which may not be empty.
+func function(path string, obj jsonbody.Object) (jsonbody.Object, string, error) {
+	fv, ok := jsonbody.Present(obj, "function")
+	if !ok {
+		return nil, "", jsonbody.Errorf(path+".function", "Field required")
+	}
+	fn, err := jsonbody.DecodeObject(path+".function", fv)
+	if err != nil {
+		return nil, "", err
+	}
+	name, err := jsonbody.RequiredString(fn, path+".function", "name")
+	if err == nil && name == "" {
+		err = jsonbody.Errorf(path+".function.name", "must not be empty")
+	}
+	return fn, name, err
 }
 
 // decodeLimits reads the output limit and stop sequences.

@@ -116,3 +116,30 @@ func TestOverLongKeysAreDigested(t *testing.T) {
 		t.Fatalf("a short key changed: %q", short.Key)
 	}
 }
+
+// Body hints settle only what the headers left to a fingerprint: an
+// explicit session names the conversation, a scope separates fingerprints
+// of different callers without ever joining two conversations.
+func TestWithHints(t *testing.T) {
+	req := request(t, plain)
+	generic := Detect(http.Header{}, req).Identify(http.Header{}, req)
+	if !generic.Fingerprint {
+		t.Fatalf("plain request not fingerprinted: %+v", generic)
+	}
+	if id := generic.WithHints(Hints{Session: " s-9 "}, req); id.Key != "s-9" || id.Fingerprint {
+		t.Fatalf("explicit session: %+v", id)
+	}
+	a := generic.WithHints(Hints{Scope: "cache-a"}, req)
+	b := generic.WithHints(Hints{Scope: "cache-b"}, req)
+	if !a.Fingerprint || a.Key == b.Key || a.Key == generic.Key || a.Key != generic.WithHints(Hints{Scope: "cache-a"}, req).Key {
+		t.Fatalf("scoped fingerprints: %q %q (plain %q)", a.Key, b.Key, generic.Key)
+	}
+	if unchanged := generic.WithHints(Hints{}, req); unchanged != generic {
+		t.Fatalf("no hints changed the identity: %+v", unchanged)
+	}
+	h := headers("X-Claude-Code-Session-Id", "s-1")
+	cc := Detect(h, req).Identify(h, req)
+	if id := cc.WithHints(Hints{Session: "other", Scope: "x"}, req); id != cc {
+		t.Fatalf("hints overrode a header identity: %+v", id)
+	}
+}

@@ -67,4 +67,17 @@ func TestModelsInBothShapes(t *testing.T) {
 	if err != nil || one.ID != page.Data[0].ID {
 		t.Fatalf("get model: %v %+v", err, one)
 	}
+	// The official OpenAI SDK gets the OpenAI shape, and a missing model
+	// is a 404 in its shape.
+	oaPage, err := s.chatClient().Models.List(context.Background())
+	if err != nil || len(oaPage.Data) != len(page.Data) || oaPage.Data[0].OwnedBy != "anthropic" {
+		t.Fatalf("OpenAI SDK list: %v %+v", err, oaPage)
+	}
+	if m, err := s.chatClient().Models.Get(context.Background(), "opus"); err != nil || m.ID != "opus" {
+		t.Fatalf("OpenAI SDK get: %v %+v", err, m)
+	}
+	_, err = s.chatClient().Models.Get(context.Background(), "no-such-model")
+	if ae := chatAPIError(t, err); ae.StatusCode != 404 || ae.Type != "invalid_request_error" {
+		t.Fatalf("missing model: %d %s", ae.StatusCode, ae.RawJSON())
+	}
 }

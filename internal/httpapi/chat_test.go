@@ -370,3 +370,26 @@ func TestChatRateLimit(t *testing.T) {
 		}
 	})
 }
+
+// An answer names the model that ran, as the backend resolved it: asked
+// for "default", the client learns which model that was.
+func TestAnswersNameTheModelThatRan(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{})
+	s.Upstream.Always(testkit.Reply{Text: "ok"})
+	got, err := s.chatClient().Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+		Model: "default", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran, _ := s.Upstream.Requests()[0].Body["model"].(string)
+	if ran == "" || ran == "default" || got.Model != ran {
+		t.Fatalf("the upstream ran %q, the chat answer names %q", ran, got.Model)
+	}
+	p := simpleParams("hi")
+	p.Model = "default"
+	msg, err := s.client().Messages.New(context.Background(), p)
+	if err != nil || string(msg.Model) != ran {
+		t.Fatalf("the Messages answer names %q (%v), the upstream ran %q", msg.Model, err, ran)
+	}
+}

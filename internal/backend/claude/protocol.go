@@ -87,11 +87,6 @@ type streamEvent struct {
 	Usage *usageJSON `json:"usage"`
 }
 
-// typeOnly peeks at a block's or delta's type.
-type typeOnly struct {
-	Type string `json:"type"`
-}
-
 // deltaFields are the parts of a delta the driver looks into.
 type deltaFields struct {
 	Type       string `json:"type"`

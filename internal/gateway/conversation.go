@@ -119,6 +119,9 @@ func (g *Gateway) runTurn(ctx context.Context, t *turn, id string, out Output) e
 	began := g.cfg.Now()
 	r := newRelay(out, Start{ID: id, Model: t.req.Model}, t.req, sess.ID)
 	r.tools, r.answer = t.tools, sess.Answer
+	if len(in.Results) > 0 {
+		r.reported = usageOf(t.live.Reported) // the paused turn's earlier responses
+	}
 	res, err := sess.Turn(ctx, in, func(ev *backend.Event) error {
 		g.observe(ev)
 		return r.handle(ev)
@@ -129,6 +132,7 @@ func (g *Gateway) runTurn(ctx context.Context, t *turn, id string, out Output) e
 	case err == nil && res.Paused:
 		g.log.Info("turn handed client tool calls", append(logAttrs, "calls", len(r.calls))...)
 		finishErr := r.finishPaused()
+		t.live.Reported = backendUsage(plus(r.reported, r.usage))
 		g.publish(ctx, t, sess, res, &r.reply, pendingPin(r.calls))
 		return finishErr
 	case errors.Is(err, errEnough):
@@ -161,6 +165,7 @@ func (g *Gateway) runTurn(ctx context.Context, t *turn, id string, out Output) e
 		"input_tokens", res.Usage.InputTokens, "output_tokens", res.Usage.OutputTokens,
 		"cache_read", res.Usage.CacheReadInputTokens, "cache_write", res.Usage.CacheCreationInputTokens)...)
 	finishErr := r.finish(res)
+	t.live.Reported = backend.Usage{}
 	g.publish(ctx, t, sess, res, &r.reply, res.Pin)
 	return finishErr
 }

@@ -76,6 +76,10 @@ type relay struct {
 
 	usage    anthropic.Usage // summed over finished upstream messages
 	msgUsage anthropic.Usage // the current upstream message's counts
+	// reported is what earlier responses of the same backend turn already
+	// reported: a turn paused for client tools and continued here counts
+	// its calls before the pause in its own total.
+	reported anthropic.Usage
 	delta    []byte
 	reply    reply
 }
@@ -318,10 +322,7 @@ func (r *relay) writeText(idx int, text string) error {
 }
 
 func (r *relay) closeMessageUsage() {
-	r.usage.InputTokens += r.msgUsage.InputTokens
-	r.usage.OutputTokens += r.msgUsage.OutputTokens
-	r.usage.CacheCreationInputTokens += r.msgUsage.CacheCreationInputTokens
-	r.usage.CacheReadInputTokens += r.msgUsage.CacheReadInputTokens
+	r.usage = plus(r.usage, r.msgUsage)
 	r.msgUsage = anthropic.Usage{}
 }
 
@@ -335,7 +336,8 @@ func (r *relay) finish(res *backend.Result) error {
 		// The CLI answered its own tool calls; the client sees a final answer.
 		stop = anthropic.StopEndTurn
 	}
-	return r.out.Finish(Finish{StopReason: stop, Usage: usageOf(res.Usage), SessionID: res.SessionID, Content: r.reply.content()})
+	u := minus(usageOf(res.Usage), r.reported)
+	return r.out.Finish(Finish{StopReason: stop, Usage: u, SessionID: res.SessionID, Content: r.reply.content()})
 }
 
 // finishPaused ends a response whose turn waits for client tool results.
@@ -384,6 +386,36 @@ func (r *relay) closeOpenBlocks() error {
 		}
 	}
 	return nil
+}
+
+// minus is a's counts less b's, none below zero.
+func minus(a, b anthropic.Usage) anthropic.Usage {
+	sub := func(x, y int) int { return max(x-y, 0) }
+	return anthropic.Usage{
+		InputTokens:              sub(a.InputTokens, b.InputTokens),
+		OutputTokens:             sub(a.OutputTokens, b.OutputTokens),
+		CacheCreationInputTokens: sub(a.CacheCreationInputTokens, b.CacheCreationInputTokens),
+		CacheReadInputTokens:     sub(a.CacheReadInputTokens, b.CacheReadInputTokens),
+	}
+}
+
+// plus is the sum of a's and b's counts.
+func plus(a, b anthropic.Usage) anthropic.Usage {
+	return anthropic.Usage{
+		InputTokens:              a.InputTokens + b.InputTokens,
+		OutputTokens:             a.OutputTokens + b.OutputTokens,
+		CacheCreationInputTokens: a.CacheCreationInputTokens + b.CacheCreationInputTokens,
+		CacheReadInputTokens:     a.CacheReadInputTokens + b.CacheReadInputTokens,
+	}
+}
+
+func backendUsage(u anthropic.Usage) backend.Usage {
+	return backend.Usage{
+		InputTokens:              u.InputTokens,
+		OutputTokens:             u.OutputTokens,
+		CacheCreationInputTokens: u.CacheCreationInputTokens,
+		CacheReadInputTokens:     u.CacheReadInputTokens,
+	}
 }
 
 func usageOf(u backend.Usage) anthropic.Usage {

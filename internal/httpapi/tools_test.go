@@ -425,3 +425,28 @@ func TestLongToolCallCompletes(t *testing.T) {
 		t.Fatal("the result did not reach the upstream")
 	}
 }
+
+// Each response of a tool loop reports the usage of its own upstream
+// calls: the CLI counts a paused and continued turn as one, but the calls
+// before the pause were already reported with the tool calls.
+func TestContinuedTurnReportsOnlyItsOwnUsage(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{sessions: true})
+	perCall := testkit.Usage{InputTokens: 10, OutputTokens: 2, CacheReadInputTokens: 5}
+	s.Upstream.Respond(func(r testkit.Request) testkit.Reply {
+		reply := threeSteps(r)
+		reply.Usage = perCall
+		return reply
+	})
+	l := &toolLoop{t: t, s: s, client: s.client(option.WithHeader("X-Claude-Code-Session-Id", "usage")),
+		history: []sdk.MessageParam{userMessage("fix the build")}}
+	for step, result := range []string{"package main", "ok", ""} {
+		msg := l.send()
+		if u := msg.Usage; u.InputTokens != 10 || u.OutputTokens != 2 || u.CacheReadInputTokens != 5 {
+			t.Fatalf("step %d reports %+v, want one call's usage", step+1, u)
+		}
+		if calls := toolUses(msg); len(calls) == 1 {
+			l.history = append(l.history, sdk.NewUserMessage(sdk.NewToolResultBlock(calls[0].ID, result, false)))
+		}
+	}
+}

@@ -35,6 +35,9 @@ type Live struct {
 	// it.
 	Version int64
 	Pin     string
+	// Reported is the usage that responses of the session's paused turn
+	// already reported, which the turn's final total includes.
+	Reported backend.Usage
 
 	lastUsed time.Time
 }

@@ -35,9 +35,9 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	id := "chatcmpl-" + rand.Text()
 	created := time.Now().Unix()
-	greq := gateway.Request{Body: creq.Anthropic(), Header: r.Header, Hints: chatHints(creq), Echo: creq.Echo}
+	greq := gateway.Request{Body: creq.Anthropic(), Header: r.Header, Hints: bodyHints(creq.Identity), Echo: creq.Echo}
 	if creq.Stream {
-		s.stream(w, r, greq, id, &chatSSE{enc: openai.NewChunkEncoder(id, created, creq.IncludeUsage, creq.Format)})
+		_ = s.stream(w, r, greq, id, &chatSSE{enc: openai.NewChunkEncoder(id, created, creq.IncludeUsage, creq.Format)})
 		return
 	}
 	out, ok := s.collect(w, r, greq, id)
@@ -55,9 +55,9 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, c)
 }
 
-// chatHints are the body's identity signals: an explicit session in the
-// metadata, and the cache key and user, which only keep callers apart.
-func chatHints(req *openai.ChatRequest) adapter.Hints {
+// bodyHints are an OpenAI body's identity signals: an explicit session in
+// the metadata, and the cache key and user, which only keep callers apart.
+func bodyHints(req openai.Identity) adapter.Hints {
 	h := adapter.Hints{Session: req.Metadata["session_id"]}
 	if h.Session == "" {
 		h.Session = req.Metadata["conversation_id"]

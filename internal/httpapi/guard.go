@@ -45,13 +45,20 @@ func needsKey(path string) bool {
 	return strings.HasPrefix(path, "/v1/") || path == "/messages" || strings.HasPrefix(path, "/messages/")
 }
 
-func (s *Server) keyOK(r *http.Request) bool {
+// presentedKey is the API key a request carries, as x-api-key or a bearer
+// token.
+func presentedKey(r *http.Request) string {
 	key := r.Header.Get("X-Api-Key")
 	if key == "" {
 		if auth := r.Header.Get("Authorization"); len(auth) > 7 && strings.EqualFold(auth[:7], "bearer ") {
 			key = strings.TrimSpace(auth[7:])
 		}
 	}
+	return key
+}
+
+func (s *Server) keyOK(r *http.Request) bool {
+	key := presentedKey(r)
 	if key == "" {
 		return false
 	}

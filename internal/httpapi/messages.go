@@ -45,7 +45,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	greq := gateway.Request{Body: req, Header: r.Header}
 	if req.Stream {
 		enc := &messagesSSE{provisional: gateway.Start{ID: id, Model: req.Model}}
-		s.stream(w, r, greq, id, enc)
+		_ = s.stream(w, r, greq, id, enc)
 		return
 	}
 	if out, ok := s.collect(w, r, greq, id); ok {
@@ -71,16 +71,19 @@ func (s *Server) collect(w http.ResponseWriter, r *http.Request, req gateway.Req
 // the first model output (or the first ping), so a failure before that is
 // answered with a real HTTP status and Retry-After; after it, with an
 // error frame in the stream.
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, req gateway.Request, id string, enc sseEncoder) {
+//
+// It returns the gateway's error, already answered.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, req gateway.Request, id string, enc sseEncoder) error {
 	out := newSSEWriter(w, enc, s.cfg.PingInterval)
 	defer out.stopPings()
 	err := s.gw.Messages(r.Context(), req, id, out)
 	// No ping may commit the stream while an error is being answered.
 	out.stopPings()
 	if err == nil || out.fail(err) {
-		return
+		return err
 	}
 	s.fail(w, r, err)
+	return err
 }
 
 func messageResponse(o *collected) anthropic.Response {

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/gateway"
+	"github.com/meridian-gw/meridian/internal/openai"
+	"github.com/meridian-gw/meridian/internal/responses"
 )
 
 // Config configures a Server.
@@ -32,6 +34,13 @@ type Config struct {
 	DrainTimeout time.Duration
 	// Version is reported by GET /.
 	Version string
+
+	// Responses keeps stored Responses API responses, Jobs runs background
+	// ones, and Sealer seals the reasoning handed to clients. Without
+	// Responses nothing is stored and background responses are refused.
+	Responses *responses.Store
+	Jobs      *responses.Jobs
+	Sealer    *openai.Sealer
 
 	Gateway *gateway.Gateway
 	Logger  *slog.Logger
@@ -68,6 +77,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Jobs == nil {
+		cfg.Jobs = responses.NewJobs(0, 0)
 	}
 	if err := CheckExposure(cfg.Addr, cfg.APIKey); err != nil {
 		return nil, err
@@ -141,6 +153,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}
 	}
 	wg.Wait()
+	// Background responses end with the server: each is recorded as
+	// failed, to be sent again.
+	s.cfg.Jobs.Close()
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
@@ -155,6 +170,13 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /messages/count_tokens", s.countTokens)
 	mux.HandleFunc("POST /v1/chat/completions", s.chatCompletions)
 	mux.HandleFunc("POST /chat/completions", s.chatCompletions)
+	for _, prefix := range []string{"/v1", ""} {
+		mux.HandleFunc("POST "+prefix+"/responses", s.createResponse)
+		mux.HandleFunc("GET "+prefix+"/responses/{id}", s.getResponse)
+		mux.HandleFunc("DELETE "+prefix+"/responses/{id}", s.deleteResponse)
+		mux.HandleFunc("GET "+prefix+"/responses/{id}/input_items", s.inputItems)
+		mux.HandleFunc("POST "+prefix+"/responses/{id}/cancel", s.cancelResponse)
+	}
 	mux.HandleFunc("GET /v1/models", s.listModels)
 	mux.HandleFunc("GET /v1/models/{id}", s.getModel)
 	mux.HandleFunc("GET /v1/sessions", s.listSessions)
@@ -169,7 +191,7 @@ func (s *Server) routes() http.Handler {
 func knownPath(p string) bool {
 	switch p {
 	case "/v1/messages", "/messages", "/v1/messages/count_tokens", "/messages/count_tokens",
-		"/v1/chat/completions", "/chat/completions", "/v1/models", "/v1/sessions", "/health", "/":
+		"/v1/chat/completions", "/chat/completions", "/v1/responses", "/responses", "/v1/models", "/v1/sessions", "/health", "/":
 		return true
 	}
 	return false

@@ -17,6 +17,8 @@ import (
 	"github.com/meridian-gw/meridian/internal/backend/claude"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/httpapi"
+	"github.com/meridian-gw/meridian/internal/openai"
+	"github.com/meridian-gw/meridian/internal/responses"
 	"github.com/meridian-gw/meridian/internal/session"
 	"github.com/meridian-gw/meridian/internal/store"
 	"github.com/meridian-gw/meridian/internal/testkit"
@@ -53,6 +55,11 @@ type stackOptions struct {
 	// share runs this stack as another meridian process beside an
 	// existing one: same upstream, CLI config dir and data dir.
 	share *stack
+	// responses bounds the response store (with sessions); maxJobs and
+	// logBytes the background runs.
+	responses responses.Config
+	maxJobs   int
+	logBytes  int
 }
 
 func newStack(t testing.TB, o stackOptions) *stack {
@@ -100,7 +107,7 @@ func newStack(t testing.TB, o stackOptions) *stack {
 		cfg.Leases = session.NewLeases(db, 0, log)
 	}
 	gw := gateway.New(cfg)
-	srv, err := httpapi.New(httpapi.Config{
+	hcfg := httpapi.Config{
 		Addr:         "127.0.0.1:0",
 		APIKey:       o.apiKey,
 		MaxBodyBytes: o.maxBodyBytes,
@@ -108,7 +115,12 @@ func newStack(t testing.TB, o stackOptions) *stack {
 		Version:      "test",
 		Gateway:      gw,
 		Logger:       log,
-	})
+		Jobs:         responses.NewJobs(o.maxJobs, o.logBytes),
+	}
+	if o.sessions {
+		hcfg.Responses, hcfg.Sealer = openResponses(t, dataDir, o.responses)
+	}
+	srv, err := httpapi.New(hcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,6 +152,29 @@ func newStack(t testing.TB, o stackOptions) *stack {
 	})
 	return &stack{URL: "http://" + ln.Addr().(*net.TCPAddr).String(), Upstream: up, Marker: marker, Gateway: gw,
 		DataDir: dataDir, env: env, stop: stop}
+}
+
+// openResponses opens the response store in a data dir, with its sealer.
+func openResponses(t testing.TB, dataDir string, cfg responses.Config) (*responses.Store, *openai.Sealer) {
+	t.Helper()
+	db, err := store.Open(context.Background(), filepath.Join(dataDir, "meridian.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	rs, err := responses.Open(context.Background(), db, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := rs.SealKey(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealer, err := openai.NewSealer(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rs, sealer
 }
 
 // client returns an official SDK client for the stack, without SDK retries

@@ -36,15 +36,19 @@ type ChatRequest struct {
 	IncludeUsage    bool // stream_options.include_usage
 	Format          *ResponseFormat
 
-	// Identity signals: who is asking and which conversation, when the
-	// client says so in the body.
-	User           string
-	PromptCacheKey string
-	Metadata       map[string]string
+	Identity
 
 	// Ignored names the parameters that were accepted but cannot be
 	// honoured, for X-Meridian-Ignored-Params.
 	Ignored []string
+}
+
+// Identity is what a body says about who is asking and in which
+// conversation: user, prompt_cache_key and metadata.
+type Identity struct {
+	User           string
+	PromptCacheKey string
+	Metadata       map[string]string
 }
 
 // ChatMessage is one message of the conversation.
@@ -74,11 +78,15 @@ type ToolCall struct {
 	Arguments string // a JSON object, as text
 }
 
-// Function is a tool the client offers.
+// Function is a tool the client offers. Name is what the model calls it;
+// a function of a Responses namespace also keeps its Namespace and its
+// Local name there, so a call maps back exactly.
 type Function struct {
 	Name        string
 	Description string
 	Parameters  []byte // a JSON Schema object; nil when absent
+	Namespace   string
+	Local       string
 }
 
 // ResponseFormat asks for a JSON answer: any JSON object (json_object), or

@@ -44,7 +44,7 @@ func DecodeChatRequest(body []byte) (*ChatRequest, error) {
 		}
 	}
 	for _, step := range []func(jsonbody.Object, *ChatRequest) error{
-		decodeLimits, decodeStreaming, decodeReasoning, decodeToolChoice, decodeFormat, decodeIdentity, decodeRefused, decodeIgnored,
+		decodeLimits, decodeStreaming, decodeReasoning, decodeChatToolChoice, decodeFormat, decodeChatIdentity, decodeRefused, decodeIgnored, decodeStore,
 	} {
 		if err := step(top, req); err != nil {
 			return nil, err
@@ -233,7 +233,12 @@ func decodeImage(path string, obj jsonbody.Object) (Part, error) {
 			return Part{}, err
 		}
 	}
-	field := path + ".image_url.url"
+	return imageURL(path+".image_url.url", url)
+}
+
+// imageURL reads an image given by URL: a base64 data URL becomes an
+// image the model sees; an https URL is passed on for the API to fetch.
+func imageURL(field, url string) (Part, error) {
 	if rest, ok := strings.CutPrefix(url, "data:"); ok {
 		meta, data, ok := strings.Cut(rest, ",")
 		mediaType, b64 := strings.CutSuffix(meta, ";base64")
@@ -446,10 +451,14 @@ func decodeReasoning(top jsonbody.Object, req *ChatRequest) error {
 	return nil
 }
 
+func decodeChatToolChoice(top jsonbody.Object, req *ChatRequest) error {
+	return decodeToolChoice(top, &req.Ignored)
+}
+
 // decodeToolChoice checks tool_choice and parallel_tool_calls. The backend
 // offers every tool on every turn and lets the model call several at once,
 // so only the defaults are honoured; anything else is reported as ignored.
-func decodeToolChoice(top jsonbody.Object, req *ChatRequest) error {
+func decodeToolChoice(top jsonbody.Object, ignored *[]string) error {
 	if v, ok := jsonbody.Present(top, "tool_choice"); ok {
 		s, isString, err := jsonbody.StringValue("tool_choice", v)
 		switch {
@@ -460,7 +469,7 @@ func decodeToolChoice(top jsonbody.Object, req *ChatRequest) error {
 				return jsonbody.Errorf("tool_choice", "must be none, auto, required or an object naming a function, got %q", s)
 			}
 			if s != "auto" {
-				req.Ignored = append(req.Ignored, "tool_choice")
+				*ignored = append(*ignored, "tool_choice")
 			}
 		default:
 			tc, err := jsonbody.DecodeObject("tool_choice", v)
@@ -470,7 +479,7 @@ func decodeToolChoice(top jsonbody.Object, req *ChatRequest) error {
 			if _, err := jsonbody.RequiredString(tc, "tool_choice", "type"); err != nil {
 				return err
 			}
-			req.Ignored = append(req.Ignored, "tool_choice")
+			*ignored = append(*ignored, "tool_choice")
 		}
 	}
 	if v, ok := jsonbody.Present(top, "parallel_tool_calls"); ok {
@@ -479,7 +488,7 @@ func decodeToolChoice(top jsonbody.Object, req *ChatRequest) error {
 			return err
 		}
 		if !parallel {
-			req.Ignored = append(req.Ignored, "parallel_tool_calls")
+			*ignored = append(*ignored, "parallel_tool_calls")
 		}
 	}
 	return nil
@@ -535,7 +544,11 @@ func decodeFormat(top jsonbody.Object, req *ChatRequest) error {
 	return nil
 }
 
-func decodeIdentity(top jsonbody.Object, req *ChatRequest) error {
+func decodeChatIdentity(top jsonbody.Object, req *ChatRequest) error {
+	return decodeIdentity(top, &req.Identity)
+}
+
+func decodeIdentity(top jsonbody.Object, req *Identity) error {
 	var err error
 	if req.User, err = jsonbody.OptionalString(top, "", "user"); err != nil {
 		return err
@@ -603,7 +616,9 @@ func decodeRefused(top jsonbody.Object, _ *ChatRequest) error {
 
 // ignoredParams are accepted with their type checked, and reported: the
 // CLI has no way to take them.
-var ignoredParams = []struct{ name, want string }{
+type ignoredParam struct{ name, want string }
+
+var ignoredParams = []ignoredParam{
 	{"temperature", "number"},
 	{"top_p", "number"},
 	{"frequency_penalty", "number"},
@@ -617,7 +632,16 @@ var ignoredParams = []struct{ name, want string }{
 }
 
 func decodeIgnored(top jsonbody.Object, req *ChatRequest) error {
-	for _, p := range ignoredParams {
+	ignored, err := ignoredOf(top, ignoredParams)
+	req.Ignored = append(req.Ignored, ignored...)
+	return err
+}
+
+// ignoredOf type-checks the parameters of list that are present and
+// names them.
+func ignoredOf(top jsonbody.Object, list []ignoredParam) ([]string, error) {
+	var names []string
+	for _, p := range list {
 		v, ok := jsonbody.Present(top, p.name)
 		if !ok {
 			continue
@@ -632,10 +656,15 @@ func decodeIgnored(top jsonbody.Object, req *ChatRequest) error {
 			dst = new(map[string]json.RawMessage)
 		}
 		if err := jsonbody.As(p.name, v, dst, article(p.want)); err != nil {
-			return err
+			return nil, err
 		}
-		req.Ignored = append(req.Ignored, p.name)
+		names = append(names, p.name)
 	}
+	return names, nil
+}
+
+// decodeStore reports store: true, which chat completions never honour.
+func decodeStore(top jsonbody.Object, req *ChatRequest) error {
 	if v, ok := jsonbody.Present(top, "store"); ok {
 		var store bool
 		if err := jsonbody.As("store", v, &store, "a boolean"); err != nil {

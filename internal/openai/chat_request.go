@@ -127,14 +127,7 @@ func assistantBlocks(m ChatMessage) []anthropic.ContentBlock {
 		out = append(out, textBlock(text.String()))
 	}
 	for _, c := range m.ToolCalls {
-		input := compact([]byte(c.Arguments))
-		raw, _ := json.Marshal(struct {
-			Type  string          `json:"type"`
-			ID    string          `json:"id"`
-			Name  string          `json:"name"`
-			Input json.RawMessage `json:"input"`
-		}{anthropic.BlockToolUse, c.ID, c.Name, input})
-		out = append(out, anthropic.ContentBlock{Type: anthropic.BlockToolUse, ID: c.ID, Name: c.Name, Input: input, Raw: raw})
+		out = append(out, toolUseBlock(c.ID, c.Name, c.Arguments))
 	}
 	return out
 }

@@ -167,6 +167,25 @@ func migrations() []string {
 		expires_at  INTEGER NOT NULL,
 		PRIMARY KEY (project, spawn_id, owner_pid)
 	);`,
+		// Stored Responses API responses, scoped to a credential, and the
+		// key that seals reasoning handed to clients.
+		`CREATE TABLE responses (
+		id          TEXT    PRIMARY KEY,
+		scope       TEXT    NOT NULL,
+		created_at  INTEGER NOT NULL,
+		status      TEXT    NOT NULL,
+		background  INTEGER NOT NULL,
+		previous_id TEXT,
+		owner       TEXT    NOT NULL,
+		input       BLOB    NOT NULL,
+		response    BLOB    NOT NULL,
+		bytes       INTEGER NOT NULL
+	);
+	CREATE INDEX responses_created ON responses (created_at);
+	CREATE TABLE seal_key (
+		id  INTEGER PRIMARY KEY,
+		key BLOB    NOT NULL
+	);`,
 	}
 }
 

@@ -1,0 +1,182 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/meridian-gw/meridian/internal/anthropic"
+	"github.com/meridian-gw/meridian/internal/gateway"
+	"github.com/meridian-gw/meridian/internal/openai"
+	"github.com/meridian-gw/meridian/internal/responses"
+	"github.com/meridian-gw/meridian/internal/retryafter"
+)
+
+// storeTimeout bounds the store writes that record a response's end; they
+// run even when the client has gone.
+const storeTimeout = 10 * time.Second
+
+// responseCall is one POST /v1/responses in flight.
+type responseCall struct {
+	req   *openai.ResponsesRequest
+	meta  openai.ResponseMeta
+	greq  gateway.Request
+	id    string
+	scope string
+	store bool // a record exists and follows the response
+}
+
+// createResponse serves POST /v1/responses: the request, after the history
+// of its previous response, becomes the Messages API request the gateway
+// runs; the answer is a response object, its event stream, or — in the
+// background — a stored response that runs on its own.
+func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
+	body, herr := s.readBody(w, r)
+	if herr != nil {
+		writeError(w, r, herr)
+		return
+	}
+	rreq, err := openai.DecodeResponsesRequest(body)
+	if err != nil {
+		writeError(w, r, invalidField(err))
+		return
+	}
+	if rreq.Background && s.cfg.Responses == nil {
+		writeError(w, r, gateway.InvalidRequest("background responses need the response store, which this server runs without"))
+		return
+	}
+	c := &responseCall{req: rreq, id: "resp_" + rand.Text(), scope: credentialScope(r)}
+	hist, gerr := s.history(r.Context(), c.scope, rreq)
+	if gerr != nil {
+		writeError(w, r, gerr)
+		return
+	}
+	areq, err := rreq.Anthropic(hist)
+	if err != nil {
+		writeError(w, r, invalidField(err))
+		return
+	}
+	if len(rreq.Ignored) > 0 {
+		w.Header().Set(headerIgnored, strings.Join(rreq.Ignored, ", "))
+	}
+	c.meta = rreq.Meta(c.id, time.Now().Unix(), s.cfg.Sealer)
+	c.greq = gateway.Request{Body: areq, Header: r.Header, Hints: bodyHints(rreq.Identity), Echo: rreq.Echo}
+	if rreq.Store && s.cfg.Responses != nil {
+		status := openai.StatusInProgress
+		if rreq.Background {
+			status = openai.StatusQueued
+		}
+		if gerr := s.putResponse(r.Context(), c, status); gerr != nil {
+			writeError(w, r, gerr)
+			return
+		}
+		c.store = true
+	}
+	switch {
+	case rreq.Background:
+		s.background(w, r, c)
+	case rreq.Stream:
+		enc := &responsesSSE{enc: openai.NewResponseEncoder(c.meta)}
+		err := s.stream(w, r, c.greq, c.id, enc)
+		s.recordEnd(r.Context(), c, enc.enc, err)
+	default:
+		s.responseJSON(w, r, c)
+	}
+}
+
+// responseJSON answers with the whole response object.
+func (s *Server) responseJSON(w http.ResponseWriter, r *http.Request, c *responseCall) {
+	out := &collected{}
+	err := s.gw.Messages(r.Context(), c.greq, c.id, out)
+	var resp openai.Response
+	if err == nil {
+		resp, err = c.meta.Complete(out.start.Model, out.finish.Content, out.finish.StopReason, out.finish.Usage)
+		err = formatMismatch(err)
+	}
+	if err != nil {
+		ge := asGatewayError(err)
+		s.storeEnd(r.Context(), c, c.meta.Failed(nil, ge.Status, ge.Message, ge.RetryAfterSeconds()))
+		s.fail(w, r, err)
+		return
+	}
+	s.storeEnd(r.Context(), c, resp)
+	if out.session != "" {
+		w.Header().Set(headerSession, out.session)
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// recordEnd stores how a streamed response ended.
+func (s *Server) recordEnd(ctx context.Context, c *responseCall, enc *openai.ResponseEncoder, err error) {
+	if !c.store {
+		return
+	}
+	if final := enc.Final(); final != nil {
+		s.storeEnd(ctx, c, *final)
+		return
+	}
+	if err == nil || errors.Is(err, context.Canceled) || ctx.Err() != nil {
+		resp := c.meta.Failed(nil, http.StatusInternalServerError, "the client went away before the response finished", 0)
+		resp.Error.Code = "client_disconnected"
+		s.storeEnd(ctx, c, resp)
+		return
+	}
+	ge := asGatewayError(err)
+	s.storeEnd(ctx, c, c.meta.Failed(nil, ge.Status, ge.Message, ge.RetryAfterSeconds()))
+}
+
+// putResponse records a new response; a full ledger of running responses
+// refuses it with a wait.
+func (s *Server) putResponse(ctx context.Context, c *responseCall, status string) *gateway.Error {
+	snap, _ := json.Marshal(c.meta.Snapshot(status, nil))
+	err := s.cfg.Responses.Put(ctx, responses.Record{
+		ID: c.id, Scope: c.scope, Status: status, Background: c.req.Background, Previous: c.req.Previous,
+		Input: openai.ItemsJSON(c.req.Input, "in_"+strings.TrimPrefix(c.id, "resp_")), Response: snap,
+	})
+	switch {
+	case errors.Is(err, responses.ErrFull):
+		return overloaded("the response store is full of responses still running; retry later")
+	case err != nil:
+		s.log.Error("could not store a response", "err", err)
+		return &gateway.Error{Status: http.StatusInternalServerError, Type: anthropic.ErrAPI, Message: "could not store the response"}
+	}
+	return nil
+}
+
+// storeEnd records a response's final object.
+func (s *Server) storeEnd(ctx context.Context, c *responseCall, resp openai.Response) {
+	if !c.store {
+		return
+	}
+	body, _ := json.Marshal(resp)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	defer cancel()
+	if err := s.cfg.Responses.Update(sctx, c.id, resp.Status, body); err != nil && !errors.Is(err, responses.ErrNotFound) {
+		s.log.Warn("could not record a response's end", "response", c.id, "err", err)
+	}
+}
+
+// overloaded is a 529 with the overload wait.
+func overloaded(msg string) *gateway.Error {
+	e := &gateway.Error{Status: anthropic.StatusOverloaded, Type: anthropic.ErrOverloaded, Message: msg}
+	e.RetryAfter, e.WaitSource = retryafter.Compute(retryafter.Facts{Status: e.Status, Message: msg, Now: time.Now()})
+	return e
+}
+
+// credentialScope names who may see a stored response: the digest of the
+// key the request presented, or the local user when it presented none.
+func credentialScope(r *http.Request) string {
+	key := presentedKey(r)
+	if key == "" {
+		return "local"
+	}
+	sum := sha256.Sum256([]byte(key))
+	return "key:" + hex.EncodeToString(sum[:16])
+}
+

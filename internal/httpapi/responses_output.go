@@ -1,0 +1,202 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/meridian-gw/meridian/internal/gateway"
+	"github.com/meridian-gw/meridian/internal/openai"
+	"github.com/meridian-gw/meridian/internal/responses"
+)
+
+// responsesSSE renders Responses API events.
+type responsesSSE struct {
+	enc     *openai.ResponseEncoder
+	started bool
+}
+
+func (e *responsesSSE) start(dst []byte, st gateway.Start) []byte {
+	if e.started {
+		return dst
+	}
+	e.started = true
+	return e.enc.Start(dst, st.Model)
+}
+
+func (e *responsesSSE) blockStart(dst []byte, index int, block json.RawMessage) []byte {
+	return e.enc.BlockStart(dst, index, block)
+}
+
+func (e *responsesSSE) blockDelta(dst []byte, index int, delta json.RawMessage) []byte {
+	return e.enc.BlockDelta(dst, index, delta)
+}
+
+func (e *responsesSSE) blockStop(dst []byte, index int) []byte {
+	return e.enc.BlockStop(dst, index)
+}
+
+func (e *responsesSSE) finish(dst []byte, f gateway.Finish) ([]byte, error) {
+	out, err := e.enc.Finish(dst, f.StopReason, f.Usage)
+	if err != nil {
+		return dst, formatMismatch(err)
+	}
+	return out, nil
+}
+
+func (e *responsesSSE) ping(dst []byte) []byte { return openai.AppendPing(dst) }
+
+func (e *responsesSSE) fail(dst []byte, ge *gateway.Error) []byte {
+	return e.enc.Fail(dst, ge.Status, ge.Message, ge.RetryAfterSeconds())
+}
+
+// logOutput receives a background response: its events go to the event
+// log, one frame each, where followers read them. It implements
+// gateway.Output.
+type logOutput struct {
+	mu   sync.Mutex // Final and status are read by pollers
+	enc  *responsesSSE
+	log  *responses.EventLog
+	buf  []byte
+	live string // queued, then in_progress once the model answers
+}
+
+func newLogOutput(meta openai.ResponseMeta) *logOutput {
+	return &logOutput{enc: &responsesSSE{enc: openai.NewResponseEncoder(meta)}, live: openai.StatusQueued}
+}
+
+// attach starts writing to the job's log, with the queued response first.
+func (o *logOutput) attach(log *responses.EventLog) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.log = log
+	o.append(o.enc.enc.Queued(nil))
+}
+
+// append hands complete frames to the log; each ends in a blank line,
+// which no JSON string holds unescaped.
+func (o *logOutput) append(frames []byte) {
+	var out [][]byte
+	for len(frames) > 0 {
+		i := bytes.Index(frames, []byte("\n\n"))
+		if i < 0 {
+			break
+		}
+		out = append(out, bytes.Clone(frames[:i+2]))
+		frames = frames[i+2:]
+	}
+	o.log.Append(out...)
+}
+
+func (o *logOutput) do(f func(dst []byte) []byte) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.buf = f(o.buf[:0])
+	o.append(o.buf)
+	return nil
+}
+
+func (o *logOutput) Start(st gateway.Start) error {
+	return o.do(func(dst []byte) []byte {
+		o.live = openai.StatusInProgress
+		return o.enc.start(dst, st)
+	})
+}
+
+func (o *logOutput) BlockStart(index int, block json.RawMessage) error {
+	return o.do(func(dst []byte) []byte { return o.enc.blockStart(dst, index, block) })
+}
+
+func (o *logOutput) BlockDelta(index int, delta json.RawMessage) error {
+	return o.do(func(dst []byte) []byte { return o.enc.blockDelta(dst, index, delta) })
+}
+
+func (o *logOutput) BlockStop(index int) error {
+	return o.do(func(dst []byte) []byte { return o.enc.blockStop(dst, index) })
+}
+
+func (o *logOutput) Flush() error { return nil }
+func (o *logOutput) Abandon(int)  {}
+
+func (o *logOutput) Finish(f gateway.Finish) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out, err := o.enc.finish(o.buf[:0], f)
+	if err != nil {
+		return err
+	}
+	o.append(out)
+	return nil
+}
+
+// end finishes the response whatever happened: failed with the error, or
+// cancelled; one that finished keeps its end. It returns the final object.
+func (o *logOutput) end(err error, cancelled bool) openai.Response {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.enc.enc.Final() == nil {
+		if cancelled {
+			o.append(o.enc.enc.Cancelled(nil))
+		} else {
+			ge := asGatewayError(err)
+			o.append(o.enc.fail(nil, ge))
+		}
+	}
+	return *o.enc.enc.Final()
+}
+
+// status is the response's status while it runs.
+func (o *logOutput) status() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if f := o.enc.enc.Final(); f != nil {
+		return f.Status
+	}
+	return o.live
+}
+
+// follow streams a background response's events after sequence number
+// after, live until it ends, with pings while it is quiet.
+func (s *Server) follow(w http.ResponseWriter, r *http.Request, log *responses.EventLog, after int) {
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	var mu sync.Mutex
+	write := func(frames [][]byte) error {
+		mu.Lock()
+		defer mu.Unlock()
+		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+		defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
+		for _, f := range frames {
+			if _, err := w.Write(f); err != nil {
+				return err
+			}
+		}
+		return rc.Flush()
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(s.cfg.PingInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				_ = write([][]byte{openai.AppendPing(nil)})
+			}
+		}
+	})
+	err := log.Follow(r.Context(), after, write)
+	close(stop)
+	wg.Wait()
+	if err != nil && r.Context().Err() == nil {
+		s.log.Debug("background stream ended early", "err", err)
+	}
+}

@@ -1,0 +1,260 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+
+	"github.com/meridian-gw/meridian/internal/anthropic"
+	"github.com/meridian-gw/meridian/internal/gateway"
+	"github.com/meridian-gw/meridian/internal/openai"
+	"github.com/meridian-gw/meridian/internal/responses"
+)
+
+// history rebuilds what a request continues: the input and output items of
+// its previous response and that one's predecessors, oldest first, and the
+// items an item_reference may name.
+func (s *Server) history(ctx context.Context, scope string, req *openai.ResponsesRequest) (openai.History, *gateway.Error) {
+	h := openai.History{Sealer: s.cfg.Sealer}
+	if req.Previous == "" {
+		return h, nil
+	}
+	notFound := func(msg string) *gateway.Error {
+		e := gateway.InvalidRequest(msg)
+		e.Param = "previous_response_id"
+		return e
+	}
+	if s.cfg.Responses == nil {
+		return h, notFound("previous_response_id: this server stores no responses; send the whole conversation")
+	}
+	var chain [][]openai.Item
+	seen := map[string]bool{}
+	for id := req.Previous; id != ""; {
+		if seen[id] {
+			break
+		}
+		seen[id] = true
+		rec, err := s.cfg.Responses.Get(ctx, scope, id)
+		switch {
+		case errors.Is(err, responses.ErrNotFound) && id == req.Previous:
+			return h, notFound(fmt.Sprintf("previous response %q not found", id))
+		case errors.Is(err, responses.ErrNotFound):
+			return h, notFound(fmt.Sprintf("previous_response_id: the history of %q is no longer stored (its predecessor %q is gone); send the whole conversation", req.Previous, id))
+		case err != nil:
+			s.log.Error("could not read a stored response", "err", err)
+			return h, &gateway.Error{Status: http.StatusInternalServerError, Type: anthropic.ErrAPI, Message: "could not read the stored response"}
+		}
+		if rec.Status != openai.StatusCompleted && rec.Status != openai.StatusIncomplete {
+			return h, notFound(fmt.Sprintf("previous response %q is %s; only a finished response can be continued", id, rec.Status))
+		}
+		items, err := recordItems(rec)
+		if err != nil {
+			s.log.Error("a stored response does not decode", "response", id, "err", err)
+			return h, notFound(fmt.Sprintf("previous response %q cannot be read back; send the whole conversation", id))
+		}
+		chain = append(chain, items)
+		id = rec.Previous
+	}
+	slices.Reverse(chain)
+	h.Items = slices.Concat(chain...)
+	h.Resolve = func(ref string) (openai.Item, bool) {
+		for _, it := range h.Items {
+			if it.ID == ref {
+				return it, true
+			}
+		}
+		return openai.Item{}, false
+	}
+	return h, nil
+}
+
+// recordItems are a stored response's input items, then its output items.
+func recordItems(rec responses.Record) ([]openai.Item, error) {
+	in, err := openai.DecodeItems(rec.Input)
+	if err != nil {
+		return nil, err
+	}
+	var resp struct {
+		Output json.RawMessage `json:"output"`
+	}
+	if err := json.Unmarshal(rec.Response, &resp); err != nil {
+		return nil, err
+	}
+	if len(resp.Output) == 0 || string(resp.Output) == "[]" {
+		return in, nil
+	}
+	out, err := openai.DecodeItems(resp.Output)
+	return append(in, out...), err
+}
+
+// background starts a response that runs detached from this request and
+// answers at once: its events when the client streams, else the queued
+// response object.
+func (s *Server) background(w http.ResponseWriter, r *http.Request, c *responseCall) {
+	greq := c.greq
+	greq.Header = r.Header.Clone() // the job outlives the request
+	out := newLogOutput(c.meta)
+	log, err := s.cfg.Jobs.Start(c.id, out.status, func(ctx context.Context, log *responses.EventLog) {
+		out.attach(log)
+		err := s.gw.Messages(ctx, greq, c.id, out)
+		cancelled := errors.Is(context.Cause(ctx), responses.ErrCancelled)
+		if err != nil && ctx.Err() != nil && !cancelled {
+			err = &gateway.Error{Status: http.StatusServiceUnavailable, Type: anthropic.ErrAPI, Message: "meridian shut down before this response finished; send the request again"}
+		}
+		final := out.end(err, cancelled)
+		s.storeEnd(context.Background(), c, final)
+	})
+	if err != nil {
+		msg := "too many background responses are running; retry when one has finished"
+		if !errors.Is(err, responses.ErrBusy) {
+			msg = "meridian is shutting down"
+		}
+		resp := c.meta.Failed(nil, anthropic.StatusOverloaded, msg, 0)
+		s.storeEnd(r.Context(), c, resp)
+		writeError(w, r, overloaded(msg))
+		return
+	}
+	if c.req.Stream {
+		s.follow(w, r, log, -1)
+		return
+	}
+	writeJSON(w, http.StatusOK, c.meta.Snapshot(openai.StatusQueued, nil))
+}
+
+// storedResponse finds a response of the asking credential, answering
+// 404 itself when there is none.
+func (s *Server) storedResponse(w http.ResponseWriter, r *http.Request) (responses.Record, bool) {
+	id := r.PathValue("id")
+	if s.cfg.Responses == nil {
+		writeError(w, r, &gateway.Error{Status: http.StatusNotFound, Type: anthropic.ErrNotFound, Message: "response " + strconv.Quote(id) + " not found"})
+		return responses.Record{}, false
+	}
+	rec, err := s.cfg.Responses.Get(r.Context(), credentialScope(r), id)
+	switch {
+	case errors.Is(err, responses.ErrNotFound):
+		writeError(w, r, &gateway.Error{Status: http.StatusNotFound, Type: anthropic.ErrNotFound, Message: "response " + strconv.Quote(id) + " not found"})
+		return rec, false
+	case err != nil:
+		s.fail(w, r, err)
+		return rec, false
+	}
+	return rec, true
+}
+
+// getResponse serves GET /v1/responses/{id}: the stored object, its live
+// status while it runs here, or — with ?stream=true — its event stream
+// from ?starting_after= on.
+func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) {
+	rec, ok := s.storedResponse(w, r)
+	if !ok {
+		return
+	}
+	q := r.URL.Query()
+	if stream, _ := strconv.ParseBool(q.Get("stream")); stream {
+		after := -1
+		if v := q.Get("starting_after"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < -1 {
+				writeError(w, r, &gateway.Error{Status: http.StatusBadRequest, Type: anthropic.ErrInvalidRequest, Param: "starting_after", Message: "starting_after: expected a sequence number"})
+				return
+			}
+			after = n
+		}
+		log, live := s.cfg.Jobs.Log(rec.ID)
+		switch {
+		case !rec.Background:
+			writeError(w, r, gateway.InvalidRequest("only a background response can be streamed again"))
+		case !live:
+			writeError(w, r, gateway.InvalidRequest("response "+strconv.Quote(rec.ID)+" is no longer running here; its events are not kept after it ends: GET it without stream for the result"))
+		case !log.Keeps(after):
+			writeError(w, r, gateway.InvalidRequest("the events after "+strconv.Itoa(after)+" are no longer kept (the event log is bounded); GET the response without stream for the result"))
+		default:
+			s.follow(w, r, log, after)
+		}
+		return
+	}
+	body := rec.Response
+	if status, ok := s.cfg.Jobs.Status(rec.ID); ok && !openai.Finished(rec.Status) {
+		body = withStatus(body, status)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+}
+
+// withStatus rewrites a response object's status.
+func withStatus(resp json.RawMessage, status string) json.RawMessage {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(resp, &obj) != nil {
+		return resp
+	}
+	obj["status"], _ = json.Marshal(status)
+	out, _ := json.Marshal(obj)
+	return out
+}
+
+// inputItems serves GET /v1/responses/{id}/input_items: the items the
+// response answered, as a list.
+func (s *Server) inputItems(w http.ResponseWriter, r *http.Request) {
+	rec, ok := s.storedResponse(w, r)
+	if !ok {
+		return
+	}
+	var items []json.RawMessage
+	_ = json.Unmarshal(rec.Input, &items)
+	if r.URL.Query().Get("order") != "asc" {
+		slices.Reverse(items) // newest first, as the API lists
+	}
+	list := map[string]any{"object": "list", "data": items, "has_more": false, "first_id": nil, "last_id": nil}
+	if n := len(items); n > 0 {
+		var first, last struct {
+			ID string `json:"id"`
+		}
+		_ = json.Unmarshal(items[0], &first)
+		_ = json.Unmarshal(items[n-1], &last)
+		list["first_id"], list["last_id"] = first.ID, last.ID
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+// deleteResponse serves DELETE /v1/responses/{id}; a running background
+// response is cancelled first.
+func (s *Server) deleteResponse(w http.ResponseWriter, r *http.Request) {
+	rec, ok := s.storedResponse(w, r)
+	if !ok {
+		return
+	}
+	s.cfg.Jobs.Cancel(r.Context(), rec.ID)
+	if err := s.cfg.Responses.Delete(r.Context(), rec.Scope, rec.ID); err != nil && !errors.Is(err, responses.ErrNotFound) {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": rec.ID, "object": "response.deleted", "deleted": true})
+}
+
+// cancelResponse serves POST /v1/responses/{id}/cancel: a background
+// response that runs here is interrupted and joined, and stays cancelled.
+func (s *Server) cancelResponse(w http.ResponseWriter, r *http.Request) {
+	rec, ok := s.storedResponse(w, r)
+	if !ok {
+		return
+	}
+	if !rec.Background {
+		writeError(w, r, gateway.InvalidRequest("only a background response can be cancelled"))
+		return
+	}
+	if !openai.Finished(rec.Status) && !s.cfg.Jobs.Cancel(r.Context(), rec.ID) {
+		writeError(w, r, &gateway.Error{Status: http.StatusConflict, Type: "conflict_error",
+			Message: "response " + strconv.Quote(rec.ID) + " runs in another meridian process; cancel it there"})
+		return
+	}
+	if rec, ok = s.storedResponse(w, r); ok {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(rec.Response)
+	}
+}

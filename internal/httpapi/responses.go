@@ -179,4 +179,3 @@ func credentialScope(r *http.Request) string {
 	sum := sha256.Sum256([]byte(key))
 	return "key:" + hex.EncodeToString(sum[:16])
 }
-

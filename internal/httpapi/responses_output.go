@@ -147,14 +147,12 @@ func (o *logOutput) end(err error, cancelled bool) openai.Response {
 	return *o.enc.enc.Final()
 }
 
-// status is the response's status while it runs.
-func (o *logOutput) status() string {
+// current is the response object as it stands while it runs.
+func (o *logOutput) current() json.RawMessage {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if f := o.enc.enc.Final(); f != nil {
-		return f.Status
-	}
-	return o.live
+	body, _ := json.Marshal(o.enc.enc.Current(o.live))
+	return body
 }
 
 // follow streams a background response's events after sequence number

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -98,7 +99,7 @@ func (s *Server) background(w http.ResponseWriter, r *http.Request, c *responseC
 	greq := c.greq
 	greq.Header = r.Header.Clone() // the job outlives the request
 	out := newLogOutput(c.meta)
-	log, err := s.cfg.Jobs.Start(c.id, out.status, func(ctx context.Context, log *responses.EventLog) {
+	log, err := s.cfg.Jobs.Start(c.id, out.current, func(ctx context.Context, log *responses.EventLog) {
 		out.attach(log)
 		err := s.gw.Messages(ctx, greq, c.id, out)
 		cancelled := errors.Is(context.Cause(ctx), responses.ErrCancelled)
@@ -154,7 +155,7 @@ func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	if stream, _ := strconv.ParseBool(q.Get("stream")); stream {
+	if streamAsked(r) {
 		after := -1
 		if v := q.Get("starting_after"); v != "" {
 			n, err := strconv.Atoi(v)
@@ -178,23 +179,25 @@ func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body := rec.Response
-	if status, ok := s.cfg.Jobs.Status(rec.ID); ok && !openai.Finished(rec.Status) {
-		body = withStatus(body, status)
+	if current, ok := s.cfg.Jobs.Current(rec.ID); ok && !openai.Finished(rec.Status) {
+		body = current // the store learns the end only after the job's last event
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(body)
 }
 
-// withStatus rewrites a response object's status.
-func withStatus(resp json.RawMessage, status string) json.RawMessage {
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(resp, &obj) != nil {
-		return resp
+// streamAsked reports a GET that asks for the event stream: ?stream=true,
+// or — as the official SDKs send it — {"stream": true} as the body.
+func streamAsked(r *http.Request) bool {
+	if stream, _ := strconv.ParseBool(r.URL.Query().Get("stream")); stream {
+		return true
 	}
-	obj["status"], _ = json.Marshal(status)
-	out, _ := json.Marshal(obj)
-	return out
+	var body struct {
+		Stream bool `json:"stream"`
+	}
+	_ = json.NewDecoder(io.LimitReader(r.Body, 1024)).Decode(&body)
+	return body.Stream
 }
 
 // inputItems serves GET /v1/responses/{id}/input_items: the items the

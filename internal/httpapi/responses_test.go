@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	oaioption "github.com/openai/openai-go/v3/option"
@@ -230,5 +231,146 @@ func TestResponsesPreviousResponseContinues(t *testing.T) {
 	all := s.Upstream.Requests()[2].AllText()
 	if !strings.Contains(all, "question 1") || !strings.Contains(all, "answer to question 2") {
 		t.Fatalf("the model did not see the history:\n%s", all)
+	}
+}
+
+// waitStatus polls a stored response until it has a final status.
+func waitStatus(t *testing.T, c *openai.Client, id string) *responses.Response {
+	t.Helper()
+	var got *responses.Response
+	waitFor(t, func() bool {
+		var err error
+		got, err = c.Responses.Get(context.Background(), id, responses.ResponseGetParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch got.Status {
+		case "completed", "incomplete", "failed", "cancelled":
+			return true
+		}
+		return false
+	})
+	return got
+}
+
+// A background response answers at once, queued, runs on its own and is
+// polled to completed.
+func TestResponsesBackgroundPolled(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{sessions: true})
+	gate := make(chan struct{})
+	s.Upstream.Always(testkit.Reply{Text: "Done in the background.", Usage: scriptedUsage, Gate: gate})
+	c := s.chatClient()
+	p := respParams("work on it")
+	p.Background = openai.Bool(true)
+	got, err := c.Responses.New(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != "queued" || !got.Background {
+		t.Fatalf("background answer = %s", got.RawJSON())
+	}
+	waitFor(t, func() bool { return len(s.Upstream.Requests()) == 1 })
+	running, err := c.Responses.Get(context.Background(), got.ID, responses.ResponseGetParams{})
+	if err != nil || running.Status != "in_progress" && running.Status != "queued" {
+		t.Fatalf("while running: %v %s", err, running.RawJSON())
+	}
+	close(gate)
+	done := waitStatus(t, c, got.ID)
+	if done.Status != "completed" || done.OutputText() != "Done in the background." {
+		t.Fatalf("polled = %s", done.RawJSON())
+	}
+	wantResponseUsage(t, done.Usage)
+}
+
+// A background response's events replay from any sequence number and
+// follow live: a client that dropped its stream resumes after the last
+// event it saw and misses nothing.
+func TestResponsesBackgroundResumesStartingAfter(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{sessions: true})
+	s.Upstream.Always(testkit.Reply{Text: "one two three four five six", ChunkSize: 4, ChunkDelay: 150 * time.Millisecond})
+	c := s.chatClient()
+	p := respParams("count slowly")
+	p.Background = openai.Bool(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	st := c.Responses.NewStreaming(ctx, p)
+	var seen []string
+	var id string
+	for st.Next() {
+		ev := st.Current()
+		seen = append(seen, ev.Type)
+		if ev.Type == "response.created" {
+			id = ev.Response.ID
+		}
+		if ev.Type == "response.output_text.delta" && len(seen) >= 6 {
+			break // the client drops its stream mid-answer
+		}
+	}
+	cancel()
+	_ = st.Close()
+	if id == "" || len(seen) < 6 {
+		t.Fatalf("first stream: %v (%v)", seen, st.Err())
+	}
+	last := len(seen) - 1
+	rest := c.Responses.GetStreaming(context.Background(), id, responses.ResponseGetParams{StartingAfter: openai.Int(int64(last))})
+	var text strings.Builder
+	next := last + 1
+	var final responses.Response
+	for rest.Next() {
+		ev := rest.Current()
+		if int(ev.SequenceNumber) != next {
+			t.Fatalf("resumed at %d, want %d (%s)", ev.SequenceNumber, next, ev.Type)
+		}
+		next++
+		if ev.Type == "response.output_text.delta" {
+			text.WriteString(ev.Delta)
+		}
+		if ev.Type == "response.completed" {
+			final = ev.Response
+		}
+	}
+	if err := rest.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if final.OutputText() != "one two three four five six" || !strings.HasSuffix("one two three four five six", text.String()) || text.Len() == 0 {
+		t.Fatalf("resumed text %q, final %s", text.String(), final.RawJSON())
+	}
+}
+
+// Cancelling a background response mid-turn interrupts and joins its
+// claude process and leaves it cancelled; another API key can neither
+// read nor cancel it.
+func TestResponsesBackgroundCancel(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{sessions: true})
+	s.Upstream.Always(testkit.Reply{Text: "never finishes", Hang: true})
+	c := s.chatClient()
+	p := respParams("take forever")
+	p.Background = openai.Bool(true)
+	got, err := c.Responses.New(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return len(s.Upstream.Requests()) == 1 })
+
+	other := s.chatClient(oaioption.WithAPIKey("another-key"))
+	if _, err := other.Responses.Get(context.Background(), got.ID, responses.ResponseGetParams{}); chatAPIError(t, err).StatusCode != 404 {
+		t.Fatalf("another key read the response: %v", err)
+	}
+	if _, err := other.Responses.Cancel(context.Background(), got.ID); chatAPIError(t, err).StatusCode != 404 {
+		t.Fatalf("another key cancelled the response: %v", err)
+	}
+	if err := other.Responses.Delete(context.Background(), got.ID); chatAPIError(t, err).StatusCode != 404 {
+		t.Fatalf("another key deleted the response: %v", err)
+	}
+
+	cancelled, err := c.Responses.Cancel(context.Background(), got.ID)
+	if err != nil || cancelled.Status != "cancelled" {
+		t.Fatalf("cancel: %v %s", err, cancelled.RawJSON())
+	}
+	testkit.WaitNoProcesses(t, s.Marker, 5*time.Second)
+	if again, err := c.Responses.Get(context.Background(), got.ID, responses.ResponseGetParams{}); err != nil || again.Status != "cancelled" {
+		t.Fatalf("after cancel: %v %s", err, again.RawJSON())
 	}
 }

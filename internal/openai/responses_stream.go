@@ -68,6 +68,15 @@ func (e *ResponseEncoder) Cancelled(dst []byte) []byte {
 // Model is the model the response names.
 func (e *ResponseEncoder) Model() string { return e.model }
 
+// Current is the response as it stands: the final one once ended, else
+// the output so far at status.
+func (e *ResponseEncoder) Current(status string) Response {
+	if e.final != nil {
+		return *e.final
+	}
+	return e.snapshot(status)
+}
+
 func (e *ResponseEncoder) snapshot(status string) Response {
 	r := e.meta.Snapshot(status, e.output())
 	r.Model = e.model

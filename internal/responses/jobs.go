@@ -2,6 +2,7 @@ package responses
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 )
@@ -30,7 +31,7 @@ type job struct {
 	cancel context.CancelCauseFunc
 	log    *EventLog
 	done   chan struct{}
-	status func() string
+	current func() json.RawMessage
 }
 
 // ErrCancelled is the cause a cancelled job's context reports.
@@ -47,8 +48,8 @@ func NewJobs(max, logSize int) *Jobs {
 
 // Start runs f in the background as response id. Its context ends when
 // the response is cancelled (cause ErrCancelled) or the runner closes.
-// status tells the response's status while it runs.
-func (j *Jobs) Start(id string, status func() string, f func(ctx context.Context, log *EventLog)) (*EventLog, error) {
+// current tells the response object as it stands while it runs.
+func (j *Jobs) Start(id string, current func() json.RawMessage, f func(ctx context.Context, log *EventLog)) (*EventLog, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.closed {
@@ -58,7 +59,7 @@ func (j *Jobs) Start(id string, status func() string, f func(ctx context.Context
 		return nil, ErrBusy
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
-	jb := &job{cancel: cancel, log: NewEventLog(j.logSize), done: make(chan struct{}), status: status}
+	jb := &job{cancel: cancel, log: NewEventLog(j.logSize), done: make(chan struct{}), current: current}
 	j.running[id] = jb
 	j.wg.Go(func() {
 		defer func() {
@@ -85,15 +86,16 @@ func (j *Jobs) Log(id string) (*EventLog, bool) {
 	return jb.log, true
 }
 
-// Status is a running job's status, if it runs here.
-func (j *Jobs) Status(id string) (string, bool) {
+// Current is a running job's response object as it stands, if it runs
+// here.
+func (j *Jobs) Current(id string) (json.RawMessage, bool) {
 	j.mu.Lock()
 	jb, ok := j.running[id]
 	j.mu.Unlock()
 	if !ok {
-		return "", false
+		return nil, false
 	}
-	return jb.status(), true
+	return jb.current(), true
 }
 
 // Cancel interrupts a running job and waits until it has ended. It

@@ -28,9 +28,9 @@ type Jobs struct {
 }
 
 type job struct {
-	cancel context.CancelCauseFunc
-	log    *EventLog
-	done   chan struct{}
+	cancel  context.CancelCauseFunc
+	log     *EventLog
+	done    chan struct{}
 	current func() json.RawMessage
 }
 

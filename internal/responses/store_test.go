@@ -1,0 +1,184 @@
+package responses
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/meridian-gw/meridian/internal/store"
+)
+
+func openDB(t *testing.T, dir string) *sql.DB {
+	t.Helper()
+	db, err := store.Open(context.Background(), filepath.Join(dir, "meridian.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// clock advances a millisecond per call, so records order by creation.
+func clock() func() time.Time {
+	t := time.UnixMilli(1_700_000_000_000)
+	return func() time.Time { t = t.Add(time.Millisecond); return t }
+}
+
+func record(id, status string, size int) Record {
+	return Record{ID: id, Scope: "local", Status: status, Input: json.RawMessage(`"` + strings.Repeat("x", size) + `"`), Response: json.RawMessage(`{}`)}
+}
+
+func ids(t *testing.T, s *Store) string {
+	t.Helper()
+	rows, err := s.db.Query(`SELECT id FROM responses ORDER BY created_at`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		_ = rows.Scan(&id)
+		out = append(out, id)
+	}
+	return strings.Join(out, " ")
+}
+
+// The ledger keeps at most its count, evicting the oldest finished first.
+func TestLedgerCountEvictsOldestFirst(t *testing.T) {
+	s, err := Open(context.Background(), openDB(t, t.TempDir()), Config{MaxCount: 3, Now: clock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := 1; i <= 5; i++ {
+		if err := s.Put(ctx, record(fmt.Sprintf("r%d", i), "completed", 10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := ids(t, s); got != "r3 r4 r5" {
+		t.Fatalf("kept %s, want the newest three", got)
+	}
+	if n, _, _ := s.Usage(ctx); n != 3 {
+		t.Fatalf("count %d", n)
+	}
+}
+
+// The byte bound evicts as many of the oldest as needed; running
+// responses are never evicted, and when only they are left the store
+// refuses rather than evicting them.
+func TestLedgerBytesNeverEvictRunningWork(t *testing.T) {
+	s, err := Open(context.Background(), openDB(t, t.TempDir()), Config{MaxCount: 100, MaxBytes: 400, Now: clock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, r := range []Record{record("run1", "in_progress", 100), record("old", "completed", 100), record("run2", "queued", 100)} {
+		if err := s.Put(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Put(ctx, record("new", "completed", 100)); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(t, s); got != "run1 run2 new" {
+		t.Fatalf("kept %s: the oldest finished one should have gone", got)
+	}
+	if err := s.Put(ctx, record("big", "completed", 150)); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(t, s); got != "run1 run2 big" {
+		t.Fatalf("kept %s", got)
+	}
+	if err := s.Put(ctx, record("huge", "completed", 300)); !errors.Is(err, ErrFull) {
+		t.Fatalf("put beyond the running work: %v, want ErrFull", err)
+	}
+	if got := ids(t, s); got != "run1 run2 big" {
+		t.Fatalf("kept %s: a refused put must evict nothing", got)
+	}
+	_, bytes, _ := s.Usage(ctx)
+	if bytes > 400 {
+		t.Fatalf("ledger holds %d bytes, bound 400", bytes)
+	}
+}
+
+// A restart rebuilds the ledger from SQLite: lowered bounds apply at once,
+// and responses whose process is gone are failed, not in progress forever.
+func TestRestartRebuildsTheLedgerAndFailsOrphans(t *testing.T) {
+	dir := t.TempDir()
+	db := openDB(t, dir)
+	s, err := Open(context.Background(), db, Config{Now: clock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := 1; i <= 4; i++ {
+		if err := s.Put(ctx, record(fmt.Sprintf("r%d", i), "completed", 10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Put(ctx, record("bg", "in_progress", 10)); err != nil {
+		t.Fatal(err)
+	}
+	// This process owns "bg": a reopen here keeps it running.
+	if s2, err := Open(ctx, db, Config{Now: clock()}); err != nil {
+		t.Fatal(err)
+	} else if r, _ := s2.Get(ctx, "local", "bg"); r.Status != "in_progress" {
+		t.Fatalf("a live process's response was failed: %s", r.Status)
+	}
+	// Another process owned it and is gone.
+	if _, err := db.Exec(`UPDATE responses SET owner = '999999999:1' WHERE id = 'bg'`); err != nil {
+		t.Fatal(err)
+	}
+	s3, err := Open(ctx, db, Config{MaxCount: 2, Now: clock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s3.Get(ctx, "local", "bg")
+	if err != nil || r.Status != "failed" || !strings.Contains(string(r.Response), "meridian stopped before this response finished") {
+		t.Fatalf("orphan after restart: %v %s %s", err, r.Status, r.Response)
+	}
+	if got := ids(t, s3); got != "r4 bg" {
+		t.Fatalf("kept %s after a restart with a lower bound", got)
+	}
+}
+
+// A response belongs to the credential that created it.
+func TestScopes(t *testing.T) {
+	s, err := Open(context.Background(), openDB(t, t.TempDir()), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	r := record("mine", "completed", 1)
+	r.Scope = "key:a"
+	if err := s.Put(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, "key:b", "mine"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("another scope read it: %v", err)
+	}
+	if err := s.Delete(ctx, "key:b", "mine"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("another scope deleted it: %v", err)
+	}
+	if err := s.Update(ctx, "gone", "completed", json.RawMessage(`{}`)); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("update of a missing response: %v", err)
+	}
+	if got, err := s.Get(ctx, "key:a", "mine"); err != nil || got.Status != "completed" {
+		t.Fatalf("own scope: %v %+v", err, got)
+	}
+	k1, err := s.SealKey(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2, _ := s.SealKey(ctx)
+	if len(k1) != 32 || string(k1) != string(k2) {
+		t.Fatal("the seal key is not made once and kept")
+	}
+}

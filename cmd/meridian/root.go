@@ -17,6 +17,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/httpapi"
 	"github.com/meridian-gw/meridian/internal/pool"
+	"github.com/meridian-gw/meridian/internal/responses"
 )
 
 // serveConfig is everything `meridian serve` is configured with.
@@ -32,8 +33,12 @@ type serveConfig struct {
 	MaxLive       int
 	IdleTTL       time.Duration
 	TurnWait      time.Duration
-	LogLevel      string
-	LogFormat     string
+	// Stored Responses API responses and background runs.
+	MaxStored      int
+	MaxStoredBytes int64
+	MaxBackground  int
+	LogLevel       string
+	LogFormat      string
 }
 
 func newRootCommand(environ []string) *cobra.Command {
@@ -141,6 +146,19 @@ func bindServeFlags(fs *pflag.FlagSet, cfg *serveConfig, env map[string]string) 
 		}
 	}
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", body, "largest request body accepted (MERIDIAN_MAX_BODY_BYTES)")
+
+	integer(&cfg.MaxStored, "max-stored-responses", "MERIDIAN_MAX_STORED_RESPONSES", responses.DefaultMaxCount, "most Responses API responses kept for retrieval and previous_response_id; the oldest finished go first")
+	storedBytes := int64(responses.DefaultMaxBytes)
+	if v, ok := env["MERIDIAN_MAX_STORED_BYTES"]; ok && v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			note(fmt.Errorf("MERIDIAN_MAX_STORED_BYTES=%q: not a positive integer", v))
+		} else {
+			storedBytes = n
+		}
+	}
+	fs.Int64Var(&cfg.MaxStoredBytes, "max-stored-bytes", storedBytes, "most bytes of stored responses (MERIDIAN_MAX_STORED_BYTES)")
+	integer(&cfg.MaxBackground, "max-background", "MERIDIAN_MAX_BACKGROUND", responses.DefaultMaxJobs, "most background responses running at once; more are refused with 529")
 	return firstErr
 }
 

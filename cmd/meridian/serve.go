@@ -12,6 +12,8 @@ import (
 	"github.com/meridian-gw/meridian/internal/backend/claude"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/httpapi"
+	"github.com/meridian-gw/meridian/internal/openai"
+	"github.com/meridian-gw/meridian/internal/responses"
 	"github.com/meridian-gw/meridian/internal/session"
 	"github.com/meridian-gw/meridian/internal/store"
 )
@@ -70,7 +72,22 @@ func runServe(ctx context.Context, cfg *serveConfig, environ []string, logTo io.
 		Logger:        log.With("component", "gateway"),
 	})
 	defer gw.Close()
+	stored, err := responses.Open(ctx, db, responses.Config{MaxCount: cfg.MaxStored, MaxBytes: cfg.MaxStoredBytes})
+	if err != nil {
+		return err
+	}
+	key, err := stored.SealKey(ctx)
+	if err != nil {
+		return err
+	}
+	sealer, err := openai.NewSealer(key)
+	if err != nil {
+		return err
+	}
 	srv, err := httpapi.New(httpapi.Config{
+		Responses:    stored,
+		Jobs:         responses.NewJobs(cfg.MaxBackground, 0),
+		Sealer:       sealer,
 		Addr:         addr,
 		APIKey:       cfg.APIKey,
 		MaxBodyBytes: cfg.MaxBodyBytes,

@@ -67,6 +67,7 @@ const (
 	ForgeCode  = "forgecode"
 	LiteLLM    = "litellm"
 	Polytoken  = "polytoken"
+	Codex      = "codex"
 	Generic    = "generic"
 )
 
@@ -89,6 +90,8 @@ func ByName(name string) Adapter {
 		return liteLLM{}
 	case Polytoken:
 		return polytoken{}
+	case Codex:
+		return codex{}
 	case Generic:
 		return generic{}
 	}
@@ -109,6 +112,8 @@ func Detect(h http.Header, req *anthropic.MessagesRequest) Adapter {
 		return polytoken{}
 	case h.Get("X-Opencode-Session") != "":
 		return openCode{}
+	case strings.HasPrefix(h.Get("Originator"), "codex"):
+		return codex{}
 	case hasPrefixedHeader(h, "X-Litellm-"):
 		return liteLLM{}
 	}
@@ -124,6 +129,8 @@ func Detect(h http.Header, req *anthropic.MessagesRequest) Adapter {
 		return droid{}
 	case strings.HasPrefix(ua, "litellm/"):
 		return liteLLM{}
+	case strings.HasPrefix(ua, "codex_"), strings.HasPrefix(ua, "codex-"):
+		return codex{}
 	}
 	if h.Get("X-Session-Affinity") != "" {
 		return openCode{} // OpenCode's default headers; Crush was caught by its agent
@@ -243,6 +250,7 @@ var (
 	cwdTagged    = regexp.MustCompile(`<current_working_directory>([^<]+)</current_working_directory>`)
 	cwdAttribute = regexp.MustCompile(`cwd="([^"]+)"`)
 	cwdPwd       = regexp.MustCompile(`% pwd\n([^\n]+)`)
+	cwdCodex     = regexp.MustCompile(`<cwd>([^<]+)</cwd>`)
 )
 
 // findCwd returns the first match of any pattern in the system prompt and

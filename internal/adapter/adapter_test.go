@@ -143,3 +143,29 @@ func TestWithHints(t *testing.T) {
 		t.Fatalf("hints overrode a header identity: %+v", id)
 	}
 }
+
+// Codex names its conversation in session-id; another thread of the
+// session is a subagent with its own key. Pi's Responses models send
+// session_id.
+func TestCodexAndPiResponses(t *testing.T) {
+	codexBody := `{"model":"m","messages":[{"role":"user","content":"<environment_context>\n  <cwd>/home/u/proj</cwd>\n</environment_context>"},{"role":"user","content":"hi"}]}`
+	req := request(t, codexBody)
+	h := headers("Originator", "codex_exec", "User-Agent", "codex_exec/0.171.0 (Debian 12.0.0; x86_64)", "Session-Id", "0199-a", "Thread-Id", "0199-a")
+	id := Detect(h, req).Identify(h, req)
+	if id.Client != Codex || id.Key != "0199-a" || id.Mode != Primary || id.Cwd != "/home/u/proj" {
+		t.Fatalf("codex: %+v", id)
+	}
+	h.Set("Thread-Id", "0199-b")
+	if sub := Detect(h, req).Identify(h, req); sub.Key != "0199-b" || sub.Mode != Subagent || sub.Parent != "0199-a" {
+		t.Fatalf("codex thread: %+v", sub)
+	}
+	pireq := request(t, `{"model":"m","system":"You are operating inside pi, a coding agent harness.","messages":[{"role":"user","content":"hi"}]}`)
+	ph := http.Header{"session_id": {"0199-pi"}}
+	ph.Set("Session_id", "0199-pi")
+	if pid := Detect(ph, pireq).Identify(ph, pireq); pid.Client != Pi || pid.Key != "0199-pi" || pid.Fingerprint {
+		t.Fatalf("pi: %+v", pid)
+	}
+	if plain := Detect(http.Header{}, pireq).Identify(http.Header{}, pireq); !plain.Fingerprint {
+		t.Fatalf("pi without a session: %+v", plain)
+	}
+}

@@ -97,13 +97,34 @@ func (crush) Identify(h http.Header, req *anthropic.MessagesRequest) Identity {
 	return fingerprinted(id, req)
 }
 
-// pi sends no session identity on the Messages API: fingerprint.
+// pi sends a session_id header on its Responses models only; elsewhere
+// it is fingerprinted.
 type pi struct{}
 
 func (pi) Name() string { return Pi }
 
-func (pi) Identify(_ http.Header, req *anthropic.MessagesRequest) Identity {
-	return fingerprinted(Identity{Client: Pi, Cwd: findCwd(req, cwdCurrent)}, req)
+func (pi) Identify(h http.Header, req *anthropic.MessagesRequest) Identity {
+	id := Identity{Client: Pi, Cwd: findCwd(req, cwdCurrent), Key: strings.TrimSpace(h.Get("Session_id"))}
+	return fingerprinted(id, req)
+}
+
+// codex names its conversation in session-id (and thread-id, the same
+// for the main thread) on every request; its working directory is in the
+// <environment_context> it sends as a user message.
+type codex struct{}
+
+func (codex) Name() string { return Codex }
+
+func (codex) Identify(h http.Header, req *anthropic.MessagesRequest) Identity {
+	id := Identity{Client: Codex, Cwd: findCwd(req, cwdCodex)}
+	session, thread := strings.TrimSpace(h.Get("Session-Id")), strings.TrimSpace(h.Get("Thread-Id"))
+	id.Key = session
+	if thread != "" && thread != session {
+		// Another thread of the session: a subagent of its own.
+		id.Key, id.Mode = thread, Subagent
+		id.Parent = session
+	}
+	return fingerprinted(id, req)
 }
 
 // droid (Factory) sends none either; its working directory is in a

@@ -89,3 +89,30 @@ func FuzzChatEndpoint(f *testing.F) {
 		}
 	})
 }
+
+// FuzzResponsesEndpoint does the same for the Responses API: answers or
+// 4xx in the OpenAI shape; the only 5xx is a response_format mismatch.
+func FuzzResponsesEndpoint(f *testing.F) {
+	seeds, _ := filepath.Glob("../openai/testdata/responses/*.json")
+	for _, p := range seeds {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(`{"model":"m","input":"hi","stream":true}`))
+	f.Add([]byte(`{"model":"m","input":[{"role":"user","content":"hi"},{"type":"function_call","call_id":"a","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"a","output":"r"}]}`))
+	h := fuzzHandler(f)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/responses", bytes.NewReader(body)))
+		out := rec.Body.String()
+		if rec.Code >= 500 && (rec.Code != 502 || !strings.Contains(out, "response_format")) {
+			t.Fatalf("answered %d: %s", rec.Code, out)
+		}
+		if rec.Code != 200 && (!strings.HasPrefix(out, `{"error":{"message":`) || strings.Contains(out, `"type":"error"`)) {
+			t.Fatalf("answered %d without an OpenAI error envelope: %s", rec.Code, out)
+		}
+	})
+}

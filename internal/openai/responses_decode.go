@@ -54,8 +54,11 @@ func DecodeResponsesRequest(body []byte) (*ResponsesRequest, error) {
 		return nil, err
 	}
 	ignored, err := ignoredOf(top, responseIgnoredParams)
+	if err != nil {
+		return nil, err
+	}
 	req.Ignored = append(req.Ignored, ignored...)
-	return req, err
+	return req, nil
 }
 
 func decodeInput(raw json.RawMessage) ([]Item, error) {

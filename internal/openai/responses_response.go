@@ -259,6 +259,7 @@ type outItem struct {
 	name      string
 	namespace string
 	thought   Thought
+	sealed    string // the thought, sealed once so every rendering agrees
 }
 
 func (m ResponseMeta) itemID(kind string, index int) string {
@@ -283,6 +284,9 @@ func (m ResponseMeta) withReasoning() bool { return m.req.Reasoning }
 
 // json renders the item; a finished one is complete.
 func (m ResponseMeta) json(it *outItem) json.RawMessage {
+	if it.kind == ItemReasoning && it.done && it.sealed == "" && m.req.EncryptedReasoning && m.sealer != nil {
+		it.sealed = m.sealer.Seal(it.thought)
+	}
 	status := StatusInProgress
 	if it.done {
 		status = StatusCompleted
@@ -320,16 +324,12 @@ func (m ResponseMeta) json(it *outItem) json.RawMessage {
 		if it.done && len(it.text) > 0 {
 			summary = append(summary, summaryText(string(it.text)))
 		}
-		var sealed string
-		if it.done && m.req.EncryptedReasoning && m.sealer != nil {
-			sealed = m.sealer.Seal(it.thought)
-		}
 		v = struct {
 			ID        string `json:"id"`
 			Type      string `json:"type"`
 			Summary   []any  `json:"summary"`
 			Encrypted string `json:"encrypted_content,omitempty"`
-		}{it.id, ItemReasoning, summary, sealed}
+		}{it.id, ItemReasoning, summary, it.sealed}
 	}
 	out, _ := json.Marshal(v)
 	return out

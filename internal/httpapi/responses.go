@@ -3,8 +3,6 @@ package httpapi
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -169,13 +167,6 @@ func overloaded(msg string) *gateway.Error {
 	return e
 }
 
-// credentialScope names who may see a stored response: the digest of the
-// key the request presented, or the local user when it presented none.
-func credentialScope(r *http.Request) string {
-	key := presentedKey(r)
-	if key == "" {
-		return "local"
-	}
-	sum := sha256.Sum256([]byte(key))
-	return "key:" + hex.EncodeToString(sum[:16])
-}
+// credentialScope names who may see a stored response: the presenter of
+// the request's API key.
+func credentialScope(r *http.Request) string { return responses.Scope(presentedKey(r)) }

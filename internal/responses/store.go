@@ -8,7 +8,9 @@ package responses
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,6 +47,16 @@ type Record struct {
 	// Response the response object.
 	Input    json.RawMessage
 	Response json.RawMessage
+}
+
+// Scope names who may see the responses a request creates: the digest of
+// the API key it presented, or the local user when it presented none.
+func Scope(key string) string {
+	if key == "" {
+		return "local"
+	}
+	sum := sha256.Sum256([]byte(key))
+	return "key:" + hex.EncodeToString(sum[:16])
 }
 
 // Store keeps responses.

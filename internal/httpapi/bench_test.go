@@ -83,6 +83,9 @@ var (
 	chatRoute     = benchRoute{"/v1/chat/completions",
 		`{"model":"bench-model","max_completion_tokens":1024,"stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"Say forty words."}]}`,
 		"data: [DONE]\n\n"}
+	responsesRoute = benchRoute{"/v1/responses",
+		`{"model":"bench-model","max_output_tokens":1024,"stream":true,"store":false,"input":"Say forty words."}`,
+		"event: response.completed\n"}
 )
 
 // streamOnce posts a streaming Messages request and reads the stream to
@@ -96,7 +99,7 @@ func streamRoute(b *testing.B, c *http.Client, url string, r benchRoute) {
 	}
 	data, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if err != nil || resp.StatusCode != 200 || !bytes.HasSuffix(data, []byte(r.end)) {
+	if err != nil || resp.StatusCode != 200 || !bytes.Contains(data, []byte(r.end)) {
 		b.Fatalf("status %d, err %v, body %.200s", resp.StatusCode, err, data)
 	}
 }
@@ -145,36 +148,41 @@ func BenchmarkRelayLatency(b *testing.B) {
 	b.ReportMetric(float64(p50)/float64(bl[len(bl)/2]), "x-baseline")
 }
 
-// BenchmarkRelayChatLatency measures the chat completions relay side by
-// side with the Messages relay and the baseline, interleaved in one run:
-// the same 40-delta answer, rendered as chat.completion.chunk events with a
-// usage chunk. It reports the chat relay's overhead over the baseline and
-// its ratio to the Messages relay's overhead.
-func BenchmarkRelayChatLatency(b *testing.B) {
+// BenchmarkRelayChatLatency and BenchmarkRelayResponsesLatency measure
+// an OpenAI relay side by side with the Messages relay and the baseline,
+// interleaved in one run: the same 40-delta answer, rendered as
+// chat.completion.chunk events with a usage chunk, or as Responses events.
+// They report the relay's overhead over the baseline and its ratio to the
+// Messages relay's overhead.
+func BenchmarkRelayChatLatency(b *testing.B) { besideMessages(b, chatRoute, "chat") }
+
+func BenchmarkRelayResponsesLatency(b *testing.B) { besideMessages(b, responsesRoute, "responses") }
+
+func besideMessages(b *testing.B, route benchRoute, name string) {
 	s := benchStack(b)
 	base := baseline(b)
 	c := newBenchClient()
-	routeLatencies(b, c, s.URL, chatRoute, 50)
+	routeLatencies(b, c, s.URL, route, 50)
 	latencies(b, c, s.URL, 50)
 	latencies(b, c, base, 50)
 	b.ResetTimer()
-	var chat, msgs, bl []time.Duration
+	var other, msgs, bl []time.Duration
 	for i := 0; i < b.N; i++ {
-		chat = append(chat, routeLatencies(b, c, s.URL, chatRoute, 1)...)
+		other = append(other, routeLatencies(b, c, s.URL, route, 1)...)
 		msgs = append(msgs, latencies(b, c, s.URL, 1)...)
 		bl = append(bl, latencies(b, c, base, 1)...)
 	}
 	b.StopTimer()
-	for _, d := range [][]time.Duration{chat, msgs, bl} {
+	for _, d := range [][]time.Duration{other, msgs, bl} {
 		slices.Sort(d)
 	}
 	median := func(d []time.Duration) time.Duration { return d[len(d)/2] }
-	chatOver, msgOver := median(chat)-median(bl), median(msgs)-median(bl)
-	b.ReportMetric(ms(median(chat)), "chat-p50-ms")
+	over, msgOver := median(other)-median(bl), median(msgs)-median(bl)
+	b.ReportMetric(ms(median(other)), name+"-p50-ms")
 	b.ReportMetric(ms(median(msgs)), "messages-p50-ms")
-	b.ReportMetric(ms(chatOver), "chat-overhead-p50-ms")
+	b.ReportMetric(ms(over), name+"-overhead-p50-ms")
 	b.ReportMetric(ms(msgOver), "messages-overhead-p50-ms")
-	b.ReportMetric(float64(chatOver)/float64(max(msgOver, time.Microsecond)), "x-messages-overhead")
+	b.ReportMetric(float64(over)/float64(max(msgOver, time.Microsecond)), "x-messages-overhead")
 }
 
 // BenchmarkRelayThroughput runs many clients at once and reports streamed

@@ -84,6 +84,9 @@ func (e *ChunkEncoder) BlockDelta(dst []byte, index int, delta json.RawMessage) 
 	if index < 0 || index >= len(e.blocks) {
 		return dst
 	}
+	if raw, ok := plainTextDelta(delta); ok && e.format == nil {
+		return e.field(dst, `{"content":`, raw)
+	}
 	var d struct {
 		Type        string          `json:"type"`
 		Text        json.RawMessage `json:"text"`
@@ -202,6 +205,33 @@ func (e *ChunkEncoder) chunk(dst []byte, delta []byte, finish string) []byte {
 	dst = append(dst, `,"logprobs":null,"finish_reason":`...)
 	dst = appendNullable(dst, finish)
 	return append(dst, "}]}\n\n"...)
+}
+
+// textDeltaPrefix is how the relay and the Messages API write a text
+// delta: the hot path takes its text without decoding the object.
+const textDeltaPrefix = `{"type":"text_delta","text":"`
+
+// plainTextDelta returns the JSON string of a text delta written in the
+// usual form, a string and nothing else; ok is false for any other form,
+// which the caller decodes in full.
+func plainTextDelta(delta json.RawMessage) (json.RawMessage, bool) {
+	n := len(delta)
+	if n < len(textDeltaPrefix)+2 || string(delta[:len(textDeltaPrefix)]) != textDeltaPrefix || delta[n-1] != '}' || delta[n-2] != '"' {
+		return nil, false
+	}
+	raw := delta[len(textDeltaPrefix)-1 : n-1]
+	// The string must end at its last quote: no unescaped quote inside.
+	for i := 1; i < len(raw)-1; i++ {
+		switch raw[i] {
+		case '\\':
+			if i++; i >= len(raw)-1 {
+				return nil, false // the closing quote is escaped
+			}
+		case '"':
+			return nil, false
+		}
+	}
+	return raw, true
 }
 
 func rawOr(v json.RawMessage, def string) []byte {

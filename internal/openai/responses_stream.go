@@ -147,6 +147,15 @@ func (e *ResponseEncoder) summaries() bool { return e.meta.req.ReasoningSummary 
 
 // BlockDelta writes a piece of the block at index.
 func (e *ResponseEncoder) BlockDelta(dst []byte, index int, delta json.RawMessage) []byte {
+	if raw, ok := plainTextDelta(delta); ok && e.meta.req.Format == nil {
+		it, at := e.item(index)
+		var s string
+		if it == nil || json.Unmarshal(raw, &s) != nil {
+			return dst
+		}
+		it.text = append(it.text, s...)
+		return e.textDelta(dst, it.id, at, raw)
+	}
 	var d struct {
 		Type        string          `json:"type"`
 		Text        json.RawMessage `json:"text"`

@@ -198,13 +198,13 @@ func TestUnfence(t *testing.T) {
 // else to the full decoder.
 func TestPlainTextDelta(t *testing.T) {
 	for delta, want := range map[string]string{
-		`{"type":"text_delta","text":"hi"}`:            `"hi"`,
+		`{"type":"text_delta","text":"hi"}`:           `"hi"`,
 		`{"type":"text_delta","text":"a \"q\" \\ b"}`: `"a \"q\" \\ b"`,
-		`{"type":"text_delta","text":""}`:              `""`,
-		`{"text":"hi","type":"text_delta"}`:            "",
-		`{"type":"text_delta","text":"a","x":"b"}`:     "",
-		`{"type":"text_delta","text":"a\"}`:            "",
-		`{"type":"thinking_delta","thinking":"x"}`:     "",
+		`{"type":"text_delta","text":""}`:             `""`,
+		`{"text":"hi","type":"text_delta"}`:           "",
+		`{"type":"text_delta","text":"a","x":"b"}`:    "",
+		`{"type":"text_delta","text":"a\"}`:           "",
+		`{"type":"thinking_delta","thinking":"x"}`:    "",
 	} {
 		raw, ok := plainTextDelta(json.RawMessage(delta))
 		if got := string(raw); ok != (want != "") || got != want {

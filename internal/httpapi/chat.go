@@ -20,14 +20,8 @@ import (
 // live processes and client-tool loop, and the answer is rendered as a
 // chat.completion or its chunks.
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
-	body, herr := s.readBody(w, r)
-	if herr != nil {
-		writeError(w, r, herr)
-		return
-	}
-	creq, err := openai.DecodeChatRequest(body)
-	if err != nil {
-		writeError(w, r, invalidField(err))
+	creq, ok := decodeBody(s, w, r, openai.DecodeChatRequest)
+	if !ok {
 		return
 	}
 	if len(creq.Ignored) > 0 {

@@ -16,20 +16,26 @@ const (
 	headerTokenEstimate = "X-Meridian-Token-Estimate"
 )
 
-// decodeMessages reads and validates a Messages API body, answering the
-// client itself when it cannot.
-func (s *Server) decodeMessages(w http.ResponseWriter, r *http.Request) (*anthropic.MessagesRequest, bool) {
+// decodeBody reads a request body and decodes it with one protocol's
+// validating decoder, answering the client itself when it cannot.
+func decodeBody[T any](s *Server, w http.ResponseWriter, r *http.Request, decode func([]byte) (T, error)) (T, bool) {
+	var zero T
 	body, herr := s.readBody(w, r)
 	if herr != nil {
 		writeError(w, r, herr)
-		return nil, false
+		return zero, false
 	}
-	req, err := anthropic.DecodeMessagesRequest(body)
+	req, err := decode(body)
 	if err != nil {
-		writeError(w, r, gateway.InvalidRequest(err.Error()))
-		return nil, false
+		writeError(w, r, invalidField(err))
+		return zero, false
 	}
 	return req, true
+}
+
+// decodeMessages reads and validates a Messages API body.
+func (s *Server) decodeMessages(w http.ResponseWriter, r *http.Request) (*anthropic.MessagesRequest, bool) {
+	return decodeBody(s, w, r, anthropic.DecodeMessagesRequest)
 }
 
 // messages serves POST /v1/messages.

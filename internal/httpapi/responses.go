@@ -35,14 +35,8 @@ type responseCall struct {
 // runs; the answer is a response object, its event stream, or — in the
 // background — a stored response that runs on its own.
 func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
-	body, herr := s.readBody(w, r)
-	if herr != nil {
-		writeError(w, r, herr)
-		return
-	}
-	rreq, err := openai.DecodeResponsesRequest(body)
-	if err != nil {
-		writeError(w, r, invalidField(err))
+	rreq, ok := decodeBody(s, w, r, openai.DecodeResponsesRequest)
+	if !ok {
 		return
 	}
 	if rreq.Background && s.cfg.Responses == nil {

@@ -162,9 +162,12 @@ func decodeMessage(path string, raw json.RawMessage) (ChatMessage, error) {
 	return m, err
 }
 
-// decodeParts accepts a string (one text part) or an array of parts;
-// images only where the role may carry them.
-func decodeParts(path string, raw json.RawMessage, images bool) ([]Part, error) {
+// partReader reads one part of a type at path.
+type partReader func(path, typ string, obj jsonbody.Object) (Part, error)
+
+// decodeContent reads content given as a string (one text part) or an
+// array of typed parts, each read by read. Empty text is left out.
+func decodeContent(path string, raw json.RawMessage, read partReader) ([]Part, error) {
 	if s, ok, err := jsonbody.StringValue(path, raw); ok || err != nil {
 		if err != nil || s == "" {
 			return nil, err
@@ -182,32 +185,36 @@ func decodeParts(path string, raw json.RawMessage, images bool) ([]Part, error) 
 		if err != nil {
 			return nil, err
 		}
+		part, err := read(p, typ, obj)
+		if err != nil {
+			return nil, err
+		}
+		if part.Type == PartText && part.Text == "" {
+			continue
+		}
+		parts = append(parts, part)
+	}
+	return parts, nil
+}
+
+// decodeParts reads chat content; images only where the role may carry
+// them.
+func decodeParts(path string, raw json.RawMessage, images bool) ([]Part, error) {
+	return decodeContent(path, raw, func(p, typ string, obj jsonbody.Object) (Part, error) {
 		switch {
 		case typ == PartText:
 			text, err := jsonbody.RequiredString(obj, p, "text")
-			if err != nil {
-				return nil, err
-			}
-			parts = append(parts, Part{Type: PartText, Text: text})
+			return Part{Type: PartText, Text: text}, err
 		case typ == "refusal":
 			text, err := jsonbody.RequiredString(obj, p, "refusal")
-			if err != nil {
-				return nil, err
-			}
-			parts = append(parts, Part{Type: PartText, Text: text})
+			return Part{Type: PartText, Text: text}, err
 		case typ == PartImage && images:
-			part, err := decodeImage(p, obj)
-			if err != nil {
-				return nil, err
-			}
-			parts = append(parts, part)
+			return decodeImage(p, obj)
 		case typ == "input_audio" || typ == "file":
-			return nil, jsonbody.Errorf(p+".type", "%s parts are not supported: the claude backend takes text and images", typ)
-		default:
-			return nil, jsonbody.Errorf(p+".type", "unsupported content part %q here", typ)
+			return Part{}, jsonbody.Errorf(p+".type", "%s parts are not supported: the claude backend takes text and images", typ)
 		}
-	}
-	return parts, nil
+		return Part{}, jsonbody.Errorf(p+".type", "unsupported content part %q here", typ)
+	})
 }
 
 // decodeImage reads an image_url part: a base64 data URL becomes an image

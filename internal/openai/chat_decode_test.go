@@ -11,11 +11,12 @@ import (
 	"github.com/meridian-gw/meridian/internal/jsonbody"
 )
 
-func seedBodies(t testing.TB) map[string][]byte {
+// seeds reads the requests in a testdata folder, by file name.
+func seeds(t testing.TB, dir string) map[string][]byte {
 	t.Helper()
-	paths, _ := filepath.Glob("testdata/chat/*.json")
+	paths, _ := filepath.Glob(filepath.Join("testdata", dir, "*.json"))
 	if len(paths) == 0 {
-		t.Fatal("no seed requests in testdata/chat")
+		t.Fatalf("no seed requests in testdata/%s", dir)
 	}
 	out := map[string][]byte{}
 	for _, p := range paths {
@@ -28,14 +29,19 @@ func seedBodies(t testing.TB) map[string][]byte {
 	return out
 }
 
-func decode(t *testing.T, body string) *ChatRequest {
+func seedBodies(t testing.TB) map[string][]byte { return seeds(t, "chat") }
+
+// mustDecode decodes a body that must be valid.
+func mustDecode[T any](t *testing.T, decode func([]byte) (T, error), body string) T {
 	t.Helper()
-	req, err := DecodeChatRequest([]byte(body))
+	req, err := decode([]byte(body))
 	if err != nil {
 		t.Fatalf("decode %s: %v", body, err)
 	}
 	return req
 }
+
+func decode(t *testing.T, body string) *ChatRequest { return mustDecode(t, DecodeChatRequest, body) }
 
 // What real clients send decodes.
 func TestDecodeRealClients(t *testing.T) {

@@ -177,55 +177,30 @@ func decodeItemMessage(path string, obj jsonbody.Object, it *Item) error {
 
 // decodeInputParts reads content: a string or parts. An assistant's
 // history has output_text and refusal parts; everyone else's input_text
-// and input_image, images where they may appear.
+// and input_image.
 func decodeInputParts(path string, raw json.RawMessage, assistant bool) ([]Part, error) {
-	if s, ok, err := jsonbody.StringValue(path, raw); ok || err != nil {
-		if err != nil || s == "" {
-			return nil, err
-		}
-		return []Part{{Type: PartText, Text: s}}, nil
-	}
-	items, err := jsonbody.DecodeArray(path, raw)
-	if err != nil {
-		return nil, jsonbody.Errorf(path, "expected a string or an array of content parts")
-	}
-	parts := make([]Part, 0, len(items))
-	for i, item := range items {
-		p := jsonbody.Index(path, i)
-		obj, typ, err := typed(p, item)
-		if err != nil {
-			return nil, err
-		}
-		var part Part
+	return decodeContent(path, raw, func(p, typ string, obj jsonbody.Object) (Part, error) {
 		switch {
 		case typ == "input_text" && !assistant, typ == "output_text" && assistant:
-			part.Type = PartText
-			part.Text, err = jsonbody.RequiredString(obj, p, "text")
+			text, err := jsonbody.RequiredString(obj, p, "text")
+			return Part{Type: PartText, Text: text}, err
 		case typ == "refusal" && assistant:
-			part.Type = PartText
-			part.Text, err = jsonbody.RequiredString(obj, p, "refusal")
+			text, err := jsonbody.RequiredString(obj, p, "refusal")
+			return Part{Type: PartText, Text: text}, err
 		case typ == "input_image" && !assistant:
-			var url string
-			if url, err = jsonbody.OptionalString(obj, p, "image_url"); err == nil {
-				if url == "" {
-					return nil, jsonbody.Errorf(p+".image_url", "Field required: images are taken as data or https URLs (file ids need the Files API, which this gateway does not serve)")
-				}
-				part, err = imageURL(p+".image_url", url)
+			url, err := jsonbody.OptionalString(obj, p, "image_url")
+			if err != nil {
+				return Part{}, err
 			}
+			if url == "" {
+				return Part{}, jsonbody.Errorf(p+".image_url", "Field required: images are taken as data or https URLs (file ids need the Files API, which this gateway does not serve)")
+			}
+			return imageURL(p+".image_url", url)
 		case typ == "input_file" || typ == "input_audio":
-			return nil, jsonbody.Errorf(p+".type", "%s parts are not supported: the claude backend takes text and images", typ)
-		default:
-			return nil, jsonbody.Errorf(p+".type", "unsupported content part %q here", typ)
+			return Part{}, jsonbody.Errorf(p+".type", "%s parts are not supported: the claude backend takes text and images", typ)
 		}
-		if err != nil {
-			return nil, err
-		}
-		if part.Type == PartText && part.Text == "" {
-			continue
-		}
-		parts = append(parts, part)
-	}
-	return parts, nil
+		return Part{}, jsonbody.Errorf(p+".type", "unsupported content part %q here", typ)
+	})
 }
 
 func decodeItemReasoning(path string, obj jsonbody.Object, it *Item) error {

@@ -3,8 +3,6 @@ package openai
 import (
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -12,30 +10,10 @@ import (
 	"github.com/meridian-gw/meridian/internal/jsonbody"
 )
 
-func responseSeeds(t testing.TB) map[string][]byte {
-	t.Helper()
-	paths, _ := filepath.Glob("testdata/responses/*.json")
-	if len(paths) == 0 {
-		t.Fatal("no seed requests in testdata/responses")
-	}
-	out := map[string][]byte{}
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[filepath.Base(p)] = b
-	}
-	return out
-}
+func responseSeeds(t testing.TB) map[string][]byte { return seeds(t, "responses") }
 
 func decodeResponses(t *testing.T, body string) *ResponsesRequest {
-	t.Helper()
-	req, err := DecodeResponsesRequest([]byte(body))
-	if err != nil {
-		t.Fatalf("decode %s: %v", body, err)
-	}
-	return req
+	return mustDecode(t, DecodeResponsesRequest, body)
 }
 
 func TestDecodeResponsesRealClients(t *testing.T) {

@@ -17,9 +17,13 @@ import (
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "address to listen on")
+	inputTokens := flag.Int("input-tokens", 0, "input tokens every reply reports (0: the responder's own), to drive a client's context accounting")
 	flag.Parse()
 	up, err := testkit.StartUpstream(*addr, func(r testkit.Request) testkit.Reply {
 		reply := testkit.ClientResponder(r)
+		if *inputTokens > 0 {
+			reply.Usage.InputTokens = *inputTokens
+		}
 		tools := ""
 		for _, tu := range reply.ToolUses {
 			tools += " " + tu.Name

@@ -47,6 +47,9 @@ func TestHint(t *testing.T) {
 		"retry after 250ms":                               250 * time.Millisecond,
 		"resets at 2026-11-29T21:00:00Z":                  time.Hour,
 		"resets 9pm (UTC)":                                time.Hour,
+		"resets 12pm (UTC)":                               16 * time.Hour, // noon, not midnight
+		"resets 12am (UTC)":                               4 * time.Hour,  // midnight
+		"resets 12:30pm (UTC)":                            16*time.Hour + 30*time.Minute,
 		"resets 19:30 UTC":                                23*time.Hour + 30*time.Minute,
 		"resets 7pm (Europe/Berlin)":                      0, // zones other than UTC need the zone database
 		"try again in a moment":                           0,

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/adapter"
@@ -24,9 +23,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if len(creq.Ignored) > 0 {
-		w.Header().Set(headerIgnored, strings.Join(creq.Ignored, ", "))
-	}
+	setIgnored(w.Header(), creq.Ignored)
 	id := "chatcmpl-" + rand.Text()
 	created := time.Now().Unix()
 	greq := gateway.Request{Body: creq.Anthropic(), Header: r.Header, Hints: bodyHints(creq.Identity), Echo: creq.Echo}

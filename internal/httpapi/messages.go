@@ -3,7 +3,6 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
-	"strings"
 
 	"github.com/meridian-gw/meridian/internal/anthropic"
 	"github.com/meridian-gw/meridian/internal/gateway"
@@ -44,9 +43,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if ignored := gateway.Ignored(req); len(ignored) > 0 {
-		w.Header().Set(headerIgnored, strings.Join(ignored, ", "))
-	}
+	setIgnored(w.Header(), gateway.Ignored(req))
 	id := gateway.NewMessageID()
 	greq := gateway.Request{Body: req, Header: r.Header}
 	if req.Stream {

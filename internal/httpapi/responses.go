@@ -54,9 +54,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, invalidField(err))
 		return
 	}
-	if len(rreq.Ignored) > 0 {
-		w.Header().Set(headerIgnored, strings.Join(rreq.Ignored, ", "))
-	}
+	setIgnored(w.Header(), rreq.Ignored)
 	c.meta = rreq.Meta(c.id, time.Now().Unix(), s.cfg.Sealer)
 	c.greq = gateway.Request{Body: areq, Header: r.Header, Hints: bodyHints(rreq.Identity), Echo: rreq.Echo}
 	if rreq.Store && s.cfg.Responses != nil {

@@ -204,3 +204,27 @@ func TestCountTokensIsAMarkedEstimate(t *testing.T) {
 		t.Fatalf("count_tokens response is not marked as an estimate: %v", resp.Header)
 	}
 }
+
+// Names a client chose are reflected only as bounded printable ASCII: a
+// NUL byte or a 200 KB tool name never reaches a response header.
+func TestIgnoredParamsHeaderIsBoundedAndClean(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{})
+	s.Upstream.Always(testkit.Reply{Text: "ok"})
+	huge := strings.Repeat("x", 200<<10)
+	body := `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}],"tools":[` +
+		`{"type":"web_search_20250305","name":"bad\u0000name\u00e9"},{"type":"web_search_20250305","name":"` + huge + `"}]}`
+	resp, out := do(t, http.MethodPost, s.URL+"/v1/messages", body, map[string]string{"Content-Type": "application/json"})
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, out)
+	}
+	got := resp.Header.Get("X-Meridian-Ignored-Params")
+	if len(got) > 1100 || !strings.HasPrefix(got, "tools: bad?name?? ") {
+		t.Fatalf("header (%d bytes) = %.120q", len(got), got)
+	}
+	for _, c := range []byte(got) {
+		if c < 0x20 || c > 0x7e {
+			t.Fatalf("header carries byte %#x: %.120q", c, got)
+		}
+	}
+}

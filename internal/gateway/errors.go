@@ -3,6 +3,7 @@ package gateway
 import (
 	"fmt"
 	"net/http"
+	"regexp"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/anthropic"
@@ -35,9 +36,10 @@ func (e *Error) RetryAfterSeconds() int {
 	return retryafter.Seconds(e.RetryAfter)
 }
 
-// newError builds an Error, computing the wait for statuses that carry one.
+// newError builds an Error, computing the wait for statuses that carry one
+// from the message as it came; the client sees it redacted.
 func newError(status int, typ, msg string, facts retryafter.Facts) *Error {
-	e := &Error{Status: status, Type: typ, Message: msg}
+	e := &Error{Status: status, Type: typ, Message: redact(msg)}
 	facts.Status = status
 	if facts.Message == "" {
 		facts.Message = msg
@@ -96,4 +98,20 @@ func upstreamStatus(s int) (int, string) {
 		return s, anthropic.ErrorTypeForStatus(s)
 	}
 	return http.StatusBadGateway, anthropic.ErrAPI
+}
+
+// What a client-facing message must not show: the machine's paths (the
+// CLI's location, a working directory) and the upstream's address.
+var (
+	redactURL     = regexp.MustCompile(`\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"'<>)]+`)
+	redactAddress = regexp.MustCompile(`\b(?:\d{1,3}(?:\.\d{1,3}){3}|localhost|\[[0-9a-fA-F:.]+\]|[a-zA-Z0-9-]+(?:\.[a-zA-Z0-9-]+)+):\d{1,5}\b`)
+	redactPath    = regexp.MustCompile(`(^|[\s"'(=])(/[A-Za-z0-9._~@%+-]+(?:/[A-Za-z0-9._~@%+-]*)*)`)
+)
+
+// redact removes local paths, URLs and network addresses from a message
+// that reaches a client; the log keeps the original.
+func redact(msg string) string {
+	msg = redactURL.ReplaceAllString(msg, "<url>")
+	msg = redactAddress.ReplaceAllString(msg, "<address>")
+	return redactPath.ReplaceAllString(msg, "$1<path>")
 }

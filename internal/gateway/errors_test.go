@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -39,6 +40,36 @@ func TestClassify(t *testing.T) {
 		e := classify(&c.f, c.window, now)
 		if e.Status != c.status || e.Type != c.typ || e.RetryAfter != c.retryAfter {
 			t.Errorf("%+v: got %d %s wait %v, want %d %s wait %v", c.f, e.Status, e.Type, e.RetryAfter, c.status, c.typ, c.retryAfter)
+		}
+	}
+}
+
+// Client-facing messages carry no local path and no upstream address;
+// what a client needs (the install hint, times, token counts) stays.
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		`fork/exec /home/u/.tools/claude/2.1.332/node_modules/claude: invalid argument`:              `fork/exec <path>: invalid argument`,
+		`API Error: Repeated 529 Overloaded errors. Check your inference gateway (127.0.0.1:38509).`: `API Error: Repeated 529 Overloaded errors. Check your inference gateway (<address>).`,
+		`request to http://10.0.0.7:8080/v1/messages failed`:                                         `request to <url> failed`,
+		`upstream api.internal.example:443 refused`:                                                  `upstream <address> refused`,
+		`claude CLI not found ("/tmp/x/no-such-claude"): install it with ` + "`npm install -g @anthropic-ai/claude-code`" + ` (or point --claude-path / MERIDIAN_CLAUDE_PATH at the binary)`: `claude CLI not found ("<path>"): install it with ` + "`npm install -g @anthropic-ai/claude-code`" + ` (or point --claude-path / MERIDIAN_CLAUDE_PATH at the binary)`,
+		`resets 10:38pm (UTC)`:                           `resets 10:38pm (UTC)`,
+		`prompt is too long: 250000 tokens > 200000 max`: `prompt is too long: 250000 tokens > 200000 max`,
+		`No conversation found with session ID: 5f0c-11`: `No conversation found with session ID: 5f0c-11`,
+	} {
+		if got := redact(in); got != want {
+			t.Errorf("redact(%q)\n = %q\nwant %q", in, got, want)
+		}
+	}
+}
+
+func TestCheckModel(t *testing.T) {
+	for name, ok := range map[string]bool{
+		"sonnet": true, "claude-opus-4-1": true, "claude-sonnet-4-5[1m]": true, "us.anthropic.claude-3-7:0": true, "default": true,
+		"": false, "a b": false, "bad\x00name": false, "\u00e9t\u00e9": false, strings.Repeat("m", 257): false,
+	} {
+		if got := checkModel(name) == ""; got != ok {
+			t.Errorf("checkModel(%.20q) ok = %v, want %v", name, got, ok)
 		}
 	}
 }

@@ -219,6 +219,11 @@ func (g *Gateway) plan(req *anthropic.MessagesRequest) (backend.StartOptions, *E
 		return backend.StartOptions{}, InvalidRequest(fmt.Sprintf(
 			"messages.%d: the last message must be the user's; prefilling the assistant's reply is not supported by the claude backend", last))
 	}
+	if msg := checkModel(req.Model); msg != "" {
+		e := InvalidRequest("model: " + msg)
+		e.Param = "model"
+		return backend.StartOptions{}, e
+	}
 	if req.Effort != "" && !validEffort(req.Effort) {
 		return backend.StartOptions{}, InvalidRequest(fmt.Sprintf(
 			"output_config.effort: must be one of low, medium, high, xhigh, max; got %q", req.Effort))
@@ -239,6 +244,27 @@ func (g *Gateway) plan(req *anthropic.MessagesRequest) (backend.StartOptions, *E
 		}
 	}
 	return opts, nil
+}
+
+// maxModelName bounds a model name; the longest real ids are under 100
+// bytes.
+const maxModelName = 256
+
+// checkModel says what is wrong with a model name, "" when nothing: it
+// becomes a CLI argument, so only printable ASCII without spaces passes.
+func checkModel(name string) string {
+	if name == "" {
+		return "must not be empty"
+	}
+	if len(name) > maxModelName {
+		return fmt.Sprintf("at most %d bytes, got %d", maxModelName, len(name))
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c <= ' ' || c > '~' {
+			return fmt.Sprintf("a model name is printable ASCII without spaces; byte %d is %#x", i, c)
+		}
+	}
+	return ""
 }
 
 func validEffort(e string) bool {
@@ -304,7 +330,7 @@ func (g *Gateway) startError(ctx context.Context, err error) error {
 		return newError(http.StatusServiceUnavailable, anthropic.ErrAPI, err.Error(), factsNow(g))
 	}
 	g.log.Error("backend start failed", "err", err)
-	return &Error{Status: http.StatusInternalServerError, Type: anthropic.ErrAPI, Message: "could not start claude: " + err.Error()}
+	return &Error{Status: http.StatusInternalServerError, Type: anthropic.ErrAPI, Message: "could not start the claude CLI: " + redact(err.Error())}
 }
 
 // observe records what turn events say about the account.

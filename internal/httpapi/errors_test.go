@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,6 +122,9 @@ func TestOverloadedCarriesWait(t *testing.T) {
 	ae := apiError(t, newMessage(s, "hi"))
 	if ae.StatusCode != 529 || ae.Type() != "overloaded_error" {
 		t.Fatalf("got %d %s, want 529 overloaded_error", ae.StatusCode, ae.Type())
+	}
+	if host := strings.TrimPrefix(s.Upstream.URL, "http://"); strings.Contains(ae.RawJSON(), host) || strings.Contains(ae.RawJSON(), "127.0.0.1") {
+		t.Fatalf("the error reveals the upstream's address: %s", ae.RawJSON())
 	}
 	if got := retryAfter(t, ae); got != 5 {
 		t.Fatalf("Retry-After = %d, want the 5 s overload default", got)

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -87,6 +88,9 @@ func TestMissingClaudeIs503WithInstallHint(t *testing.T) {
 	ae := apiError(t, newMessage(s, "hi"))
 	if ae.StatusCode != 503 || !strings.Contains(ae.RawJSON(), "npm install") {
 		t.Fatalf("got %d %s, want 503 with install instructions", ae.StatusCode, ae.RawJSON())
+	}
+	if strings.Contains(ae.RawJSON(), "no-such-claude") || strings.Contains(ae.RawJSON(), os.TempDir()) {
+		t.Fatalf("the error shows a local path: %s", ae.RawJSON())
 	}
 	retryAfter(t, ae)
 

@@ -228,3 +228,20 @@ func TestIgnoredParamsHeaderIsBoundedAndClean(t *testing.T) {
 		}
 	}
 }
+
+// A model name becomes a CLI argument: a NUL byte or a megabyte of it is
+// a 400 naming the field, in either protocol, never a 500 with a path.
+func TestBadModelNamesAre400(t *testing.T) {
+	t.Parallel()
+	path, scriptEnv := testkit.FakeClaude(t) // never started
+	s := newStack(t, stackOptions{claudePath: path, env: []string{scriptEnv}})
+	for _, model := range []string{`bad\u0000model`, strings.Repeat("m", 1<<20), `two words`} {
+		resp, body := do(t, http.MethodPost, s.URL+"/v1/messages", `{"model":"`+model+`","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`, nil)
+		anthropicError(t, resp, body, 400, "invalid_request_error", "model:")
+		resp, body = do(t, http.MethodPost, s.URL+"/v1/chat/completions", `{"model":"`+model+`","messages":[{"role":"user","content":"hi"}]}`, nil)
+		openAIError(t, resp, body, 400, "invalid_request_error", "model", "model:")
+	}
+	if pids := testkit.Processes(s.Marker); len(pids) > 0 {
+		t.Fatalf("a refused request started claude: %v", pids)
+	}
+}

@@ -374,6 +374,11 @@ func (r *relay) closeOpenBlocks() error {
 		if !b.open {
 			continue
 		}
+		if b.call != nil {
+			// A held call never reached the client: nothing to close.
+			b.open, b.call = false, nil
+			continue
+		}
 		if b.kind == "text" && r.stopAt == "" {
 			if rest := r.stops.Flush(); rest != "" {
 				if err := r.writeText(b.client, rest); err != nil {

@@ -160,3 +160,23 @@ func TestPlanRefusesWhatTheBackendCannotDo(t *testing.T) {
 		t.Fatalf("prefill: %v", err)
 	}
 }
+
+// A turn cut short while a client tool call is still held closes only
+// what the client saw: no content_block_stop for a block it never got.
+func TestEarlyEndClosesOnlyReleasedBlocks(t *testing.T) {
+	req := &anthropic.MessagesRequest{StopSequences: []string{"STOP"}}
+	call := &backend.Event{Kind: backend.BlockStart, Index: 1, BlockType: "tool_use", Block: json.RawMessage(`{"type":"tool_use","id":"t1","name":"f","input":{}}`)}
+	got := run(t, req, []*backend.Event{
+		{Kind: backend.MessageStart}, start(0, "text"), text(0, "a"), stop(0), call,
+		{Kind: backend.BlockDelta, Index: 1, DeltaType: "input_json_delta", Delta: json.RawMessage(`{"type":"input_json_delta","partial_json":"{"}`)},
+		{Kind: backend.MessageDelta, StopReason: "max_tokens"},
+	}, nil)
+	for _, c := range got {
+		if c == "stop -1" {
+			t.Fatalf("a held call was closed toward the client: %q", got)
+		}
+	}
+	if last := got[len(got)-1]; !strings.HasPrefix(last, "finish max_tokens") {
+		t.Fatalf("calls %q", got)
+	}
+}

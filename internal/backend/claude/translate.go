@@ -35,6 +35,11 @@ type translator struct {
 	rateLimit  *line // last rate_limit_event line
 }
 
+// maxBlocks bounds the block index one upstream message may use: a larger
+// or negative index is malformed output, ignored rather than trusted with
+// an allocation.
+const maxBlocks = 4096
+
 // message tracks one upstream message within the turn.
 type message struct {
 	id         string
@@ -137,6 +142,9 @@ func (t *translator) streamEvent(l *line) error {
 	case "content_block_start":
 		m := t.message(id)
 		m.streamed = true
+		if se.Index < 0 || se.Index >= maxBlocks {
+			return nil // malformed output is never fatal
+		}
 		blockType, block, ok := t.forward(se.ContentBlock)
 		idx := -1
 		if ok {

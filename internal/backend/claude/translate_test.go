@@ -225,3 +225,23 @@ func TestArgsAndEnv(t *testing.T) {
 		t.Error("a base URL pointing elsewhere was dropped")
 	}
 }
+
+// Malformed block indices — negative, or absurdly large — are ignored,
+// never a panic and never a huge allocation.
+func TestMalformedBlockIndicesAreIgnored(t *testing.T) {
+	got, res := play(t,
+		se("m1", `{"type":"message_start","message":{"id":"m1","usage":{"input_tokens":3}}}`),
+		se("m1", `{"type":"content_block_start","index":-1,"content_block":{"type":"text","text":""}}`),
+		se("m1", `{"type":"content_block_delta","index":-1,"delta":{"type":"text_delta","text":"x"}}`),
+		se("m1", `{"type":"content_block_stop","index":-1}`),
+		se("m1", `{"type":"content_block_start","index":2000000000,"content_block":{"type":"text","text":""}}`),
+		se("m1", `{"type":"content_block_stop","index":2000000000}`),
+		se("m1", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`),
+		se("m1", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"ok"}}`),
+		se("m1", `{"type":"content_block_stop","index":0}`),
+		okResult,
+	)
+	if strings.Join(got, "|") != `message in=3|start 0 text|delta 0 text_delta "ok"|stop 0` || res == nil || res.Failure != nil {
+		t.Fatalf("got %q, result %+v", got, res)
+	}
+}

@@ -243,7 +243,7 @@ func (g *Gateway) publish(ctx context.Context, t *turn, sess backend.Session, re
 		g.pool.Discard(t.live)
 		return
 	}
-	if err := g.cfg.Sessions.MarkConsumed(pctx, g.cfg.Profile, t.delivered); err != nil {
+	if err := g.cfg.Sessions.MarkConsumed(pctx, g.cfg.Profile, t.ident.Key, t.delivered); err != nil {
 		g.log.Warn("could not record delivered tool results", "conversation", t.ident.Key, "err", err)
 	}
 	if g.cfg.NoLive && !res.Paused {

@@ -119,7 +119,7 @@ func (g *Gateway) refuseRepeats(ctx context.Context, t *turn) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	done, err := g.cfg.Sessions.Consumed(ctx, g.cfg.Profile, ids)
+	done, err := g.cfg.Sessions.Consumed(ctx, g.cfg.Profile, t.ident.Key, ids)
 	if err != nil {
 		return err
 	}

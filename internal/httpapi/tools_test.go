@@ -450,3 +450,26 @@ func TestContinuedTurnReportsOnlyItsOwnUsage(t *testing.T) {
 		}
 	}
 }
+
+// A delivered tool result is a repeat only within its conversation:
+// another conversation may get a call with the same id (the Messages API
+// documentation's own example id) and deliver its result.
+func TestToolIDsBelongToTheirConversation(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{sessions: true})
+	s.Upstream.Respond(func(r testkit.Request) testkit.Reply {
+		if toolResults(r) == 0 {
+			return testkit.Reply{ToolUses: []testkit.ToolUse{{ID: "toolu_01A09q90qw90lq917835lq9", Name: modelName("read_file"), Input: map[string]any{"path": "x"}}}}
+		}
+		return testkit.Reply{Text: "read it"}
+	})
+	for _, conv := range []string{"conv-a", "conv-b"} {
+		l := &toolLoop{t: t, s: s, client: s.client(option.WithHeader("X-Claude-Code-Session-Id", conv)),
+			history: []sdk.MessageParam{userMessage("read x in " + conv)}}
+		l.send()
+		l.history = append(l.history, sdk.NewUserMessage(sdk.NewToolResultBlock("toolu_01A09q90qw90lq917835lq9", "x body", false)))
+		if msg := l.send(); msg.Content[0].Text != "read it" {
+			t.Fatalf("%s: %+v", conv, msg.Content)
+		}
+	}
+}

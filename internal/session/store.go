@@ -234,15 +234,16 @@ func unpack(b []byte) ([]lineage.Digest, error) {
 // MaxConsumed bounds the remembered tool results.
 const MaxConsumed = 10_000
 
-// MarkConsumed records tool results as delivered to a CLI.
-func (s *Store) MarkConsumed(ctx context.Context, profile string, ids []string) error {
+// MarkConsumed records tool results of a conversation as delivered to a
+// CLI.
+func (s *Store) MarkConsumed(ctx context.Context, profile, conversation string, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
 	now := s.now().UnixMilli()
 	for _, id := range ids {
-		if _, err := s.db.ExecContext(ctx, `INSERT INTO consumed_tool_results (profile, tool_use_id, consumed_at)
-			VALUES (?, ?, ?) ON CONFLICT DO NOTHING`, profile, id, now); err != nil {
+		if _, err := s.db.ExecContext(ctx, `INSERT INTO consumed_tool_results (profile, conversation, tool_use_id, consumed_at)
+			VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`, profile, conversation, id, now); err != nil {
 			return fmt.Errorf("mark tool results consumed: %w", err)
 		}
 	}
@@ -252,12 +253,13 @@ func (s *Store) MarkConsumed(ctx context.Context, profile string, ids []string) 
 	return nil
 }
 
-// Consumed returns which of ids were already delivered.
-func (s *Store) Consumed(ctx context.Context, profile string, ids []string) ([]string, error) {
+// Consumed returns which of a conversation's ids were already delivered.
+func (s *Store) Consumed(ctx context.Context, profile, conversation string, ids []string) ([]string, error) {
 	var out []string
 	for _, id := range ids {
 		var n int
-		err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM consumed_tool_results WHERE profile = ? AND tool_use_id = ?`, profile, id).Scan(&n)
+		err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM consumed_tool_results WHERE profile = ? AND conversation = ? AND tool_use_id = ?`,
+			profile, conversation, id).Scan(&n)
 		if err != nil {
 			return nil, fmt.Errorf("check consumed tool results: %w", err)
 		}

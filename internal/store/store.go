@@ -186,6 +186,17 @@ func migrations() []string {
 		id  INTEGER PRIMARY KEY,
 		key BLOB    NOT NULL
 	);`,
+		// Delivered tool results belong to their conversation: another
+		// conversation may use the same tool id.
+		`DROP TABLE consumed_tool_results;
+	CREATE TABLE consumed_tool_results (
+		profile      TEXT    NOT NULL,
+		conversation TEXT    NOT NULL,
+		tool_use_id  TEXT    NOT NULL,
+		consumed_at  INTEGER NOT NULL,
+		PRIMARY KEY (profile, conversation, tool_use_id)
+	);
+	CREATE INDEX consumed_tool_results_at ON consumed_tool_results (consumed_at);`,
 	}
 }
 

@@ -48,6 +48,11 @@ func newError(status int, typ, msg string, facts retryafter.Facts) *Error {
 	return e
 }
 
+// Unavailable is a 503 with the wait for unavailability.
+func Unavailable(msg string) *Error {
+	return newError(http.StatusServiceUnavailable, anthropic.ErrAPI, msg, retryafter.Facts{Now: time.Now()})
+}
+
 // InvalidRequest is a 400 for a request the gateway cannot serve.
 func InvalidRequest(msg string) *Error {
 	return &Error{Status: http.StatusBadRequest, Type: anthropic.ErrInvalidRequest, Message: msg}

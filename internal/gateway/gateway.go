@@ -95,7 +95,10 @@ type Gateway struct {
 	health healthCache
 	models modelCache
 	probes sync.WaitGroup // background backend probes
-	pool   *pool.Pool
+	// closing ends the probes when the gateway closes.
+	closing context.Context
+	stop    context.CancelFunc
+	pool    *pool.Pool
 }
 
 // New returns a Gateway.
@@ -124,11 +127,14 @@ func New(cfg Config) *Gateway {
 	// Every running turn needs a live process; more turns than processes
 	// would have to evict active work.
 	cfg.MaxConcurrent = min(cfg.MaxConcurrent, cfg.MaxLive)
+	closing, stop := context.WithCancel(context.Background())
 	return &Gateway{
-		cfg:   cfg,
-		log:   cfg.Logger,
-		slots: admission.New(cfg.MaxConcurrent, cfg.QueueTimeout),
-		pool:  pool.New(cfg.MaxLive, cfg.IdleTTL, cfg.Logger),
+		closing: closing,
+		stop:    stop,
+		cfg:     cfg,
+		log:     cfg.Logger,
+		slots:   admission.New(cfg.MaxConcurrent, cfg.QueueTimeout),
+		pool:    pool.New(cfg.MaxLive, cfg.IdleTTL, cfg.Logger),
 	}
 }
 

@@ -2,20 +2,24 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/backend"
 )
 
-// How long backend facts are trusted, and how long probing them may take.
+// How long backend facts are trusted, how long probing them may take, and
+// how long a health check waits for a probe. A probe outlives an impatient
+// caller: a slow `claude auth status` finishes and serves the next one.
 const (
-	authTTL       = 30 * time.Second
-	authFailTTL   = 5 * time.Second
-	versionTTL    = 10 * time.Minute
-	modelsTTL     = 10 * time.Minute
-	modelsFailTTL = 30 * time.Second
-	probeDeadline = 5 * time.Second
+	authTTL        = 30 * time.Second
+	authFailTTL    = 5 * time.Second
+	versionTTL     = 10 * time.Minute
+	modelsTTL      = 10 * time.Minute
+	modelsFailTTL  = 30 * time.Second
+	probeDeadline  = 90 * time.Second
+	healthPatience = 5 * time.Second
 )
 
 // Health is the gateway's state for GET /health.
@@ -44,6 +48,8 @@ type Slots struct {
 // Health probes the CLI (cached briefly, so a health-check storm starts no
 // process storm) and reports admission state.
 func (g *Gateway) Health(ctx context.Context) Health {
+	ctx, cancel := context.WithTimeout(ctx, healthPatience)
+	defer cancel()
 	inUse, waiting, size := g.slots.Stats()
 	h := Health{Status: "ok", Processes: Slots{Running: inUse, Waiting: waiting, Max: size}}
 	path, err := g.cfg.Inspector.Locate()
@@ -65,6 +71,8 @@ func (g *Gateway) Health(ctx context.Context) Health {
 	})
 	h.Claude.Version = version
 	switch {
+	case errors.Is(verr, context.DeadlineExceeded), errors.Is(aerr, context.DeadlineExceeded):
+		h.Status, h.Claude.Error = "degraded", "the claude CLI is slow to answer its health probe; it goes on in the background and serves the next check"
 	case verr != nil:
 		h.Status, h.Claude.Error = "degraded", "claude --version: "+verr.Error()
 	case aerr != nil:
@@ -78,9 +86,10 @@ func (g *Gateway) Health(ctx context.Context) Health {
 	return h
 }
 
-// Close closes the idle live processes and waits for background probes
-// (each runs under its own deadline). Call it after the requests are done.
+// Close closes the idle live processes, ends the background probes and
+// waits for them. Call it after the requests are done.
 func (g *Gateway) Close() {
+	g.stop()
 	g.pool.Close()
 	g.probes.Wait()
 }
@@ -124,7 +133,7 @@ func (c *cached[T]) get(ctx context.Context, g *Gateway, probe func(context.Cont
 	if running == nil {
 		running = make(chan struct{})
 		c.running = running
-		g.probes.Go(func() { c.refresh(running, g.cfg.Now, probe) })
+		g.probes.Go(func() { c.refresh(g.closing, running, g.cfg.Now, probe) })
 	}
 	c.mu.Unlock()
 	select {
@@ -138,8 +147,8 @@ func (c *cached[T]) get(ctx context.Context, g *Gateway, probe func(context.Cont
 	return c.val, c.err
 }
 
-func (c *cached[T]) refresh(done chan struct{}, now func() time.Time, probe func(context.Context) (T, time.Duration, error)) {
-	ctx, cancel := context.WithTimeout(context.Background(), probeDeadline)
+func (c *cached[T]) refresh(parent context.Context, done chan struct{}, now func() time.Time, probe func(context.Context) (T, time.Duration, error)) {
+	ctx, cancel := context.WithTimeout(parent, probeDeadline)
 	defer cancel()
 	start := now()
 	v, ttl, err := probe(ctx)

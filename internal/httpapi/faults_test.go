@@ -106,4 +106,7 @@ func TestMissingClaudeIs503WithInstallHint(t *testing.T) {
 	if resp.StatusCode != 503 || health.Status != "unavailable" || health.Claude.Found || health.Claude.Error == "" {
 		t.Fatalf("health = %d %+v", resp.StatusCode, health)
 	}
+	if ra := resp.Header.Get("Retry-After"); ra == "" {
+		t.Fatal("the health check's 503 carries no Retry-After")
+	}
 }

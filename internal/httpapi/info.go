@@ -31,6 +31,8 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	status := http.StatusOK
 	if h.Status == "unavailable" {
 		status = http.StatusServiceUnavailable
+		// Every 503 says when to look again.
+		retryAfterHeader(w.Header(), gateway.Unavailable("the claude CLI is not usable"))
 	}
 	writeJSON(w, status, h)
 }

@@ -111,6 +111,7 @@ func (g *Gateway) runTurn(ctx context.Context, t *turn, id string, out Output) e
 	if err != nil {
 		return err
 	}
+	nameSession(out, sess.ID())
 	in, perr := t.input()
 	if perr != nil {
 		g.pool.Put(t.live) // untouched: the paused turn still waits

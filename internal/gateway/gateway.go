@@ -177,6 +177,7 @@ func (g *Gateway) oneShot(ctx context.Context, req *anthropic.MessagesRequest, o
 	}
 	// Close joins the process; it runs before the slot is released.
 	defer sess.Close()
+	nameSession(out, sess.ID())
 
 	r := newRelay(out, Start{ID: id, Model: req.Model}, req, sess.ID)
 	r.tools, r.answer = tools, sess.Answer

@@ -29,6 +29,20 @@ type Output interface {
 	Finish(Finish) error
 }
 
+// SessionNamer is an Output that can be told the backend session's id
+// before the response starts: the id is chosen before the CLI starts, so a
+// stream that opens early (a keep-alive ping) still names it.
+type SessionNamer interface {
+	NameSession(id string)
+}
+
+// nameSession tells out the session's id, if it listens.
+func nameSession(out Output, id string) {
+	if n, ok := out.(SessionNamer); ok && id != "" {
+		n.NameSession(id)
+	}
+}
+
 // Start opens a response.
 type Start struct {
 	ID        string

@@ -208,7 +208,7 @@ func TestBrokenUpstreamStreamRecovers(t *testing.T) {
 func TestPingsKeepASlowStreamAlive(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, stackOptions{pingInterval: 100 * time.Millisecond})
-	s.Upstream.Always(testkit.Reply{Text: "eventually", Delay: 700 * time.Millisecond})
+	s.Upstream.Always(testkit.Reply{Text: "eventually", Delay: 700 * time.Millisecond, Usage: scriptedUsage})
 
 	body := `{"model":"test-model","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"hi"}]}`
 	resp, err := http.Post(s.URL+"/v1/messages", "application/json", strings.NewReader(body))
@@ -217,16 +217,39 @@ func TestPingsKeepASlowStreamAlive(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	var events []string
+	var start string
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		if ev, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
 			events = append(events, ev)
 		}
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok && strings.Contains(data, `"message_start"`) {
+			start = data
+		}
 	}
 	joined := strings.Join(events, " ")
-	if !strings.HasPrefix(joined, "message_start ping") || !strings.HasSuffix(joined, "message_delta message_stop") ||
+	if !strings.HasPrefix(joined, "ping") || !strings.HasSuffix(joined, "message_delta message_stop") ||
 		strings.Count(joined, "message_start") != 1 || !strings.Contains(joined, "content_block_delta") {
 		t.Fatalf("events: %s", joined)
+	}
+	// The headers went out with the first ping, and still name the
+	// session; message_start, after the pings, carries the input usage.
+	if resp.Header.Get("X-Meridian-Session-Id") == "" {
+		t.Fatal("a stream opened by a ping lost X-Meridian-Session-Id")
+	}
+	if !strings.Contains(start, `"input_tokens":11`) {
+		t.Fatalf("message_start lost the input usage: %s", start)
+	}
+	// The official SDK reads such a stream whole.
+	st := s.client().Messages.NewStreaming(context.Background(), simpleParams("hi"))
+	var msg sdk.Message
+	for st.Next() {
+		if err := msg.Accumulate(st.Current()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Err(); err != nil || len(msg.Content) != 1 || msg.Content[0].Text != "eventually" || msg.Usage.InputTokens != 11 {
+		t.Fatalf("SDK: %v %+v", err, msg)
 	}
 }
 

@@ -47,8 +47,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	id := gateway.NewMessageID()
 	greq := gateway.Request{Body: req, Header: r.Header}
 	if req.Stream {
-		enc := &messagesSSE{provisional: gateway.Start{ID: id, Model: req.Model}}
-		_ = s.stream(w, r, greq, id, enc)
+		_ = s.stream(w, r, greq, id, &messagesSSE{})
 		return
 	}
 	if out, ok := s.collect(w, r, greq, id); ok {
@@ -109,12 +108,11 @@ func messageResponse(o *collected) anthropic.Response {
 	return resp
 }
 
-// messagesSSE renders the Messages API's event stream. A stream committed
-// by a ping before the response began opens with the provisional start, as
-// every Messages stream begins with message_start.
+// messagesSSE renders the Messages API's event stream. A ping may come
+// before message_start (the SDKs skip pings), so message_start always
+// carries the real start: the model that answers and its input usage.
 type messagesSSE struct {
-	provisional gateway.Start
-	started     bool
+	started bool
 }
 
 func (e *messagesSSE) start(dst []byte, st gateway.Start) []byte {
@@ -142,9 +140,7 @@ func (e *messagesSSE) finish(dst []byte, f gateway.Finish) ([]byte, error) {
 	return anthropic.AppendMessageStop(dst), nil
 }
 
-func (e *messagesSSE) ping(dst []byte) []byte {
-	return anthropic.AppendPing(e.start(dst, e.provisional))
-}
+func (e *messagesSSE) ping(dst []byte) []byte { return anthropic.AppendPing(dst) }
 
 func (e *messagesSSE) fail(dst []byte, ge *gateway.Error) []byte {
 	return anthropic.AppendErrorEvent(dst, ge.Type, ge.Message, ge.RetryAfterSeconds())

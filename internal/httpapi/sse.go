@@ -45,6 +45,7 @@ type sseWriter struct {
 	rc        *http.ResponseController
 	enc       sseEncoder
 	buf       []byte
+	session   string // the backend session, named before the response starts
 	committed bool
 	done      bool  // the response ended, successfully or with an error frame
 	werr      error // the first failed write
@@ -86,10 +87,21 @@ func (o *sseWriter) pinger(every time.Duration) {
 	}
 }
 
+// NameSession records the session's id for the headers, should a ping
+// commit them before the response starts.
+func (o *sseWriter) NameSession(id string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.session = id
+}
+
 // commit writes the headers once. Callers hold mu.
 func (o *sseWriter) commit(session string) {
 	if o.committed {
 		return
+	}
+	if session == "" {
+		session = o.session
 	}
 	h := o.w.Header()
 	h.Set("Content-Type", "text/event-stream")

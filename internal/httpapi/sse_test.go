@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meridian-gw/meridian/internal/anthropic"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/openai"
 )
@@ -57,29 +58,32 @@ func TestSSEWriterBuffersUntilFlush(t *testing.T) {
 	}
 }
 
-// A model slow to start gets pings: the first commits the headers. A chat
-// stream pings with SSE comments; a Messages stream opens with its
-// provisional message_start, as every Messages stream must.
+// A model slow to start gets pings: the first commits the headers, with
+// the session's id named before the response began. The response's own
+// start follows with what only it knows (the Messages API's message_start
+// with its input usage).
 func TestSSEWriterPingsAQuietStream(t *testing.T) {
 	for name, enc := range map[string]sseEncoder{
 		"chat":     &chatSSE{enc: openai.NewChunkEncoder("chatcmpl-1", 1, false, nil)},
-		"messages": &messagesSSE{provisional: gateway.Start{ID: "msg_1", Model: "m"}},
+		"messages": &messagesSSE{},
 	} {
 		t.Run(name, func(t *testing.T) {
 			rec := newSyncRecorder()
 			o := newSSEWriter(rec, enc, 5*time.Millisecond)
+			o.NameSession("sess-early")
 			rec.waitFor(t, "ping")
 			o.stopPings()
 			body := rec.body()
-			if name == "chat" && !strings.HasPrefix(body, ": ping\n\n") {
-				t.Fatalf("chat stream opened with %q", body)
+			if want := map[string]string{"chat": ": ping\n\n", "messages": "event: ping\n"}[name]; !strings.HasPrefix(body, want) {
+				t.Fatalf("%s stream opened with %q", name, body)
 			}
-			if name == "messages" && !strings.HasPrefix(body, "event: message_start\n") {
-				t.Fatalf("messages stream opened with %q", body)
+			if got := rec.Header().Get(headerSession); got != "sess-early" {
+				t.Fatalf("session header = %q", got)
 			}
-			_ = o.Start(gateway.Start{ID: "msg_1", Model: "m"})
-			if name == "messages" && strings.Count(rec.body()+string(o.buf), "event: message_start") != 1 {
-				t.Fatalf("a second message_start: %q", rec.body()+string(o.buf))
+			_ = o.Start(gateway.Start{ID: "msg_1", Model: "m", Usage: anthropic.Usage{InputTokens: 42}})
+			_ = o.Flush()
+			if name == "messages" && (strings.Count(rec.body(), "event: message_start") != 1 || !strings.Contains(rec.body(), `"input_tokens":42`)) {
+				t.Fatalf("message_start: %q", rec.body())
 			}
 		})
 	}

@@ -26,13 +26,16 @@ type serveConfig struct {
 	Port          int
 	ClaudePath    string
 	MaxConcurrent int
-	QueueTimeout  time.Duration
-	DataDir       string
-	APIKey        string
-	MaxBodyBytes  int64
-	MaxLive       int
-	IdleTTL       time.Duration
-	TurnWait      time.Duration
+	// MaxConcurrentChosen reports --max-concurrent set by flag or
+	// environment rather than left at its default.
+	MaxConcurrentChosen bool
+	QueueTimeout        time.Duration
+	DataDir             string
+	APIKey              string
+	MaxBodyBytes        int64
+	MaxLive             int
+	IdleTTL             time.Duration
+	TurnWait            time.Duration
 	// Stored Responses API responses and background runs.
 	MaxStored      int
 	MaxStoredBytes int64
@@ -49,6 +52,7 @@ func newRootCommand(environ []string) *cobra.Command {
 		if envErr != nil {
 			return envErr
 		}
+		cfg.MaxConcurrentChosen = cmd.Flags().Changed("max-concurrent") || env["MERIDIAN_MAX_CONCURRENT"] != ""
 		return runServe(cmd.Context(), cfg, environ, cmd.ErrOrStderr())
 	}
 	root := &cobra.Command{

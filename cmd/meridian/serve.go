@@ -18,6 +18,20 @@ import (
 	"github.com/meridian-gw/meridian/internal/store"
 )
 
+// settleConcurrency makes the two process bounds agree: every running turn
+// needs a live process, so a lowered --max-live lowers the default
+// --max-concurrent with it; only an explicit --max-concurrent above
+// --max-live is a contradiction.
+func settleConcurrency(maxConcurrent, maxLive int, chosen bool) (int, error) {
+	if maxLive >= maxConcurrent {
+		return maxConcurrent, nil
+	}
+	if chosen {
+		return 0, fmt.Errorf("--max-live %d is below --max-concurrent %d: every running turn needs a live process; lower --max-concurrent or raise --max-live", maxLive, maxConcurrent)
+	}
+	return maxLive, nil
+}
+
 // runServe runs the gateway until ctx ends.
 func runServe(ctx context.Context, cfg *serveConfig, environ []string, logTo io.Writer) error {
 	log, err := newLogger(cfg.LogLevel, cfg.LogFormat, logTo)
@@ -34,8 +48,13 @@ func runServe(ctx context.Context, cfg *serveConfig, environ []string, logTo io.
 	if noLive {
 		cfg.MaxLive = cfg.MaxConcurrent // processes still run during their turns
 	}
-	if cfg.MaxLive < cfg.MaxConcurrent {
-		return fmt.Errorf("--max-live %d is below --max-concurrent %d: every running turn needs a live process", cfg.MaxLive, cfg.MaxConcurrent)
+	concurrent, err := settleConcurrency(cfg.MaxConcurrent, cfg.MaxLive, cfg.MaxConcurrentChosen)
+	if err != nil {
+		return err
+	}
+	if concurrent != cfg.MaxConcurrent {
+		log.Info("running at most --max-live turns at once: every running turn needs a live process", "max_concurrent", concurrent, "max_live", cfg.MaxLive)
+		cfg.MaxConcurrent = concurrent
 	}
 	addr := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
 	// The CLI runs in a workspace of its own, so it never sees the

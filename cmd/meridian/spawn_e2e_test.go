@@ -292,6 +292,16 @@ func TestSpawnDeliveryEndToEnd(t *testing.T) {
 	if !strings.Contains(all["p3"].Error, "scripted failure") || all["p1"].CostUSD <= 0 && all["p1"].OutputTokens == 0 {
 		t.Fatalf("p3 error %q, p1 cost %v tokens %d", all["p3"].Error, all["p1"].CostUSD, all["p1"].OutputTokens)
 	}
+	// A spawn without -m records the model the CLI chose, not "default".
+	var ran string
+	for _, r := range w.up.Requests() {
+		if tagOf(r) == "task-alpha" {
+			ran, _ = r.Body["model"].(string)
+		}
+	}
+	if ran == "" || all["p1"].Model != ran || all["p2"].Model != "claude-sonnet-4-5" {
+		t.Fatalf("recorded models %q and %q, the CLI ran %q for p1", all["p1"].Model, all["p2"].Model, ran)
+	}
 
 	// Nothing acked: everything is still owed, in one delivery.
 	d := w.collect()

@@ -128,7 +128,7 @@ func (g *Gateway) runTurn(ctx context.Context, t *turn, id string, out Output) e
 		return r.handle(ev)
 	})
 	logAttrs := []any{"conversation", t.ident.Key, "client", t.ident.Client, "verdict", t.verdict.Kind.String(),
-		"live", t.reused, "session", sess.ID(), "took", g.cfg.Now().Sub(began)}
+		"live", t.reused, "session", sess.ID(), "model", r.start.Model, "took", g.cfg.Now().Sub(began)}
 	switch {
 	case err == nil && res.Paused:
 		g.log.Info("turn handed client tool calls", append(logAttrs, "calls", len(r.calls))...)

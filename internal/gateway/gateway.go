@@ -206,7 +206,7 @@ func (g *Gateway) oneShot(ctx context.Context, req *anthropic.MessagesRequest, o
 			"retry_after", e.RetryAfter, "wait_source", e.WaitSource, "error", res.Failure.Message)
 		return e
 	}
-	g.log.Info("turn done", "session", res.SessionID, "stop", res.StopReason, "took", g.cfg.Now().Sub(began),
+	g.log.Info("turn done", "session", res.SessionID, "model", r.start.Model, "stop", res.StopReason, "took", g.cfg.Now().Sub(began),
 		"input_tokens", res.Usage.InputTokens, "output_tokens", res.Usage.OutputTokens,
 		"cache_read", res.Usage.CacheReadInputTokens, "cache_write", res.Usage.CacheCreationInputTokens)
 	return r.finish(res)

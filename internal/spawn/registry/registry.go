@@ -215,6 +215,9 @@ type Final struct {
 	OutTok    int
 	Duration  time.Duration
 	SessionID string
+	// Model is the model that ran, when the writer knows it; it replaces
+	// the one asked for (an alias, or none for the CLI's default).
+	Model string
 }
 
 // Finalize writes a terminal status if the rules let this writer: the
@@ -240,8 +243,9 @@ func (r *Registry) Finalize(ctx context.Context, project, id string, f Final) (b
 	// Metrics merge whatever the status outcome.
 	_, err = tx.ExecContext(ctx, `UPDATE spawns SET cost_usd = max(cost_usd, ?), input_tokens = max(input_tokens, ?),
 		output_tokens = max(output_tokens, ?), duration_ms = max(duration_ms, ?),
-		session_id = CASE WHEN session_id = '' THEN ? ELSE session_id END WHERE project = ? AND id = ?`,
-		f.CostUSD, f.InTok, f.OutTok, f.Duration.Milliseconds(), f.SessionID, project, id)
+		session_id = CASE WHEN session_id = '' THEN ? ELSE session_id END,
+		model = CASE WHEN ? != '' THEN ? ELSE model END WHERE project = ? AND id = ?`,
+		f.CostUSD, f.InTok, f.OutTok, f.Duration.Milliseconds(), f.SessionID, f.Model, f.Model, project, id)
 	if err != nil {
 		return false, err
 	}

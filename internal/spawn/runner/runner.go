@@ -152,7 +152,13 @@ func (w *Worker) Run(ctx context.Context) error {
 		return w.fail(spawn.LaunchFailure, 1, err.Error())
 	}
 	_ = w.Registry.SetSession(context.WithoutCancel(ctx), row.Project, row.ID, sess.ID())
-	res, err := sess.Turn(ctx, backend.Input{Content: []json.RawMessage{anthropic.TextBlock(row.Prompt)}}, func(*backend.Event) error { return nil })
+	var ran string // the model that answered, as the CLI resolved it
+	res, err := sess.Turn(ctx, backend.Input{Content: []json.RawMessage{anthropic.TextBlock(row.Prompt)}}, func(ev *backend.Event) error {
+		if ev.Kind == backend.MessageStart && ev.Model != "" {
+			ran = ev.Model
+		}
+		return nil
+	})
 	closeErr := sess.Close()
 	done := context.WithoutCancel(ctx)
 	if errors.Is(err, context.Canceled) || ctx.Err() != nil {
@@ -164,7 +170,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	_ = w.Registry.Finalizing(done, row.Project, row.ID)
 	final := registry.Final{Origin: spawn.Runner, Duration: time.Since(began), CostUSD: res.CostUSD,
-		InTok: res.Usage.InputTokens, OutTok: res.Usage.OutputTokens, SessionID: res.SessionID}
+		InTok: res.Usage.InputTokens, OutTok: res.Usage.OutputTokens, SessionID: res.SessionID, Model: ran}
 	if res.Failure != nil {
 		final.Status, final.ExitCode, final.Error = spawn.Failed, 1, res.Failure.Message
 		return w.finalize(done, final)

@@ -6,6 +6,17 @@ import (
 	"github.com/meridian-gw/meridian/internal/gateway"
 )
 
+// Every way a response is rendered is a gateway output.
+var (
+	_ gateway.Output       = (*collected)(nil)
+	_ gateway.Output       = (*sseWriter)(nil)
+	_ gateway.SessionNamer = (*sseWriter)(nil)
+	_ gateway.Output       = (*logOutput)(nil)
+	_ sseEncoder           = (*messagesSSE)(nil)
+	_ sseEncoder           = (*chatSSE)(nil)
+	_ sseEncoder           = (*responsesSSE)(nil)
+)
+
 // collected receives a response that is answered as one JSON body: the
 // gateway hands over the whole answer when it finishes, and the handler
 // renders it in its protocol. It implements gateway.Output.

@@ -11,6 +11,8 @@ import (
 	"github.com/meridian-gw/meridian/internal/backend/claude"
 )
 
+var _ claude.Launcher = (*InProcessCLI)(nil)
+
 // InProcessCLI is a claude.Launcher whose "processes" are goroutines that
 // speak the CLI's stream-json protocol over in-memory pipes. It costs no
 // process start, so benchmarks measure Meridian's own relay work; process

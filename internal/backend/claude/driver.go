@@ -23,6 +23,14 @@ import (
 	"github.com/meridian-gw/meridian/internal/backend"
 )
 
+// The driver is a backend and an inspector; its processes are sessions.
+var (
+	_ backend.Backend   = (*Driver)(nil)
+	_ backend.Inspector = (*Driver)(nil)
+	_ backend.Session   = (*Process)(nil)
+	_ Launcher          = ExecLauncher{}
+)
+
 // Entrypoint is the CLI's CLAUDE_CODE_ENTRYPOINT tag for sessions Meridian
 // starts. The CLI reports it upstream; a Go host speaking the SDK protocol
 // is what this tag names.

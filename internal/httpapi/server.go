@@ -61,6 +61,8 @@ type Server struct {
 	handler http.Handler
 	apiKey  [32]byte // digest of the key, compared in constant time
 	hasKey  bool
+	// active counts running handlers: Serve returns only after the last.
+	active sync.WaitGroup
 }
 
 // New returns a Server. It refuses to expose a non-loopback address
@@ -146,13 +148,16 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		s.log.Warn("drain timed out: cancelling running requests")
 		cancelRequests()
 		// Cancelled handlers join their processes and return; wait for that.
-		final, cancelFinal := context.WithTimeout(context.Background(), 10*time.Second)
+		final, cancelFinal := context.WithTimeout(context.Background(), s.cfg.DrainTimeout)
 		defer cancelFinal()
 		if err := srv.Shutdown(final); err != nil {
 			_ = srv.Close()
 		}
 	}
 	wg.Wait()
+	// Close drops connections but not handlers: each still joins what it
+	// started, and nothing may outlive Serve.
+	s.active.Wait()
 	// Background responses end with the server: each is recorded as
 	// failed, to be sent again.
 	s.cfg.Jobs.Close()
@@ -184,7 +189,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /health", s.health)
 	mux.HandleFunc("GET /{$}", s.root)
 	mux.HandleFunc("/", s.notFound)
-	return s.recoverer(s.logRequests(s.guard(mux)))
+	return s.track(s.recoverer(s.logRequests(s.guard(mux))))
 }
 
 // knownPaths answer 405 rather than 404 to a wrong method.
@@ -245,6 +250,15 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		s.log.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path,
 			"status", sw.status, "bytes", sw.bytes, "took", time.Since(start).Round(time.Microsecond),
 			"agent", r.UserAgent())
+	})
+}
+
+// track counts a handler as running until it returns.
+func (s *Server) track(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.active.Add(1)
+		defer s.active.Done()
+		next.ServeHTTP(w, r)
 	})
 }
 

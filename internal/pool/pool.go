@@ -49,12 +49,13 @@ type Pool struct {
 	now func() time.Time
 	log *slog.Logger
 
-	mu    sync.Mutex
-	idle  map[string]*Live // by conversation key
-	inUse map[string]*Live // taken or newly started, until Put or Discard
-	count int              // idle + in use + reserved
-	done  chan struct{}
-	wg    sync.WaitGroup
+	mu     sync.Mutex
+	idle   map[string]*Live // by conversation key
+	inUse  map[string]*Live // taken or newly started, until Put or Discard
+	count  int              // idle + in use + reserved
+	closed bool             // Close ran: what is put back is closed
+	done   chan struct{}
+	wg     sync.WaitGroup
 }
 
 // New returns a pool of at most max live sessions, closing idle ones after
@@ -95,12 +96,19 @@ func (p *Pool) Track(l *Live) {
 	p.inUse[l.Key] = l
 }
 
-// Put returns a session to the pool, idle, after a completed turn.
+// Put returns a session to the pool, idle, after a completed turn. A
+// closed pool keeps nothing: the session is closed.
 func (p *Pool) Put(l *Live) {
 	p.mu.Lock()
 	l.lastUsed = p.now()
 	if p.inUse[l.Key] == l {
 		delete(p.inUse, l.Key)
+	}
+	if p.closed {
+		p.count--
+		p.mu.Unlock()
+		p.closeLive(l)
+		return
 	}
 	old := p.idle[l.Key]
 	if old == l {
@@ -191,6 +199,7 @@ func (p *Pool) Close() {
 	close(p.done)
 	p.wg.Wait()
 	p.mu.Lock()
+	p.closed = true
 	all := make([]*Live, 0, len(p.idle))
 	for k, l := range p.idle {
 		all = append(all, l)

@@ -119,3 +119,22 @@ func TestCloseClosesIdleSessions(t *testing.T) {
 		t.Fatal("idle session left open at close")
 	}
 }
+
+// A turn that ends after the pool closed hands back a session nobody will
+// ever close again: the closed pool closes it at once.
+func TestPutAfterCloseClosesTheSession(t *testing.T) {
+	p := New(2, time.Hour, nil)
+	if err := p.Reserve(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	a, as := live("a")
+	p.Track(a)
+	p.Close()
+	p.Put(a)
+	if !as.closed.Load() {
+		t.Fatal("a session put back into a closed pool was stranded")
+	}
+	if n, idle := p.Stats(); n != 0 || idle != 0 {
+		t.Fatalf("stats after close: %d live, %d idle", n, idle)
+	}
+}

@@ -85,7 +85,9 @@ func (sc *spawnContext) create(cmd *cobra.Command, c createOptions) error {
 		// The worker records itself when it starts; recording it here too
 		// lets the reaper and cancel find a worker that dies before that.
 		if start, err := proc.StartTime(pid); err == nil {
-			_ = l.Registry.SetRunner(ctx, l.Project, row.ID, pid, start)
+			if err := l.Registry.SetRunner(ctx, l.Project, row.ID, pid, start); err != nil {
+				l.Log.Warn("could not record the worker's process", "spawn", row.ID, "err", err)
+			}
 		}
 		if !c.wait {
 			if sc.json {

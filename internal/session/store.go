@@ -144,11 +144,17 @@ func (s *Store) Publish(ctx context.Context, m Mapping, prev int64, verdict line
 	if err != nil {
 		return 0, fmt.Errorf("publish conversation %q: %w", m.Key, err)
 	}
-	if n, err := res.RowsAffected(); err != nil || n != 1 {
+	n, err := res.RowsAffected()
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("publish conversation %q: %w", m.Key, err)
+	case n != 1:
 		return 0, ErrConflict
 	}
 	if prev == 0 {
-		s.prune(ctx)
+		if err := s.prune(ctx); err != nil {
+			return 0, err
+		}
 	}
 	return prev + 1, nil
 }
@@ -156,10 +162,14 @@ func (s *Store) Publish(ctx context.Context, m Mapping, prev int64, verdict line
 // prune drops the least recently updated conversations beyond the bound.
 // Their CLI transcripts stay with the CLI; a pruned conversation that comes
 // back starts fresh.
-func (s *Store) prune(ctx context.Context) {
-	_, _ = s.db.ExecContext(ctx, `DELETE FROM conversations WHERE rowid IN (
+func (s *Store) prune(ctx context.Context) error {
+	_, err := s.db.ExecContext(ctx, `DELETE FROM conversations WHERE rowid IN (
 		SELECT rowid FROM conversations ORDER BY updated_at ASC
 		LIMIT max(0, (SELECT count(*) FROM conversations) - ?))`, s.max)
+	if err != nil {
+		return fmt.Errorf("prune conversations: %w", err)
+	}
+	return nil
 }
 
 type scanner interface{ Scan(dest ...any) error }
@@ -247,9 +257,11 @@ func (s *Store) MarkConsumed(ctx context.Context, profile, conversation string, 
 			return fmt.Errorf("mark tool results consumed: %w", err)
 		}
 	}
-	_, _ = s.db.ExecContext(ctx, `DELETE FROM consumed_tool_results WHERE rowid IN (
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM consumed_tool_results WHERE rowid IN (
 		SELECT rowid FROM consumed_tool_results ORDER BY consumed_at ASC
-		LIMIT max(0, (SELECT count(*) FROM consumed_tool_results) - ?))`, MaxConsumed)
+		LIMIT max(0, (SELECT count(*) FROM consumed_tool_results) - ?))`, MaxConsumed); err != nil {
+		return fmt.Errorf("prune delivered tool results: %w", err)
+	}
 	return nil
 }
 

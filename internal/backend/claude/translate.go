@@ -362,7 +362,7 @@ func (t *translator) failure(l *line) *backend.Failure {
 		f.Message = strings.Join(l.Errors, "; ")
 	}
 	if f.Message == "" {
-		f.Message = "claude ended the turn with " + l.Subtype
+		f.Message = bareFailure(l)
 	}
 	status := intOr(l.APIErrorStatus)
 	errType := l.APIErrorType
@@ -425,4 +425,20 @@ func mustJSON(v any) json.RawMessage {
 		panic(err) // only called with string maps
 	}
 	return b
+}
+
+// bareFailure says what happened when the CLI ends a turn as failed with
+// no message of its own: what it does report, or that it reported nothing.
+func bareFailure(l *line) string {
+	var facts []string
+	if l.Subtype != "" && l.Subtype != "success" {
+		facts = append(facts, l.Subtype)
+	}
+	if l.TerminalReason != "" && l.TerminalReason != "completed" {
+		facts = append(facts, "terminal reason "+l.TerminalReason)
+	}
+	if len(facts) == 0 {
+		return "claude marked the turn failed without giving a reason (see the CLI's output in meridian's debug log)"
+	}
+	return "claude ended the turn without an answer: " + strings.Join(facts, ", ")
 }

@@ -245,3 +245,19 @@ func TestMalformedBlockIndicesAreIgnored(t *testing.T) {
 		t.Fatalf("got %q, result %+v", got, res)
 	}
 }
+
+// A failed result with no message says what it can, never a sentence
+// that trails off.
+func TestBareFailuresSayWhatHappened(t *testing.T) {
+	for line, want := range map[string]string{
+		`{"type":"result","subtype":"success","is_error":true}`:                                       "without giving a reason",
+		`{"type":"result","subtype":"error_during_execution","is_error":true}`:                        "without an answer: error_during_execution",
+		`{"type":"result","subtype":"error_max_turns","is_error":true,"terminal_reason":"max_turns"}`: "error_max_turns, terminal reason max_turns",
+		`{"type":"result","is_error":true}`:                                                           "without giving a reason",
+	} {
+		_, res := play(t, line)
+		if res == nil || res.Failure == nil || !strings.Contains(res.Failure.Message, want) || strings.HasSuffix(res.Failure.Message, "with ") {
+			t.Errorf("%s → %+v, want a message with %q", line, res.Failure, want)
+		}
+	}
+}

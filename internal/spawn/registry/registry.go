@@ -177,6 +177,15 @@ func (r *Registry) Finalizing(ctx context.Context, project, id string) error {
 	return r.transition(ctx, project, id, spawn.Finalizing, nil)
 }
 
+// notFound names a missing spawn as such; any other read error is
+// reported as what it is, never as an unknown id.
+func notFound(err error, id string) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%w %s", ErrNotFound, id)
+	}
+	return fmt.Errorf("read spawn %s: %w", id, err)
+}
+
 // ErrTransition reports a status change the rules refuse.
 var ErrTransition = errors.New("status change refused")
 
@@ -188,7 +197,7 @@ func (r *Registry) transition(ctx context.Context, project, id string, to spawn.
 	defer tx.Rollback()
 	var from string
 	if err := tx.QueryRowContext(ctx, `SELECT status FROM spawns WHERE project = ? AND id = ?`, project, id).Scan(&from); err != nil {
-		return fmt.Errorf("%w %s", ErrNotFound, id)
+		return notFound(err, id)
 	}
 	if !spawn.CanTransition(spawn.Status(from), to) {
 		return fmt.Errorf("%w: %s is %s and cannot become %s", ErrTransition, id, from, to)
@@ -236,7 +245,7 @@ func (r *Registry) Finalize(ctx context.Context, project, id string, f Final) (b
 	var from, origin string
 	err = tx.QueryRowContext(ctx, `SELECT status, origin FROM spawns WHERE project = ? AND id = ?`, project, id).Scan(&from, &origin)
 	if err != nil {
-		return false, fmt.Errorf("%w %s", ErrNotFound, id)
+		return false, notFound(err, id)
 	}
 	cur := spawn.Status(from)
 	wins := spawn.TerminalWins(cur, spawn.Origin(origin), f.Origin) && (cur.Terminal() || spawn.CanTransition(cur, f.Status))

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -154,5 +155,31 @@ func TestWatch(t *testing.T) {
 	stopped := false
 	if changed, _ := w.Wait(ctx, 5*time.Millisecond, 10*time.Second, func() bool { stopped = true; return true }); changed || !stopped {
 		t.Fatal("stop was not honoured")
+	}
+}
+
+// A database fault is reported as what it is: only a missing row is "no
+// such spawn".
+func TestReadErrorsAreNotUnknownIDs(t *testing.T) {
+	r := open(t, filepath.Join(t.TempDir(), "m.db"))
+	ctx := context.Background()
+	row, err := r.Create(ctx, Row{Project: "/p", Prompt: "p", Spawn: spawn.Spawn{Cwd: "/p"}}, dirOf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(ctx, "/p", "p9", 1, 1); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown id: %v", err)
+	}
+	// A read that fails for another reason than a missing row.
+	if _, err := r.db.Exec(`ALTER TABLE spawns RENAME TO spawns_gone`); err != nil {
+		t.Fatal(err)
+	}
+	for name, err := range map[string]error{
+		"start":    r.Start(ctx, "/p", row.ID, 1, 1),
+		"finalize": func() error { _, err := r.Finalize(ctx, "/p", row.ID, Final{Status: spawn.Failed, Origin: spawn.Runner}); return err }(),
+	} {
+		if err == nil || errors.Is(err, ErrNotFound) {
+			t.Errorf("%s on a broken table: %v, want the fault, not an unknown id", name, err)
+		}
 	}
 }

@@ -151,7 +151,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return w.fail(spawn.LaunchFailure, 1, err.Error())
 	}
-	_ = w.Registry.SetSession(context.WithoutCancel(ctx), row.Project, row.ID, sess.ID())
+	if err := w.Registry.SetSession(context.WithoutCancel(ctx), row.Project, row.ID, sess.ID()); err != nil {
+		w.Log.Warn("could not record the spawn's claude session", "spawn", row.ID, "err", err)
+	}
 	var ran string // the model that answered, as the CLI resolved it
 	res, err := sess.Turn(ctx, backend.Input{Content: []json.RawMessage{anthropic.TextBlock(row.Prompt)}}, func(ev *backend.Event) error {
 		if ev.Kind == backend.MessageStart && ev.Model != "" {
@@ -168,7 +170,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return w.fail(spawn.Runner, 1, err.Error())
 	}
-	_ = w.Registry.Finalizing(done, row.Project, row.ID)
+	if err := w.Registry.Finalizing(done, row.Project, row.ID); err != nil {
+		w.Log.Warn("could not mark the spawn finalizing", "spawn", row.ID, "err", err)
+	}
 	final := registry.Final{Origin: spawn.Runner, Duration: time.Since(began), CostUSD: res.CostUSD,
 		InTok: res.Usage.InputTokens, OutTok: res.Usage.OutputTokens, SessionID: res.SessionID, Model: ran}
 	if res.Failure != nil {

@@ -175,8 +175,11 @@ func TestReadErrorsAreNotUnknownIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, err := range map[string]error{
-		"start":    r.Start(ctx, "/p", row.ID, 1, 1),
-		"finalize": func() error { _, err := r.Finalize(ctx, "/p", row.ID, Final{Status: spawn.Failed, Origin: spawn.Runner}); return err }(),
+		"start": r.Start(ctx, "/p", row.ID, 1, 1),
+		"finalize": func() error {
+			_, err := r.Finalize(ctx, "/p", row.ID, Final{Status: spawn.Failed, Origin: spawn.Runner})
+			return err
+		}(),
 	} {
 		if err == nil || errors.Is(err, ErrNotFound) {
 			t.Errorf("%s on a broken table: %v, want the fault, not an unknown id", name, err)

@@ -1,7 +1,5 @@
 package anthropic
 
-import "net/http"
-
 // Error types of the Messages API error envelope.
 const (
 	ErrInvalidRequest  = "invalid_request_error"
@@ -19,21 +17,22 @@ const (
 const StatusOverloaded = 529
 
 // ErrorTypeForStatus names the error type the API uses for an HTTP status.
+// Statuses are plain numbers: this package stays clear of net/http.
 func ErrorTypeForStatus(status int) string {
 	switch status {
-	case http.StatusBadRequest:
+	case 400:
 		return ErrInvalidRequest
-	case http.StatusUnauthorized:
+	case 401:
 		return ErrAuthentication
-	case http.StatusForbidden:
+	case 403:
 		return ErrPermission
-	case http.StatusNotFound, http.StatusMethodNotAllowed:
+	case 404, 405:
 		return ErrNotFound
-	case http.StatusRequestEntityTooLarge:
+	case 413:
 		return ErrRequestTooLarge
-	case http.StatusTooManyRequests:
+	case 429:
 		return ErrRateLimit
-	case http.StatusGatewayTimeout:
+	case 504:
 		return ErrTimeout
 	case StatusOverloaded:
 		return ErrOverloaded

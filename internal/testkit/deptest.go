@@ -22,6 +22,19 @@ var ioPackages = []string{
 // any module package that allow does not name.
 func CheckPure(t *testing.T, allow ...string) {
 	t.Helper()
+	checkImports(t, true, allow)
+}
+
+// CheckImports fails the test if the package in the working directory
+// imports, outside its tests, a module package that allow does not name:
+// dependencies flow downward only.
+func CheckImports(t *testing.T, allow ...string) {
+	t.Helper()
+	checkImports(t, false, allow)
+}
+
+func checkImports(t *testing.T, pure bool, allow []string) {
+	t.Helper()
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +52,7 @@ func CheckPure(t *testing.T, allow ...string) {
 			path, _ := strconv.Unquote(imp.Path.Value)
 			std := !strings.Contains(strings.SplitN(path, "/", 2)[0], ".")
 			switch {
-			case std && slices.Contains(ioPackages, path):
+			case std && pure && slices.Contains(ioPackages, path):
 				t.Errorf("%s imports %s: a pure package does no I/O", f, path)
 			case !std && !slices.Contains(allow, strings.TrimPrefix(path, module)):
 				t.Errorf("%s imports %s, which its import rule does not allow", f, path)

@@ -16,7 +16,7 @@ type Backend interface {
 	Start(ctx context.Context, opts StartOptions) (Session, error)
 }
 
-// ErrPause, returned by an emit callback, pauses the turn where it stands:
+// ErrPause pauses a turn where it stands when an emit callback returns it:
 // the model called client tools, and their results come with a later
 // request. Turn returns a Result with Paused set and leaves the calls
 // pending inside the backend.

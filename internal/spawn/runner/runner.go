@@ -28,7 +28,8 @@ import (
 // Artifacts are the files of one spawn.
 type Artifacts string
 
-// Paths of the artifacts.
+// Report is the report's path; the methods below name the other
+// artifacts.
 func (a Artifacts) Report() string    { return filepath.Join(string(a), "report.md") }
 func (a Artifacts) Output() string    { return filepath.Join(string(a), "output.jsonl") }
 func (a Artifacts) Stderr() string    { return filepath.Join(string(a), "stderr.log") }

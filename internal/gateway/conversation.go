@@ -50,28 +50,35 @@ type turn struct {
 // a turn that completed publishes what the session now holds.
 func (g *Gateway) converse(ctx context.Context, greq Request, ident adapter.Identity, opts backend.StartOptions, tools *clientTools, id string, out Output) error {
 	req := greq.Body
-	lease, err := g.cfg.Leases.Acquire(ctx, g.cfg.Profile, ident.Key, g.cfg.TurnWait)
-	var busy *session.BusyError
-	switch {
-	case errors.As(err, &busy):
-		return &Error{Status: http.StatusConflict, Type: "conflict_error", RetryAfter: busy.RetryAfter, Message: fmt.Sprintf(
-			"another turn of conversation %q is still running (waited %s); retry when it has finished", ident.Key, g.cfg.TurnWait)}
-	case err != nil:
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return fmt.Errorf("turn lease: %w", err)
-	}
-	defer lease.Release()
-
 	t := &turn{req: req, echo: greq.Echo, ident: ident, opts: opts, tools: tools}
-	if t.mapping, err = g.cfg.Sessions.Load(ctx, g.cfg.Profile, ident.Key); err != nil {
-		return fmt.Errorf("load conversation: %w", err)
-	}
 	t.in = lineage.Digests(req.Messages)
 	t.tail = lineage.BlockDigests(req.Messages[len(req.Messages)-1])
-	t.verdict = lineage.Classify(t.mapping.State, t.in, t.tail)
-	t.pending, _ = pendingCalls(t.verdict.Pin)
+	if err := t.classify(ctx, g); err != nil {
+		return err
+	}
+	// A request that continues nothing stored is a new conversation: it
+	// waits for no other turn (identical stateless requests run side by
+	// side, each its own; the first to finish keeps the mapping). Only a
+	// request that continues what a session holds takes the turn lease.
+	if t.verdict.Kind != lineage.Diverged {
+		lease, err := g.cfg.Leases.Acquire(ctx, g.cfg.Profile, ident.Key, g.cfg.TurnWait)
+		var busy *session.BusyError
+		switch {
+		case errors.As(err, &busy):
+			return &Error{Status: http.StatusConflict, Type: "conflict_error", RetryAfter: busy.RetryAfter, Message: fmt.Sprintf(
+				"another turn of conversation %q is still running (waited %s); retry when it has finished", ident.Key, g.cfg.TurnWait)}
+		case err != nil:
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("turn lease: %w", err)
+		}
+		defer lease.Release()
+		// The conversation may have moved on while this turn waited.
+		if err := t.classify(ctx, g); err != nil {
+			return err
+		}
+	}
 	if err := g.refuseRepeats(ctx, t); err != nil {
 		return err
 	}
@@ -97,6 +104,19 @@ func (g *Gateway) converse(ctx context.Context, greq Request, ident adapter.Iden
 		err = g.runTurn(ctx, t, id, out)
 	}
 	return err
+}
+
+// classify loads what the conversation's session is known to hold and
+// decides how the request relates to it.
+func (t *turn) classify(ctx context.Context, g *Gateway) error {
+	m, err := g.cfg.Sessions.Load(ctx, g.cfg.Profile, t.ident.Key)
+	if err != nil {
+		return fmt.Errorf("load conversation: %w", err)
+	}
+	t.mapping = m
+	t.verdict = lineage.Classify(m.State, t.in, t.tail)
+	t.pending, _ = pendingCalls(t.verdict.Pin)
+	return nil
 }
 
 // errStaleSession reports a resume the CLI refused before any output;

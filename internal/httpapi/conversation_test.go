@@ -457,3 +457,33 @@ func TestLostTranscriptFallsBackToReplay(t *testing.T) {
 		t.Fatalf("verdicts %s", v)
 	}
 }
+
+// Identical stateless requests — the same first message from a client
+// that names no session — are new conversations, and new conversations
+// wait for nobody: all three reach the upstream at once.
+func TestNewConversationsRunSideBySide(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{sessions: true})
+	gate := make(chan struct{})
+	s.Upstream.Always(testkit.Reply{Text: "answer", Gate: gate})
+	errs := make(chan error, 3)
+	for range 3 {
+		go func() {
+			_, err := s.client().Messages.New(context.Background(), simpleParams("the same question"))
+			errs <- err
+		}()
+	}
+	waitFor(t, func() bool { return len(s.Upstream.Requests()) == 3 }) // serialised turns would stop at one
+	close(gate)
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A continuation of the one that kept the mapping still takes its
+	// turn in order: it is served, on the conversation's session.
+	c := newConversation(t, s)
+	c.history = []sdk.MessageParam{userMessage("the same question"), sdk.NewAssistantMessage(sdk.NewTextBlock("answer"))}
+	answerLastQuestion(s.Upstream)
+	c.ask("and then?")
+}

@@ -156,3 +156,41 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// Shutdown is not a client that left: a request it cuts short before any
+// output gets 503 with Retry-After, a stream it cuts mid-answer ends with
+// an error event carrying the wait — never an empty 200 or a silent cut.
+func TestShutdownAnswersRunningRequests(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{drainTimeout: 300 * time.Millisecond})
+	s.Upstream.Respond(func(r testkit.Request) testkit.Reply {
+		if strings.Contains(r.LastUserText(), "stream") {
+			return testkit.Reply{Chunks: []string{"first words ", "never sent"}, StallAfter: 3} // start, block, first delta
+		}
+		return testkit.Reply{Text: "never", Hang: true}
+	})
+	jsonDone := make(chan error, 1)
+	go func() { jsonDone <- newMessage(s, "plain") }()
+
+	st := s.client().Messages.NewStreaming(context.Background(), simpleParams("stream"))
+	var msg sdk.Message
+	for st.Next() {
+		_ = msg.Accumulate(st.Current())
+		if len(msg.Content) == 1 && msg.Content[0].Text != "" {
+			break // the answer has begun
+		}
+	}
+	waitFor(t, func() bool { return len(s.Upstream.Requests()) == 2 })
+	go s.stop()
+	for st.Next() {
+	}
+	ae := apiError(t, st.Err())
+	if !strings.Contains(ae.RawJSON(), "shutting down") || !strings.Contains(ae.RawJSON(), `"retry_after":`) {
+		t.Fatalf("stream ended with %s, want a shutdown error event with its wait", ae.RawJSON())
+	}
+	je := apiError(t, <-jsonDone)
+	if je.StatusCode != 503 || !strings.Contains(je.RawJSON(), "shutting down") {
+		t.Fatalf("JSON request: %d %s", je.StatusCode, je.RawJSON())
+	}
+	retryAfter(t, je)
+}

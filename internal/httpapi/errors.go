@@ -45,9 +45,29 @@ func retryAfterHeader(h http.Header, e *gateway.Error) {
 	}
 }
 
+// errShutdown is why running requests are cancelled when the drain time
+// runs out: unlike a client that left, their client still waits for an
+// answer, and gets one it can act on.
+var errShutdown = errors.New("meridian is shutting down")
+
+// shutdownError answers a request that shutdown cut short.
+func shutdownError() *gateway.Error {
+	return gateway.Unavailable("meridian is shutting down and could not finish this request; send it again")
+}
+
+// settled is the error a request's client should hear: a shutdown is
+// told as such, not mistaken for a client that left.
+func settled(r *http.Request, err error) error {
+	if err != nil && errors.Is(context.Cause(r.Context()), errShutdown) {
+		return shutdownError()
+	}
+	return err
+}
+
 // fail renders an error as the whole response.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	if r.Context().Err() != nil {
+	err = settled(r, err)
+	if r.Context().Err() != nil && !errors.Is(context.Cause(r.Context()), errShutdown) {
 		return // the client is gone; nobody reads an answer
 	}
 	var ge *gateway.Error

@@ -78,7 +78,7 @@ func (s *Server) collect(w http.ResponseWriter, r *http.Request, req gateway.Req
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, req gateway.Request, id string, enc sseEncoder) error {
 	out := newSSEWriter(w, enc, s.cfg.PingInterval)
 	defer out.stopPings()
-	err := s.gw.Messages(r.Context(), req, id, out)
+	err := settled(r, s.gw.Messages(r.Context(), req, id, out))
 	// No ping may commit the stream while an error is being answered.
 	out.stopPings()
 	if err == nil || out.fail(err) {

@@ -122,8 +122,8 @@ func (s *Server) Listen() (net.Listener, error) {
 // requests get DrainTimeout to finish before they are cancelled, and Serve
 // returns only after every handler has returned.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	base, cancelRequests := context.WithCancel(context.Background())
-	defer cancelRequests()
+	base, cancelRequests := context.WithCancelCause(context.Background())
+	defer cancelRequests(nil)
 	srv := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -146,7 +146,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer cancel()
 	if err := srv.Shutdown(drain); err != nil {
 		s.log.Warn("drain timed out: cancelling running requests")
-		cancelRequests()
+		cancelRequests(errShutdown)
 		// Cancelled handlers join their processes and return; wait for that.
 		final, cancelFinal := context.WithTimeout(context.Background(), s.cfg.DrainTimeout)
 		defer cancelFinal()

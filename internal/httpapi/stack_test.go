@@ -44,6 +44,7 @@ type stackOptions struct {
 	queueTimeout  time.Duration
 	maxBodyBytes  int64
 	pingInterval  time.Duration
+	drainTimeout  time.Duration
 	launcher      claude.Launcher
 	graces        claude.Config // InterruptGrace, ExitGrace, KillGrace
 
@@ -112,6 +113,7 @@ func newStack(t testing.TB, o stackOptions) *stack {
 		APIKey:       o.apiKey,
 		MaxBodyBytes: o.maxBodyBytes,
 		PingInterval: o.pingInterval,
+		DrainTimeout: o.drainTimeout,
 		Version:      "test",
 		Gateway:      gw,
 		Logger:       log,

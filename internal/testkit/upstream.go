@@ -47,6 +47,10 @@ type Reply struct {
 	ChunkDelay time.Duration
 	// BreakAfter > 0 cuts the connection after that many SSE events.
 	BreakAfter int
+	// StallAfter > 0 stops sending after that many SSE events and holds
+	// the response open until the request is cancelled: an answer that
+	// began and then went quiet.
+	StallAfter int
 	// Hang keeps the response open until the request is cancelled.
 	Hang bool
 	// Gate, if set, holds the response until it is closed (or the request
@@ -274,6 +278,10 @@ func (u *Upstream) serve(w http.ResponseWriter, r *http.Request) {
 	for _, ev := range streamEvents(reply, msg) {
 		if reply.BreakAfter > 0 && sent >= reply.BreakAfter {
 			breakConnection(w)
+			return
+		}
+		if reply.StallAfter > 0 && sent >= reply.StallAfter {
+			<-r.Context().Done()
 			return
 		}
 		if reply.ChunkDelay > 0 && sent > 0 {

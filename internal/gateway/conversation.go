@@ -304,10 +304,21 @@ func staleSession(f *backend.Failure) bool {
 
 // contractKey digests what a session is started with and cannot change
 // afterwards: a live process serves only requests with the same contract.
+//
+// The client's tools are part of it: the CLI takes the tool list once, when
+// it starts, so a process offers only the tools it started with. A changed
+// list (a tool added, removed or redefined) continues by resuming the
+// stored session in a new process that offers the new list.
 func contractKey(o backend.StartOptions) string {
 	h := sha256.New()
-	for _, part := range append([]string{o.Model, o.Dir, strconv.Itoa(o.MaxOutputTokens),
-		strconv.Itoa(int(o.Thinking.Mode)), strconv.Itoa(o.Thinking.Budget), o.Effort}, o.System...) {
+	parts := []string{o.Model, o.Dir, strconv.Itoa(o.MaxOutputTokens),
+		strconv.Itoa(int(o.Thinking.Mode)), strconv.Itoa(o.Thinking.Budget), o.Effort, strconv.Itoa(len(o.System))}
+	parts = append(parts, o.System...)
+	parts = append(parts, strconv.Itoa(len(o.Tools)))
+	for _, t := range o.Tools {
+		parts = append(parts, t.Name, t.Description, string(t.InputSchema))
+	}
+	for _, part := range parts {
 		h.Write([]byte(strconv.Itoa(len(part))))
 		h.Write([]byte{':'})
 		h.Write([]byte(part))

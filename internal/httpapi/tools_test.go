@@ -473,3 +473,58 @@ func TestToolIDsBelongToTheirConversation(t *testing.T) {
 		}
 	}
 }
+
+// A tool the client adds on turn 2 reaches the model on turn 2 and the
+// model can call it: the CLI takes its tool list at start, so the turn
+// runs in a new process resumed from the stored session. A changed
+// tool_choice alone keeps the live process.
+func TestAddedToolReachesTheModel(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{sessions: true})
+	s.Upstream.Respond(func(r testkit.Request) testkit.Reply {
+		tools, _ := r.Body["tools"].([]any)
+		for _, tool := range tools {
+			if tool.(map[string]any)["name"] == modelName("run_tests") && toolResults(r) == 0 {
+				return testkit.Reply{ToolUses: []testkit.ToolUse{{ID: "toolu_new", Name: modelName("run_tests"), Input: map[string]any{"package": "./..."}}}}
+			}
+		}
+		return testkit.Reply{Text: fmt.Sprintf("%d tools", len(tools))}
+	})
+	client := s.client(option.WithHeader("X-Claude-Code-Session-Id", "tools-change"))
+	readOnly := clientTools()[:1]
+	history := []sdk.MessageParam{userMessage("look around")}
+	send := func(tools []sdk.ToolUnionParam, choice sdk.ToolChoiceUnionParam) (*sdk.Message, int) {
+		t.Helper()
+		msg, err := client.Messages.New(context.Background(), sdk.MessageNewParams{Model: "test-model", MaxTokens: 100, Messages: history, Tools: tools, ToolChoice: choice})
+		if err != nil {
+			t.Fatal(err)
+		}
+		history = append(history, msg.ToParam())
+		pids := testkit.Processes(s.Marker)
+		if len(pids) != 1 {
+			t.Fatalf("%d claude processes", len(pids))
+		}
+		return msg, pids[0]
+	}
+	msg, pid1 := send(readOnly, sdk.ToolChoiceUnionParam{})
+	if msg.Content[0].Text != "1 tools" {
+		t.Fatalf("turn 1: %+v", msg.Content)
+	}
+	history = append(history, userMessage("again, any tool"))
+	msg, pid2 := send(readOnly, sdk.ToolChoiceUnionParam{OfAny: &sdk.ToolChoiceAnyParam{}})
+	if pid2 != pid1 || msg.Content[0].Text != "1 tools" {
+		t.Fatalf("a changed tool_choice cost the live process (%d, was %d): %+v", pid2, pid1, msg.Content)
+	}
+	history = append(history, userMessage("now run the tests"))
+	msg, pid3 := send(clientTools(), sdk.ToolChoiceUnionParam{})
+	if calls := toolUses(msg); len(calls) != 1 || calls[0].Name != "run_tests" {
+		t.Fatalf("the added tool was not offered on the turn it was added: %+v", msg.Content)
+	}
+	if pid3 == pid1 {
+		t.Fatal("the turn with the new tool list ran on the old process")
+	}
+	all := s.Upstream.Requests()[2].AllText()
+	if !strings.Contains(all, "look around") || !strings.Contains(all, "again, any tool") {
+		t.Fatalf("the resumed session lost the history:\n%s", all)
+	}
+}

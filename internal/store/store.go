@@ -7,10 +7,13 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -50,11 +53,39 @@ func Open(ctx context.Context, path string) (*sql.DB, error) {
 		return nil, err
 	}
 	defer unlock()
+	if err := checkNotEmptied(path); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
 	if err := migrate(ctx, db); err != nil {
 		_ = db.Close()
+		if strings.Contains(err.Error(), "not a database") {
+			return nil, fmt.Errorf("%s is not a SQLite database; move it aside (mv %s %s.broken) and meridian starts a new one: %w", path, path, path, err)
+		}
 		return nil, fmt.Errorf("migrate %s: %w", path, err)
 	}
 	return db, nil
+}
+
+// checkNotEmptied refuses a database file that exists but holds nothing:
+// it existed, so whatever it held (conversations, spawns whose ids and
+// folders would be reused) is gone, and starting over silently would
+// hide that. A new database is made only where no file is.
+func checkNotEmptied(path string) error {
+	st, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	if st.Size() > 0 {
+		return nil
+	}
+	if wal, err := os.Stat(path + "-wal"); err == nil && wal.Size() > 0 {
+		return nil // the data is still in the write-ahead log
+	}
+	return fmt.Errorf("%s exists but is empty (0 bytes): what it held is gone; move it aside (mv %s %s.empty) and meridian starts a new one", path, path, path)
 }
 
 // lock takes an exclusive advisory lock on a file, waiting for it.

@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -54,4 +56,34 @@ func TestNewerSchemaIsRefused(t *testing.T) {
 	if _, err := Open(context.Background(), path); err == nil {
 		t.Fatal("a database from a newer meridian was accepted")
 	}
+}
+
+// A database file that exists but is empty is refused, not silently made
+// new: what it held (spawn ids, conversations) is gone, and reusing ids
+// would write over what they left.
+func TestEmptiedDatabaseIsRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "meridian.db")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(context.Background(), path)
+	if err == nil || !strings.Contains(err.Error(), "empty") || !strings.Contains(err.Error(), "move it aside") {
+		t.Fatalf("Open of a 0-byte database: %v", err)
+	}
+	if st, _ := os.Stat(path); st.Size() != 0 {
+		t.Fatal("the refused file was written to")
+	}
+	garbage := filepath.Join(t.TempDir(), "meridian.db")
+	if err := os.WriteFile(garbage, []byte("not sqlite at all, certainly not a database header"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(context.Background(), garbage); err == nil || !strings.Contains(err.Error(), "move it aside") {
+		t.Fatalf("Open of a garbage file: %v", err)
+	}
+	fresh := filepath.Join(t.TempDir(), "new", "meridian.db")
+	db, err := Open(context.Background(), fresh)
+	if err != nil {
+		t.Fatalf("a new database: %v", err)
+	}
+	db.Close()
 }

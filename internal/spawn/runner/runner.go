@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -74,7 +75,15 @@ func (a Artifacts) writeReport(text string) error {
 // outlives the command that created it. The worker finalizes the spawn;
 // the caller records only that it launched.
 func Launch(self string, args []string, env []string, row registry.Row) (pid int, err error) {
-	if err := os.MkdirAll(row.Dir, 0o700); err != nil {
+	// A spawn's folder is new: one left by an earlier run (ids restarted
+	// with a lost database) is never written over.
+	if err := os.MkdirAll(filepath.Dir(row.Dir), 0o700); err != nil {
+		return 0, err
+	}
+	if err := os.Mkdir(row.Dir, 0o700); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return 0, fmt.Errorf("spawn folder %s already exists (left by an earlier run?): it is not written over", row.Dir)
+		}
 		return 0, err
 	}
 	log, err := os.OpenFile(Artifacts(row.Dir).WorkerLog(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)

@@ -2,8 +2,12 @@ package runner
 
 import (
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/meridian-gw/meridian/internal/spawn/registry"
 )
 
 func TestArtifacts(t *testing.T) {
@@ -59,5 +63,24 @@ func TestHeartbeat(t *testing.T) {
 	time.Sleep(60 * time.Millisecond)
 	if again, _ := os.Stat(a.Heartbeat()); !again.ModTime().Equal(st.ModTime()) {
 		t.Fatal("the heartbeat went on after stop")
+	}
+}
+
+// A spawn folder left by an earlier run is never written over.
+func TestLaunchRefusesAnExistingFolder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "p1")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	report := filepath.Join(dir, "report.md")
+	if err := os.WriteFile(report, []byte("the old p1's report"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Launch("/bin/true", nil, nil, registry.Row{Dir: dir})
+	if err == nil || !strings.Contains(err.Error(), "not written over") {
+		t.Fatalf("Launch into an existing folder: %v", err)
+	}
+	if b, _ := os.ReadFile(report); string(b) != "the old p1's report" {
+		t.Fatal("the old report was touched")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/adapter"
@@ -39,6 +40,9 @@ type turn struct {
 	pending []string
 	live    *pool.Live
 	reused  bool
+	// lost is closed when the turn's lease was taken over; nil for a new
+	// conversation, which holds none.
+	lost <-chan struct{}
 	// delivered are the tool results this turn hands to the CLI.
 	delivered []string
 }
@@ -74,6 +78,21 @@ func (g *Gateway) converse(ctx context.Context, greq Request, ident adapter.Iden
 			return fmt.Errorf("turn lease: %w", err)
 		}
 		defer lease.Release()
+		// A turn whose lease is taken over stops spending and publishes
+		// nothing: another turn of the conversation runs now.
+		var stop context.CancelCauseFunc
+		ctx, stop = context.WithCancelCause(ctx)
+		var watch sync.WaitGroup
+		watch.Go(func() {
+			select {
+			case <-lease.Lost():
+				stop(errLeaseLost)
+			case <-ctx.Done():
+			}
+		})
+		defer watch.Wait()
+		defer stop(nil)
+		t.lost = lease.Lost()
 		// The conversation may have moved on while this turn waited.
 		if err := t.classify(ctx, g); err != nil {
 			return err
@@ -104,6 +123,21 @@ func (g *Gateway) converse(ctx context.Context, greq Request, ident adapter.Iden
 		err = g.runTurn(ctx, t, id, out)
 	}
 	return err
+}
+
+// errLeaseLost ends a turn whose lease another holder took.
+var errLeaseLost = errors.New("gateway: the turn lease was taken over")
+
+func (t *turn) leaseLost() bool {
+	if t.lost == nil {
+		return false
+	}
+	select {
+	case <-t.lost:
+		return true
+	default:
+		return false
+	}
 }
 
 // classify loads what the conversation's session is known to hold and
@@ -165,6 +199,10 @@ func (g *Gateway) runTurn(ctx context.Context, t *turn, id string, out Output) e
 		return r.finishEarly()
 	case err != nil:
 		g.pool.Discard(t.live)
+		if errors.Is(context.Cause(ctx), errLeaseLost) {
+			return &Error{Status: http.StatusConflict, Type: "conflict_error", RetryAfter: time.Second, Message: fmt.Sprintf(
+				"this turn of conversation %q stalled past its lease and another turn took over; send the request again", t.ident.Key)}
+		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -246,6 +284,11 @@ func (g *Gateway) obtain(ctx context.Context, t *turn) (backend.Session, error) 
 // process live. If publishing fails the process is closed: nothing may
 // claim a state the store does not know.
 func (g *Gateway) publish(ctx context.Context, t *turn, sess backend.Session, res *backend.Result, r *reply, pin string) {
+	if t.leaseLost() {
+		g.log.Warn("the turn's lease was taken over: nothing is published and its process is closed", "conversation", t.ident.Key)
+		g.pool.Discard(t.live)
+		return
+	}
 	reply := r.message()
 	if t.echo != nil {
 		reply = t.echo(reply)

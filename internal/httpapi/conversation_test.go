@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -486,4 +487,37 @@ func TestNewConversationsRunSideBySide(t *testing.T) {
 	c.history = []sdk.MessageParam{userMessage("the same question"), sdk.NewAssistantMessage(sdk.NewTextBlock("answer"))}
 	answerLastQuestion(s.Upstream)
 	c.ask("and then?")
+}
+
+// A turn whose lease another holder takes over stops and publishes
+// nothing: the client hears 409, and the conversation stays where it was.
+func TestTurnWithALostLeaseStops(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{sessions: true, leaseTTL: 300 * time.Millisecond})
+	answerLastQuestion(s.Upstream)
+	c := newConversation(t, s, "X-Claude-Code-Session-Id", "fenced")
+	c.ask("q1")
+	s.Upstream.Respond(func(r testkit.Request) testkit.Reply { return testkit.Reply{Text: "late", Hang: true} })
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.client.Messages.New(context.Background(), sdk.MessageNewParams{
+			Model: "test-model", MaxTokens: 100, Messages: append(c.history, userMessage("q2"))})
+		done <- err
+	}()
+	waitFor(t, func() bool { return len(s.Upstream.Requests()) == 2 })
+	db, err := sql.Open("sqlite", filepath.Join(s.DataDir, "meridian.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE turn_leases SET owner = 'another-meridian' WHERE key = 'fenced'`); err != nil {
+		t.Fatal(err)
+	}
+	ae := apiError(t, <-done)
+	if ae.StatusCode != http.StatusConflict || !strings.Contains(ae.RawJSON(), "another turn took over") {
+		t.Fatalf("turn with a lost lease: %d %s", ae.StatusCode, ae.RawJSON())
+	}
+	if info := sessionInfo(t, s, "fenced"); info["messages"] != float64(2) {
+		t.Fatalf("the fenced turn published: %v", info)
+	}
 }

@@ -51,6 +51,7 @@ type stackOptions struct {
 	// sessions makes conversations durable (SQLite in the data dir).
 	sessions bool
 	turnWait time.Duration
+	leaseTTL time.Duration
 	maxLive  int
 	noLive   bool
 	// share runs this stack as another meridian process beside an
@@ -105,7 +106,7 @@ func newStack(t testing.TB, o stackOptions) *stack {
 		}
 		t.Cleanup(func() { db.Close() })
 		cfg.Sessions = session.NewStore(db, nil)
-		cfg.Leases = session.NewLeases(db, 0, log)
+		cfg.Leases = session.NewLeases(db, o.leaseTTL, log)
 	}
 	gw := gateway.New(cfg)
 	hcfg := httpapi.Config{

@@ -6,8 +6,13 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/meridian-gw/meridian/internal/spawn/proc"
 )
 
 // BusyError reports a conversation whose turn lease stayed taken for the
@@ -33,6 +38,12 @@ type Leases struct {
 
 	mu    sync.Mutex
 	local map[string]*keyLock // only keys someone holds or waits for
+
+	// Who holds a lease, so a holder whose process died is known dead.
+	host  string
+	pid   int
+	start uint64
+	alive func(pid int, start uint64) bool
 }
 
 type keyLock struct {
@@ -40,10 +51,12 @@ type keyLock struct {
 	refs  int
 }
 
-// Lease defaults.
+// Lease defaults. busyWait bounds the wait a 409 asks for: a running turn
+// may end any moment, and the lease's expiry says nothing about when.
 const (
 	DefaultLeaseTTL = 30 * time.Second
 	leasePoll       = 25 * time.Millisecond
+	busyWait        = 2 * time.Second
 )
 
 // NewLeases returns leases over db. ttl is how long a lease lives without
@@ -55,7 +68,10 @@ func NewLeases(db *sql.DB, ttl time.Duration, log *slog.Logger) *Leases {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Leases{db: db, ttl: ttl, poll: leasePoll, now: time.Now, log: log, local: map[string]*keyLock{}}
+	host, _ := os.Hostname()
+	pid, start := proc.Self()
+	return &Leases{db: db, ttl: ttl, poll: leasePoll, now: time.Now, log: log, local: map[string]*keyLock{},
+		host: host, pid: pid, start: start, alive: proc.Alive}
 }
 
 // Lease is a held turn lease; Release it exactly once.
@@ -67,7 +83,12 @@ type Lease struct {
 	stop         chan struct{}
 	renewed      sync.WaitGroup
 	localKey     string
+	lost         chan struct{} // closed when another holder took the lease
 }
+
+// Lost is closed when the lease was taken over (it lapsed, say, while
+// this process stalled): the turn must not publish, and should stop.
+func (le *Lease) Lost() <-chan struct{} { return le.lost }
 
 // Acquire takes the conversation's turn lease, waiting up to wait. It
 // returns a *BusyError when the wait ran out and ctx.Err() when the caller
@@ -86,7 +107,7 @@ func (l *Leases) Acquire(ctx context.Context, profile, key string, wait time.Dur
 		l.unref(localKey, lock)
 		return nil, &BusyError{Key: key, RetryAfter: time.Second}
 	}
-	owner := rand.Text()
+	owner := l.newOwner()
 	for {
 		ok, holderExpires, err := l.tryAcquire(ctx, profile, key, owner)
 		if err != nil {
@@ -104,11 +125,11 @@ func (l *Leases) Acquire(ctx context.Context, profile, key string, wait time.Dur
 			return nil, ctx.Err()
 		case <-deadline.C:
 			l.unlock(localKey, lock)
-			wait := min(max(holderExpires.Sub(l.now()), time.Second), l.ttl)
+			wait := min(max(holderExpires.Sub(l.now()), time.Second), busyWait)
 			return nil, &BusyError{Key: key, RetryAfter: wait}
 		}
 	}
-	lease := &Lease{l: l, profile: profile, key: key, owner: owner, lock: lock, stop: make(chan struct{}), localKey: localKey}
+	lease := &Lease{l: l, profile: profile, key: key, owner: owner, lock: lock, stop: make(chan struct{}), localKey: localKey, lost: make(chan struct{})}
 	lease.renewed.Go(lease.renew)
 	return lease, nil
 }
@@ -122,15 +143,50 @@ func (l *Leases) tryAcquire(ctx context.Context, profile, key, owner string) (bo
 	if err != nil {
 		return false, time.Time{}, fmt.Errorf("turn lease for %q: %w", key, err)
 	}
-	if n, _ := res.RowsAffected(); n == 1 {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, time.Time{}, fmt.Errorf("turn lease for %q: %w", key, err)
+	}
+	if n == 1 {
 		return true, time.Time{}, nil
 	}
 	var expires int64
-	err = l.db.QueryRowContext(ctx, `SELECT expires_at FROM turn_leases WHERE profile = ? AND key = ?`, profile, key).Scan(&expires)
+	var holder string
+	err = l.db.QueryRowContext(ctx, `SELECT expires_at, owner FROM turn_leases WHERE profile = ? AND key = ?`, profile, key).Scan(&expires, &holder)
 	if err != nil {
 		return false, now, nil // released in between: try again
 	}
+	if l.deadHere(holder) {
+		// Its process is gone: the lease is free now, not at its expiry.
+		res, err := l.db.ExecContext(ctx, `UPDATE turn_leases SET owner = ?, expires_at = ? WHERE profile = ? AND key = ? AND owner = ?`,
+			owner, now.Add(l.ttl).UnixMilli(), profile, key, holder)
+		if err != nil {
+			return false, time.Time{}, fmt.Errorf("turn lease for %q: %w", key, err)
+		}
+		if n, err := res.RowsAffected(); err == nil && n == 1 {
+			l.log.Info("took over the turn lease of a process that is gone", "key", key, "holder", holder)
+			return true, time.Time{}, nil
+		}
+	}
 	return false, time.UnixMilli(expires), nil
+}
+
+// newOwner names a lease holder: this host and process (pid and start
+// time), and a random part for the lease itself.
+func (l *Leases) newOwner() string {
+	return fmt.Sprintf("%s:%d:%d:%s", l.host, l.pid, l.start, rand.Text())
+}
+
+// deadHere reports a holder that ran on this host in a process that is
+// gone. Holders on other hosts, or named otherwise, wait for their expiry.
+func (l *Leases) deadHere(holder string) bool {
+	parts := strings.SplitN(holder, ":", 4)
+	if len(parts) != 4 || parts[0] != l.host {
+		return false
+	}
+	pid, err1 := strconv.Atoi(parts[1])
+	start, err2 := strconv.ParseUint(parts[2], 10, 64)
+	return err1 == nil && err2 == nil && !l.alive(pid, start)
 }
 
 // renew keeps the lease alive while it is held.
@@ -145,13 +201,14 @@ func (le *Lease) renew() {
 		}
 		res, err := le.l.db.Exec(`UPDATE turn_leases SET expires_at = ? WHERE profile = ? AND key = ? AND owner = ?`,
 			le.l.now().Add(le.l.ttl).UnixMilli(), le.profile, le.key, le.owner)
-		if err == nil {
-			if n, _ := res.RowsAffected(); n != 1 {
-				err = fmt.Errorf("the lease was taken over")
-			}
-		}
 		if err != nil {
-			le.l.log.Warn("could not renew a turn lease", "key", le.key, "err", err)
+			le.l.log.Warn("could not renew a turn lease; trying again", "key", le.key, "err", err)
+			continue
+		}
+		if n, err := res.RowsAffected(); err == nil && n != 1 {
+			le.l.log.Warn("a turn lease was taken over: the turn stops and publishes nothing", "key", le.key)
+			close(le.lost)
+			return
 		}
 	}
 }

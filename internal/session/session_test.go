@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -176,5 +177,60 @@ func TestStoreKeepsABoundedNumberOfConversations(t *testing.T) {
 	list, _ := s.List(ctx, 10)
 	if len(list) != 3 || list[0].Key != "e" || list[2].Key != "c" {
 		t.Fatalf("kept %v", list)
+	}
+}
+
+// A lease whose holder ran on this host in a process that is gone is free
+// at once, not at its expiry: a restarted meridian's first turn does not
+// wait out a dead process's lease. A live holder's lease is not touched,
+// and a 409's wait stays short.
+func TestLeaseOfADeadProcessIsTakenOverAtOnce(t *testing.T) {
+	db := openDB(t, filepath.Join(t.TempDir(), "m.db"))
+	l := NewLeases(db, time.Minute, nil)
+	dead := fmt.Sprintf("%s:999999999:1:abc", l.host)
+	if _, err := db.Exec(`INSERT INTO turn_leases VALUES ('p', 'k', ?, ?)`, dead, time.Now().Add(time.Minute).UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	lease, err := l.Acquire(context.Background(), "p", "k", 10*time.Second)
+	if err != nil || time.Since(start) > time.Second {
+		t.Fatalf("a dead holder's lease: %v after %v", err, time.Since(start))
+	}
+	lease.Release()
+
+	live := l.newOwner() // this process: alive
+	if _, err := db.Exec(`INSERT INTO turn_leases VALUES ('p', 'k2', ?, ?)`, live, time.Now().Add(time.Minute).UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	other := NewLeases(db, time.Minute, nil)
+	_, err = other.Acquire(context.Background(), "p", "k2", 100*time.Millisecond)
+	var busy *BusyError
+	if !errors.As(err, &busy) || busy.RetryAfter > 2*time.Second {
+		t.Fatalf("a live holder's lease: %v, want busy with a short wait", err)
+	}
+}
+
+// A lease another holder took (after it lapsed) is reported lost, so its
+// turn can stop and publish nothing.
+func TestLostLeaseIsReported(t *testing.T) {
+	db := openDB(t, filepath.Join(t.TempDir(), "m.db"))
+	l := NewLeases(db, 300*time.Millisecond, nil)
+	lease, err := l.Acquire(context.Background(), "p", "k", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lease.Release()
+	select {
+	case <-lease.Lost():
+		t.Fatal("a held lease reported lost")
+	case <-time.After(400 * time.Millisecond): // renewals kept it
+	}
+	if _, err := db.Exec(`UPDATE turn_leases SET owner = 'another' WHERE key = 'k'`); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-lease.Lost():
+	case <-time.After(2 * time.Second):
+		t.Fatal("a taken-over lease was not reported lost")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -153,8 +154,12 @@ func (l *Leases) tryAcquire(ctx context.Context, profile, key, owner string) (bo
 	var expires int64
 	var holder string
 	err = l.db.QueryRowContext(ctx, `SELECT expires_at, owner FROM turn_leases WHERE profile = ? AND key = ?`, profile, key).Scan(&expires, &holder)
-	if err != nil {
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
 		return false, now, nil // released in between: try again
+	case err != nil:
+		// A fault, not a busy conversation.
+		return false, time.Time{}, fmt.Errorf("turn lease for %q: %w", key, err)
 	}
 	if l.deadHere(holder) {
 		// Its process is gone: the lease is free now, not at its expiry.

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/meridian-gw/meridian/internal/config"
 	"github.com/meridian-gw/meridian/internal/launch"
+	"github.com/meridian-gw/meridian/internal/spawn"
 	"github.com/meridian-gw/meridian/internal/spawn/proc"
 	"github.com/meridian-gw/meridian/mods"
 )
@@ -57,7 +57,7 @@ type claudeLaunch struct {
 // install the mod, record the primary spawn, build argv and environment.
 // Every check that can fail runs before the spawn is recorded.
 func prepareClaude(ctx context.Context, env map[string]string, environ, args []string, stdoutTerminal bool) (*claudeLaunch, error) {
-	name := envOr(env, "MERIDIAN_CLAUDE_PATH", "claude")
+	name := envOr(env, spawn.EnvClaudePath, "claude")
 	path, err := exec.LookPath(name)
 	if err != nil {
 		return nil, fmt.Errorf("claude CLI %q not found (set MERIDIAN_CLAUDE_PATH): %w", name, err)
@@ -71,7 +71,7 @@ func prepareClaude(ctx context.Context, env map[string]string, environ, args []s
 		return nil, fmt.Errorf("find the meridian binary: %w", err)
 	}
 	var pluginDirs []string
-	dataDir := envOr(env, "MERIDIAN_DATA_DIR", defaultDataDir(env))
+	dataDir := envOr(env, spawn.EnvDataDir, defaultDataDir(env))
 	if mode == launch.Interactive {
 		cfg, err := config.Load(config.Path(env))
 		if err != nil {
@@ -99,10 +99,7 @@ func prepareClaude(ctx context.Context, env map[string]string, environ, args []s
 	if err != nil {
 		return nil, fmt.Errorf("record the session: %w", err)
 	}
-	set := map[string]string{
-		"MERIDIAN_SPAWN_ID": row.ID, "MERIDIAN_DEPTH": strconv.Itoa(row.Depth), "MERIDIAN_PROJECT": l.Project,
-		"MERIDIAN_DATA_DIR": dataDir,
-	}
+	set := spawn.ChildEnv(row.ID, row.Depth, l.Project, dataDir)
 	// The session runs meridian by name (the mod, the model's own spawn
 	// commands): it must find this binary.
 	if found, err := exec.LookPath("meridian"); err != nil || !sameFile(found, self) {
@@ -110,7 +107,7 @@ func prepareClaude(ctx context.Context, env map[string]string, environ, args []s
 	}
 	return &claudeLaunch{
 		path: path, argv: append([]string{path}, launch.Args(args, mode, pluginDirs...)...),
-		environ: setEnv(environ, set), sc: sc, id: row.ID,
+		environ: spawn.Environ(environ, set), sc: sc, id: row.ID,
 	}, nil
 }
 

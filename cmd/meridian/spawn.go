@@ -57,8 +57,8 @@ child's report; run with -C DIR, commands only look and never record anything as
 		},
 	}
 	pf := cmd.PersistentFlags()
-	pf.StringVar(&sc.dataDir, "data-dir", envOr(env, "MERIDIAN_DATA_DIR", defaultDataDir(env)), "where Meridian keeps its state (MERIDIAN_DATA_DIR)")
-	pf.StringVar(&sc.claudePath, "claude-path", envOr(env, "MERIDIAN_CLAUDE_PATH", "claude"), "the claude CLI binary, a path or a name on PATH (MERIDIAN_CLAUDE_PATH)")
+	pf.StringVar(&sc.dataDir, "data-dir", envOr(env, spawn.EnvDataDir, defaultDataDir(env)), "where Meridian keeps its state (MERIDIAN_DATA_DIR)")
+	pf.StringVar(&sc.claudePath, "claude-path", envOr(env, spawn.EnvClaudePath, "claude"), "the claude CLI binary, a path or a name on PATH (MERIDIAN_CLAUDE_PATH)")
 	pf.BoolVar(&sc.json, "json", false, "print JSON instead of text")
 	f := cmd.Flags()
 	f.StringVarP(&c.prompt, "prompt", "p", "", "the task for the child agent")
@@ -87,37 +87,7 @@ func (sc *spawnContext) open(ctx context.Context) (l *lead.Lead, close func(), e
 	if err != nil {
 		return nil, nil, fmt.Errorf("working directory: %w", err)
 	}
-	l = &lead.Lead{Cwd: cwd, ID: sc.env["MERIDIAN_SPAWN_ID"], SpawnsDir: filepath.Join(sc.dataDir, "spawns")}
-	switch {
-	case *sc.chdir != "":
-		l.ReadOnly = true
-		if l.Cwd, err = filepath.Abs(*sc.chdir); err != nil {
-			return nil, nil, err
-		}
-		l.Project, err = lead.FindProject(*sc.chdir)
-	case sc.env["MERIDIAN_PROJECT"] != "":
-		l.Project = sc.env["MERIDIAN_PROJECT"]
-	default:
-		l.Project, err = lead.FindProject(cwd)
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	if l.ID != "" {
-		if _, err := spawn.ParseID(l.ID); err != nil {
-			return nil, nil, fmt.Errorf("MERIDIAN_SPAWN_ID: %w", err)
-		}
-	}
-	if l.Depth, err = sc.envInt("MERIDIAN_DEPTH", 0); err != nil {
-		return nil, nil, err
-	}
-	if l.MaxDepth, err = sc.envInt("MERIDIAN_SPAWN_MAX_DEPTH", lead.DefaultMaxDepth); err != nil {
-		return nil, nil, err
-	}
-	if l.ReapWindow, err = sc.envDuration("MERIDIAN_SPAWN_REAP_WINDOW", spawn.DefaultReapWindow); err != nil {
-		return nil, nil, err
-	}
-	if l.ReapGrace, err = sc.envDuration("MERIDIAN_SPAWN_REAP_GRACE", spawn.DefaultReapGrace); err != nil {
+	if l, err = lead.FromEnv(sc.env, cwd, *sc.chdir, sc.dataDir); err != nil {
 		return nil, nil, err
 	}
 	l.Log = sc.logger(slog.LevelWarn)
@@ -129,28 +99,8 @@ func (sc *spawnContext) open(ctx context.Context) (l *lead.Lead, close func(), e
 	return l, func() { _ = db.Close() }, nil
 }
 
-func (sc *spawnContext) envInt(key string, def int) (int, error) {
-	v := sc.env[key]
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%s=%q: not a non-negative integer", key, v)
-	}
-	return n, nil
-}
-
 func (sc *spawnContext) envDuration(key string, def time.Duration) (time.Duration, error) {
-	v := sc.env[key]
-	if v == "" {
-		return def, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("%s=%q: not a positive duration (e.g. 30s)", key, v)
-	}
-	return d, nil
+	return lead.EnvDuration(sc.env, key, def)
 }
 
 // logger writes diagnostics to stderr, at level unless MERIDIAN_LOG_LEVEL

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -15,7 +14,6 @@ import (
 
 	"github.com/meridian-gw/meridian/internal/spawn"
 	"github.com/meridian-gw/meridian/internal/spawn/lead"
-	"github.com/meridian-gw/meridian/internal/spawn/proc"
 	"github.com/meridian-gw/meridian/internal/spawn/registry"
 	"github.com/meridian-gw/meridian/internal/spawn/runner"
 	"github.com/meridian-gw/meridian/internal/store"
@@ -58,8 +56,8 @@ func (sc *spawnContext) create(cmd *cobra.Command, c createOptions) error {
 	if err != nil {
 		return fmt.Errorf("find the meridian binary to run the worker: %w", err)
 	}
-	heartbeat := sc.env["MERIDIAN_SPAWN_HEARTBEAT"]
-	if _, err := sc.envDuration("MERIDIAN_SPAWN_HEARTBEAT", spawn.HeartbeatEvery); err != nil {
+	heartbeat := sc.env[spawn.EnvHeartbeat]
+	if _, err := sc.envDuration(spawn.EnvHeartbeat, spawn.HeartbeatEvery); err != nil {
 		return err
 	}
 	return sc.withLead(cmd, func(ctx context.Context, l *lead.Lead) error {
@@ -67,27 +65,8 @@ func (sc *spawnContext) create(cmd *cobra.Command, c createOptions) error {
 		if err != nil {
 			return err
 		}
-		args := []string{"spawn", "worker", "--data-dir", sc.dataDir, "--claude-path", sc.claudePath,
-			"--project", l.Project, "--id", row.ID}
-		// The child's environment names it, so whatever it runs — a nested
-		// meridian spawn included — knows whose child it is.
-		env := setEnv(sc.environ, map[string]string{
-			"MERIDIAN_SPAWN_ID": row.ID, "MERIDIAN_DEPTH": strconv.Itoa(row.Depth), "MERIDIAN_PROJECT": l.Project,
-			"MERIDIAN_DATA_DIR": sc.dataDir, "MERIDIAN_CLAUDE_PATH": sc.claudePath, "MERIDIAN_SPAWN_HEARTBEAT": heartbeat,
-		})
-		pid, err := runner.Launch(self, args, env, row)
-		if err != nil {
-			if ferr := l.LaunchFailed(context.WithoutCancel(ctx), row.ID, err); ferr != nil {
-				return errors.Join(fmt.Errorf("launch %s: %w", row.ID, err), ferr)
-			}
-			return fmt.Errorf("launch %s: %w", row.ID, err)
-		}
-		// The worker records itself when it starts; recording it here too
-		// lets the reaper and cancel find a worker that dies before that.
-		if start, err := proc.StartTime(pid); err == nil {
-			if err := l.Registry.SetRunner(ctx, l.Project, row.ID, pid, start); err != nil {
-				l.Log.Warn("could not record the worker's process", "spawn", row.ID, "err", err)
-			}
+		if err := l.Launch(ctx, row, lead.Worker{Self: self, DataDir: sc.dataDir, ClaudePath: sc.claudePath, Heartbeat: heartbeat, Environ: sc.environ}); err != nil {
+			return err
 		}
 		if !c.wait {
 			if sc.json {
@@ -98,23 +77,6 @@ func (sc *spawnContext) create(cmd *cobra.Command, c createOptions) error {
 		}
 		return sc.wait(cmd, l, lead.WaitOptions{IDs: []string{row.ID}, Observe: true})
 	})
-}
-
-// setEnv returns environ with keys replaced; an empty value removes one.
-func setEnv(environ []string, set map[string]string) []string {
-	out := make([]string, 0, len(environ)+len(set))
-	for _, kv := range environ {
-		k, _, _ := strings.Cut(kv, "=")
-		if _, ok := set[k]; !ok {
-			out = append(out, kv)
-		}
-	}
-	for k, v := range set {
-		if v != "" {
-			out = append(out, k+"="+v)
-		}
-	}
-	return out
 }
 
 func (sc *spawnContext) waitCommand() *cobra.Command {
@@ -243,7 +205,7 @@ func (sc *spawnContext) workerCommand() *cobra.Command {
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			heartbeat, err := sc.envDuration("MERIDIAN_SPAWN_HEARTBEAT", spawn.HeartbeatEvery)
+			heartbeat, err := sc.envDuration(spawn.EnvHeartbeat, spawn.HeartbeatEvery)
 			if err != nil {
 				return err
 			}

@@ -141,3 +141,19 @@ func TestSummaryAndClip(t *testing.T) {
 		t.Fatalf("clip: %q", got)
 	}
 }
+
+func TestEnviron(t *testing.T) {
+	set := ChildEnv("sp_1", 2, "/p", "/d")
+	set[EnvHeartbeat] = ""
+	got := Environ([]string{"PATH=/bin", EnvID + "=old", EnvHeartbeat + "=1s", "EMPTY="}, set)
+	want := map[string]bool{"PATH=/bin": true, "EMPTY=": true, EnvID + "=sp_1": true, EnvDepth + "=2": true,
+		EnvProject + "=/p": true, EnvDataDir + "=/d": true}
+	if len(got) != len(want) {
+		t.Fatalf("got %q", got)
+	}
+	for _, kv := range got {
+		if !want[kv] {
+			t.Errorf("unexpected %q in %q", kv, got)
+		}
+	}
+}

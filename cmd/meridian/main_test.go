@@ -195,18 +195,9 @@ func BenchmarkStartup(b *testing.B) {
 	b.ReportMetric(float64(rssKB)/1024, "idle-rss-MB")
 }
 
-// Lowering --max-live, as the README advises small machines, lowers the
-// default --max-concurrent with it; only an explicit contradiction fails.
-func TestMaxLiveLowersTheDefaultConcurrency(t *testing.T) {
-	if n, err := settleConcurrency(10, 4, false); err != nil || n != 4 {
-		t.Fatalf("--max-live 4 with the default: %d, %v", n, err)
-	}
-	if n, err := settleConcurrency(3, 4, true); err != nil || n != 3 {
-		t.Fatalf("--max-concurrent 3 --max-live 4: %d, %v", n, err)
-	}
-	if _, err := settleConcurrency(10, 4, true); err == nil || !strings.Contains(err.Error(), "--max-live 4 is below --max-concurrent 10") {
-		t.Fatalf("explicit contradiction: %v", err)
-	}
+// MERIDIAN_MAX_CONCURRENT is as explicit as the flag: a --max-live below
+// it is a contradiction.
+func TestEnvironmentConcurrencyIsAChoice(t *testing.T) {
 	root := newRootCommand([]string{"MERIDIAN_MAX_CONCURRENT=8"})
 	root.SetArgs([]string{"--max-live", "2", "--port", "0", "--data-dir", t.TempDir()})
 	root.SetErr(io.Discard)

@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -18,42 +16,19 @@ import (
 	"github.com/meridian-gw/meridian/internal/httpapi"
 	"github.com/meridian-gw/meridian/internal/pool"
 	"github.com/meridian-gw/meridian/internal/responses"
+	"github.com/meridian-gw/meridian/internal/serve"
 )
-
-// serveConfig is everything `meridian serve` is configured with.
-type serveConfig struct {
-	Host          string
-	Port          int
-	ClaudePath    string
-	MaxConcurrent int
-	// MaxConcurrentChosen reports --max-concurrent set by flag or
-	// environment rather than left at its default.
-	MaxConcurrentChosen bool
-	QueueTimeout        time.Duration
-	DataDir             string
-	APIKey              string
-	MaxBodyBytes        int64
-	MaxLive             int
-	IdleTTL             time.Duration
-	TurnWait            time.Duration
-	// Stored Responses API responses and background runs.
-	MaxStored      int
-	MaxStoredBytes int64
-	MaxBackground  int
-	LogLevel       string
-	LogFormat      string
-}
 
 func newRootCommand(environ []string) *cobra.Command {
 	env := envMap(environ)
-	cfg := &serveConfig{}
+	cfg := &serve.Config{Version: version()}
 	var envErr error
 	serve := func(cmd *cobra.Command, _ []string) error {
 		if envErr != nil {
 			return envErr
 		}
 		cfg.MaxConcurrentChosen = cmd.Flags().Changed("max-concurrent") || env["MERIDIAN_MAX_CONCURRENT"] != ""
-		return runServe(cmd.Context(), cfg, environ, cmd.ErrOrStderr())
+		return serve.Run(cmd.Context(), *cfg, environ, cmd.ErrOrStderr())
 	}
 	root := &cobra.Command{
 		Use:           "meridian",
@@ -91,7 +66,7 @@ func newRootCommand(environ []string) *cobra.Command {
 
 // bindServeFlags declares the serve flags; each has an environment twin
 // that sets its default, and the flag wins over the variable.
-func bindServeFlags(fs *pflag.FlagSet, cfg *serveConfig, env map[string]string) error {
+func bindServeFlags(fs *pflag.FlagSet, cfg *serve.Config, env map[string]string) error {
 	var firstErr error
 	note := func(err error) {
 		if err != nil && firstErr == nil {
@@ -216,19 +191,4 @@ func version() string {
 		v += " (" + rev + dirty + ")"
 	}
 	return v
-}
-
-func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
-	}
-	opts := &slog.HandlerOptions{Level: l}
-	switch format {
-	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
-	}
-	return nil, fmt.Errorf("--log-format %q: want text or json", format)
 }

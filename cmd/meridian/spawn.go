@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -16,7 +15,6 @@ import (
 	"github.com/meridian-gw/meridian/internal/spawn"
 	"github.com/meridian-gw/meridian/internal/spawn/lead"
 	"github.com/meridian-gw/meridian/internal/spawn/registry"
-	"github.com/meridian-gw/meridian/internal/store"
 )
 
 // spawnContext is what every spawn command shares: where state lives,
@@ -87,16 +85,7 @@ func (sc *spawnContext) open(ctx context.Context) (l *lead.Lead, close func(), e
 	if err != nil {
 		return nil, nil, fmt.Errorf("working directory: %w", err)
 	}
-	if l, err = lead.FromEnv(sc.env, cwd, *sc.chdir, sc.dataDir); err != nil {
-		return nil, nil, err
-	}
-	l.Log = sc.logger(slog.LevelWarn)
-	db, err := store.Open(ctx, filepath.Join(sc.dataDir, "meridian.db"))
-	if err != nil {
-		return nil, nil, err
-	}
-	l.Registry = registry.New(db)
-	return l, func() { _ = db.Close() }, nil
+	return lead.Open(ctx, sc.env, cwd, *sc.chdir, sc.dataDir, sc.logger(slog.LevelWarn))
 }
 
 func (sc *spawnContext) envDuration(key string, def time.Duration) (time.Duration, error) {
@@ -105,8 +94,10 @@ func (sc *spawnContext) envDuration(key string, def time.Duration) (time.Duratio
 
 // logger writes diagnostics to stderr, at level unless MERIDIAN_LOG_LEVEL
 // says otherwise; stdout is for results.
-func (sc *spawnContext) logger(level slog.Level) *slog.Logger {
-	if v := sc.env["MERIDIAN_LOG_LEVEL"]; v != "" {
+func (sc *spawnContext) logger(level slog.Level) *slog.Logger { return spawnLogger(sc.env, level) }
+
+func spawnLogger(env map[string]string, level slog.Level) *slog.Logger {
+	if v := env["MERIDIAN_LOG_LEVEL"]; v != "" {
 		_ = level.UnmarshalText([]byte(v))
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))

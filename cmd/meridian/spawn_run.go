@@ -214,19 +214,11 @@ func (sc *spawnContext) workerCommand() *cobra.Command {
 				return err
 			}
 			defer db.Close()
-			reg := registry.New(db)
-			row, err := reg.Get(ctx, project, id)
-			if err != nil {
-				return err
-			}
-			if row.Status != spawn.Queued {
-				return fmt.Errorf("%s is %s, not queued: a worker runs a spawn once", id, row.Status)
-			}
 			// The worker's stderr is its worker.log: say what happened.
 			log := sc.logger(slog.LevelInfo).With("spawn", id)
-			w := &runner.Worker{Registry: reg, Row: row, ClaudePath: sc.claudePath, Env: sc.environ, Heartbeat: heartbeat, Log: log}
+			w := &runner.Worker{Registry: registry.New(db), ClaudePath: sc.claudePath, Env: sc.environ, Heartbeat: heartbeat, Log: log}
 			began := time.Now()
-			err = w.Run(ctx)
+			err = w.RunQueued(ctx, project, id)
 			log.Info("worker done", "took", time.Since(began), "err", err)
 			return err
 		},

@@ -1,6 +1,7 @@
-// Package launch starts a lead's own claude session for meridian claude:
-// it decides from the CLI's arguments what kind of launch it is, and
-// installs the mods the session loads.
+// Package launch prepares a lead's own claude session for meridian
+// claude: it decides from the CLI's arguments what kind of launch it is,
+// installs the mods the session loads, records the session as a primary
+// spawn and execs the CLI.
 package launch
 
 import "strings"

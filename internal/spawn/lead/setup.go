@@ -3,6 +3,7 @@ package lead
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -11,7 +12,23 @@ import (
 	"github.com/meridian-gw/meridian/internal/spawn/proc"
 	"github.com/meridian-gw/meridian/internal/spawn/registry"
 	"github.com/meridian-gw/meridian/internal/spawn/runner"
+	"github.com/meridian-gw/meridian/internal/store"
 )
+
+// Open is FromEnv with the registry in dataDir attached; close releases
+// the database.
+func Open(ctx context.Context, env map[string]string, cwd, chdir, dataDir string, log *slog.Logger) (l *Lead, close func(), err error) {
+	if l, err = FromEnv(env, cwd, chdir, dataDir); err != nil {
+		return nil, nil, err
+	}
+	l.Log = log
+	db, err := store.Open(ctx, filepath.Join(dataDir, "meridian.db"))
+	if err != nil {
+		return nil, nil, err
+	}
+	l.Registry = registry.New(db)
+	return l, func() { _ = db.Close() }, nil
+}
 
 // FromEnv is the caller as a lead, as its environment says (the contract
 // in package spawn): its spawn id and depth, its project (chdir, if set,

@@ -123,6 +123,20 @@ type Worker struct {
 	Log       *slog.Logger
 }
 
+// RunQueued loads spawn id of project into w and runs it. A worker runs a
+// spawn once: one that is no longer queued is refused untouched.
+func (w *Worker) RunQueued(ctx context.Context, project, id string) error {
+	row, err := w.Registry.Get(ctx, project, id)
+	if err != nil {
+		return err
+	}
+	if row.Status != spawn.Queued {
+		return fmt.Errorf("%s is %s, not queued: a worker runs a spawn once", id, row.Status)
+	}
+	w.Row = row
+	return w.Run(ctx)
+}
+
 // Run drives the spawn to a terminal status. A cancelled ctx (SIGTERM from
 // `spawn cancel`) ends the claude turn and finalizes the spawn cancelled.
 func (w *Worker) Run(ctx context.Context) error {

@@ -1,13 +1,17 @@
 package runner
 
 import (
+	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/meridian-gw/meridian/internal/spawn"
 	"github.com/meridian-gw/meridian/internal/spawn/registry"
+	"github.com/meridian-gw/meridian/internal/store"
 )
 
 func TestArtifacts(t *testing.T) {
@@ -82,5 +86,35 @@ func TestLaunchRefusesAnExistingFolder(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(report); string(b) != "the old p1's report" {
 		t.Fatal("the old report was touched")
+	}
+}
+
+// A worker started twice for one spawn runs it once.
+func TestWorkerRunsOnlyAQueuedSpawn(t *testing.T) {
+	ctx := t.Context()
+	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "meridian.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	reg := registry.New(db)
+	spawns := t.TempDir()
+	row, err := reg.Create(ctx, registry.Row{Project: "/p", Spawn: spawn.Spawn{Status: spawn.Queued}, Prompt: "x"},
+		func(id string) string { return filepath.Join(spawns, id) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Start(ctx, "/p", row.ID, os.Getpid(), 1); err != nil {
+		t.Fatal(err)
+	}
+	w := &Worker{Registry: reg, ClaudePath: "/bin/false", Log: slog.New(slog.DiscardHandler)}
+	if err := w.RunQueued(ctx, "/p", row.ID); err == nil || !strings.Contains(err.Error(), "not queued") {
+		t.Fatalf("a running spawn was run again: %v", err)
+	}
+	if err := w.RunQueued(ctx, "/p", "p9"); !errors.Is(err, registry.ErrNotFound) {
+		t.Fatalf("a missing spawn: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(spawns, row.ID)); !os.IsNotExist(err) {
+		t.Fatalf("the refused worker made the spawn's folder: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-// One test (or a few) per row of the rules table in spec/spawn-watch.md.
+// One test (or a few) per rule in this mod's README.md.
 import { describe, expect, test } from 'claude-code/testing'
 import { EMPTY, NONCE_LINE, delivery, ran, world } from './world'
 

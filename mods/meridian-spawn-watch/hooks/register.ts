@@ -9,7 +9,7 @@
 // delivery loop.
 import type { EngineInterface, ProcessSpawnResult, Register } from 'claude-code'
 
-// The constants of the contract (spec/spawn-watch.md).
+// The constants of the contract (the rules in this mod's README.md).
 const IDLE_DELAY_MS = 2_000 // after a turn ends, before collecting
 const QUIET_MS = 10_000 // the prompt box must be empty and untouched this long
 const HOLD_POLL_MS = 1_000

@@ -1,13 +1,20 @@
-package main
+// Package serve assembles the gateway from its settings and runs it: the
+// database, the claude driver, the gateway, stored responses and the HTTP
+// server, in the order they depend on each other.
+package serve
 
 import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/meridian-gw/meridian/internal/backend/claude"
 	"github.com/meridian-gw/meridian/internal/gateway"
@@ -17,6 +24,31 @@ import (
 	"github.com/meridian-gw/meridian/internal/session"
 	"github.com/meridian-gw/meridian/internal/store"
 )
+
+// Config is everything the gateway is configured with.
+type Config struct {
+	Host          string
+	Port          int
+	ClaudePath    string
+	MaxConcurrent int
+	// MaxConcurrentChosen reports --max-concurrent set by flag or
+	// environment rather than left at its default.
+	MaxConcurrentChosen bool
+	QueueTimeout        time.Duration
+	DataDir             string
+	APIKey              string
+	MaxBodyBytes        int64
+	MaxLive             int
+	IdleTTL             time.Duration
+	TurnWait            time.Duration
+	// Stored Responses API responses and background runs.
+	MaxStored      int
+	MaxStoredBytes int64
+	MaxBackground  int
+	LogLevel       string
+	LogFormat      string
+	Version        string // reported by /health and the startup log
+}
 
 // settleConcurrency makes the two process bounds agree: every running turn
 // needs a live process, so a lowered --max-live lowers the default
@@ -32,8 +64,9 @@ func settleConcurrency(maxConcurrent, maxLive int, chosen bool) (int, error) {
 	return maxLive, nil
 }
 
-// runServe runs the gateway until ctx ends.
-func runServe(ctx context.Context, cfg *serveConfig, environ []string, logTo io.Writer) error {
+// Run assembles the gateway (database, claude driver, gateway, stored
+// responses, HTTP server) and serves until ctx ends.
+func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) error {
 	log, err := newLogger(cfg.LogLevel, cfg.LogFormat, logTo)
 	if err != nil {
 		return err
@@ -110,7 +143,7 @@ func runServe(ctx context.Context, cfg *serveConfig, environ []string, logTo io.
 		Addr:         addr,
 		APIKey:       cfg.APIKey,
 		MaxBodyBytes: cfg.MaxBodyBytes,
-		Version:      version(),
+		Version:      cfg.Version,
 		Gateway:      gw,
 		Logger:       log.With("component", "http"),
 	})
@@ -129,13 +162,27 @@ func runServe(ctx context.Context, cfg *serveConfig, environ []string, logTo io.
 	} else {
 		log.Info("using claude CLI", "path", path)
 	}
-	env := envMap(environ)
 	for _, k := range []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"} {
-		if env[k] != "" {
+		if slices.ContainsFunc(environ, func(kv string) bool { v, ok := strings.CutPrefix(kv, k+"="); return ok && v != "" }) {
 			log.Info("the claude CLI will authenticate with "+k+" from this environment, not your claude login", "variable", k)
 		}
 	}
-	log.Info("meridian listening", "addr", ln.Addr().String(), "version", version(), "data_dir", cfg.DataDir,
+	log.Info("meridian listening", "addr", ln.Addr().String(), "version", cfg.Version, "data_dir", cfg.DataDir,
 		"max_concurrent", cfg.MaxConcurrent, "max_live", cfg.MaxLive, "idle_ttl", cfg.IdleTTL, "api_key", cfg.APIKey != "")
 	return srv.Serve(ctx, ln)
+}
+
+func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: l}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", format)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -103,12 +104,13 @@ func (s *terminalSession) command(line string) {
 // waitScreen waits until what the session drew matches re.
 func (s *terminalSession) waitScreen(re *regexp.Regexp, within time.Duration) {
 	s.t.Helper()
-	deadline := time.Now().Add(within)
-	for !re.MatchString(s.screen()) {
-		if time.Now().After(deadline) {
-			s.t.Fatalf("the screen never showed %s:\n%s", re, s.screen())
+	if err := testkit.WaitFor(within, func() error {
+		if !re.MatchString(s.screen()) {
+			return fmt.Errorf("the screen never showed %s", re)
 		}
-		time.Sleep(100 * time.Millisecond)
+		return nil
+	}); err != nil {
+		s.t.Fatalf("%v:\n%s", err, s.screen())
 	}
 }
 
@@ -202,35 +204,33 @@ func startLead(t *testing.T, w *spawnWorld) *terminalSession {
 // model.
 func waitDelivery(t *testing.T, w *spawnWorld, s *terminalSession, within time.Duration) testkit.Request {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
+	var found testkit.Request
+	if err := testkit.WaitFor(within, func() error {
 		for _, r := range w.up.Requests() {
 			if deliveryLine.MatchString(r.LastUserText()) {
-				return r
+				found = r
+				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no delivery reached the model; spawns %+v\nrequests:\n%s\nscreen:\n%s\nmod log:\n%s",
-				w.spawns(), requestSummary(w), s.screen(), modLog(t, w))
-		}
-		time.Sleep(50 * time.Millisecond)
+		return errors.New("no delivery reached the model")
+	}); err != nil {
+		t.Fatalf("%v; spawns %+v\nrequests:\n%s\nscreen:\n%s\nmod log:\n%s",
+			err, w.spawns(), requestSummary(w), s.screen(), modLog(t, w))
 	}
+	return found
 }
 
 // waitConsumed waits until nothing is owed to the lead p1 (its ack
 // landed).
 func waitConsumed(t *testing.T, w *spawnWorld) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		d := decodeDelivery(t, w.runEnv([]string{"MERIDIAN_SPAWN_ID=p1"}, "spawn", "collect"))
-		if d.Kind == "empty" {
-			return
+	if err := testkit.WaitFor(30*time.Second, func() error {
+		if d := decodeDelivery(t, w.runEnv([]string{"MERIDIAN_SPAWN_ID=p1"}, "spawn", "collect")); d.Kind != "empty" {
+			return fmt.Errorf("still owed after the delivery turn: %+v", d)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still owed after the delivery turn: %+v\nmod log:\n%s", d, modLog(t, w))
-		}
-		time.Sleep(200 * time.Millisecond)
+		return nil
+	}); err != nil {
+		t.Fatalf("%v\nmod log:\n%s", err, modLog(t, w))
 	}
 }
 
@@ -265,12 +265,14 @@ func TestSpawnWatchDeliversToAnIdleLead(t *testing.T) {
 	checkDelivered(t, delivered)
 	waitConsumed(t, w)
 	// The mod's store is written after the ack returns.
-	log := modLog(t, w)
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(log, "acked p2"); log = modLog(t, w) {
-		if time.Now().After(deadline) {
-			t.Fatalf("mod log:\n%s", log)
+	var log string
+	if err := testkit.WaitFor(10*time.Second, func() error {
+		if log = modLog(t, w); !strings.Contains(log, "acked p2") {
+			return errors.New("the mod never logged its ack")
 		}
-		time.Sleep(100 * time.Millisecond)
+		return nil
+	}); err != nil {
+		t.Fatalf("%v; mod log:\n%s", err, log)
 	}
 	t.Logf("delivered turn:\n%s\nmod log:\n%s", delivered, log)
 	spawns := w.spawns()
@@ -302,12 +304,13 @@ func TestSpawnWatchYieldsToTheUser(t *testing.T) {
 	first := waitCollector(t, w, s, 0)
 	s.command("USER-NEXT: anything new?")
 	typed := time.Now()
-	deadline := time.Now().Add(15 * time.Second)
-	for slices.Contains(collectors(w.marker), first) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the collector %d outlived the user's turn\nmod log:\n%s", first, modLog(t, w))
+	if err := testkit.WaitFor(15*time.Second, func() error {
+		if slices.Contains(collectors(w.marker), first) {
+			return fmt.Errorf("the collector %d outlived the user's turn", first)
 		}
-		time.Sleep(50 * time.Millisecond)
+		return nil
+	}); err != nil {
+		t.Fatalf("%v\nmod log:\n%s", err, modLog(t, w))
 	}
 	if st := w.spawns()["p2"].Status; st != "running" {
 		t.Fatalf("the child is %s; it should still run", st)
@@ -342,18 +345,19 @@ func collectors(marker string) []int {
 // waitCollector waits for a collector other than not to run.
 func waitCollector(t *testing.T, w *spawnWorld, s *terminalSession, not int) int {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	var found int
+	if err := testkit.WaitFor(60*time.Second, func() error {
 		for _, pid := range collectors(w.marker) {
 			if pid != not {
-				return pid
+				found = pid
+				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no collector ran; requests:\n%s\nscreen:\n%s\nmod log:\n%s", requestSummary(w), s.screen(), modLog(t, w))
-		}
-		time.Sleep(50 * time.Millisecond)
+		return errors.New("no collector ran")
+	}); err != nil {
+		t.Fatalf("%v; requests:\n%s\nscreen:\n%s\nmod log:\n%s", err, requestSummary(w), s.screen(), modLog(t, w))
 	}
+	return found
 }
 
 func requestSummary(w *spawnWorld) string {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"slices"
@@ -38,10 +39,12 @@ func newSpawnWorld(t *testing.T, bin, claudePath string, extraEnv ...string) *sp
 	// Every worker and claude process carries the marker: when the test
 	// ends none may be left.
 	t.Cleanup(func() {
-		deadline := time.Now().Add(20 * time.Second)
-		for len(testkit.Processes(marker)) > 0 && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond)
-		}
+		_ = testkit.WaitFor(20*time.Second, func() error {
+			if len(testkit.Processes(marker)) > 0 {
+				return errors.New("processes left")
+			}
+			return nil
+		})
 		if pids := testkit.Processes(marker); len(pids) > 0 {
 			for _, pid := range pids {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -116,17 +119,16 @@ func (w *spawnWorld) spawns() map[string]spawnView {
 // until polls the spawns until cond holds.
 func (w *spawnWorld) until(what string, cond func(map[string]spawnView) bool) map[string]spawnView {
 	w.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		s := w.spawns()
-		if cond(s) {
-			return s
+	var s map[string]spawnView
+	if err := testkit.WaitFor(60*time.Second, func() error {
+		if s = w.spawns(); !cond(s) {
+			return fmt.Errorf("waiting for %s: %+v", what, s)
 		}
-		if time.Now().After(deadline) {
-			w.t.Fatalf("timed out waiting for %s: %+v", what, s)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return nil
+	}); err != nil {
+		w.t.Fatal(err)
 	}
+	return s
 }
 
 func terminal(ids ...string) func(map[string]spawnView) bool {
@@ -231,12 +233,13 @@ func (w *spawnWorld) requestsFor(tags ...string) bool {
 
 func (w *spawnWorld) waitRequests(tags ...string) {
 	w.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !w.requestsFor(tags...) {
-		if time.Now().After(deadline) {
-			w.t.Fatalf("the children never called the model: %v", tags)
+	if err := testkit.WaitFor(60*time.Second, func() error {
+		if !w.requestsFor(tags...) {
+			return fmt.Errorf("the children never called the model: %v", tags)
 		}
-		time.Sleep(50 * time.Millisecond)
+		return nil
+	}); err != nil {
+		w.t.Fatal(err)
 	}
 }
 

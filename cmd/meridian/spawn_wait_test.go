@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -145,19 +146,14 @@ func TestSpawnWaitReturnsOldest32AndLeases(t *testing.T) {
 
 	// JSON, observing: the lease hides p1–p32 and p41 from collect.
 	waiting := w.background("spawn", "wait", "--json")
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	if err := testkit.WaitFor(30*time.Second, func() error {
 		leased, err := s.reg.Leased(context.Background(), s.lead.Project, "", proc.Alive)
-		if err != nil {
-			t.Fatal(err)
+		if err == nil && len(leased) != 33 {
+			err = fmt.Errorf("leases: %v", leased)
 		}
-		if len(leased) == 33 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("leases: %v", leased)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return err
+	}); err != nil {
+		t.Fatal(err)
 	}
 	if d := w.collect(); !slices.Equal(d.IDs, idRange(33, 40)) {
 		t.Fatalf("collect during the wait delivered %v", d.IDs)
@@ -302,18 +298,16 @@ func TestSpawnCollectEndsWithItsParent(t *testing.T) {
 	if err := sh.Run(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		b, _ := os.ReadFile(out)
-		if len(b) > 0 {
-			if d := decodeDelivery(t, result{out: string(b)}); d.Kind != "empty" {
-				t.Fatalf("orphaned collect printed %+v", d)
-			}
-			break
+	var b []byte
+	if err := testkit.WaitFor(20*time.Second, func() error {
+		if b, _ = os.ReadFile(out); len(b) == 0 {
+			return errors.New("collect outlived its parent")
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("collect outlived its parent")
-		}
-		time.Sleep(20 * time.Millisecond)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if d := decodeDelivery(t, result{out: string(b)}); d.Kind != "empty" {
+		t.Fatalf("orphaned collect printed %+v", d)
 	}
 }

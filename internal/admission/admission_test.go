@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.uber.org/goleak"
@@ -11,7 +12,9 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func TestFIFOHandOver(t *testing.T) {
+func TestFIFOHandOver(t *testing.T) { synctest.Test(t, testFIFOHandOver) }
+
+func testFIFOHandOver(t *testing.T) {
 	l := New(1, time.Minute)
 	release, err := l.Acquire(context.Background())
 	if err != nil {
@@ -28,12 +31,9 @@ func TestFIFOHandOver(t *testing.T) {
 			order <- i
 			r()
 		}()
-		// Queue them in a known order.
-		for {
-			if _, waiting, _ := l.Stats(); waiting == i+1 {
-				break
-			}
-			time.Sleep(time.Millisecond)
+		synctest.Wait() // queued in a known order
+		if _, waiting, _ := l.Stats(); waiting != i+1 {
+			t.Fatalf("%d waiting, want %d", waiting, i+1)
 		}
 	}
 	release()
@@ -47,7 +47,9 @@ func TestFIFOHandOver(t *testing.T) {
 	}
 }
 
-func TestWaiterLeavesOnCancel(t *testing.T) {
+func TestWaiterLeavesOnCancel(t *testing.T) { synctest.Test(t, testWaiterLeavesOnCancel) }
+
+func testWaiterLeavesOnCancel(t *testing.T) {
 	l := New(1, time.Minute)
 	release, _ := l.Acquire(context.Background())
 	ctx, cancel := context.WithCancel(context.Background())
@@ -56,11 +58,9 @@ func TestWaiterLeavesOnCancel(t *testing.T) {
 		_, err := l.Acquire(ctx)
 		done <- err
 	}()
-	for {
-		if _, waiting, _ := l.Stats(); waiting == 1 {
-			break
-		}
-		time.Sleep(time.Millisecond)
+	synctest.Wait()
+	if _, waiting, _ := l.Stats(); waiting != 1 {
+		t.Fatalf("%d waiting, want 1", waiting)
 	}
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
@@ -76,19 +76,22 @@ func TestWaiterLeavesOnCancel(t *testing.T) {
 }
 
 func TestWaitIsBounded(t *testing.T) {
-	l := New(1, 30*time.Millisecond)
-	release, _ := l.Acquire(context.Background())
-	defer release()
-	start := time.Now()
-	if _, err := l.Acquire(context.Background()); !errors.Is(err, ErrTimeout) {
-		t.Fatalf("err = %v, want ErrTimeout", err)
-	}
-	if time.Since(start) < 30*time.Millisecond {
-		t.Fatal("gave up before the bound")
-	}
+	synctest.Test(t, func(t *testing.T) {
+		l := New(1, 30*time.Millisecond)
+		release, _ := l.Acquire(context.Background())
+		defer release()
+		start := time.Now()
+		if _, err := l.Acquire(context.Background()); !errors.Is(err, ErrTimeout) {
+			t.Fatalf("err = %v, want ErrTimeout", err)
+		}
+		if waited := time.Since(start); waited != 30*time.Millisecond {
+			t.Fatalf("gave up after %v, want the bound of 30ms", waited)
+		}
+	})
 }
 
-// A slot granted just as its waiter gives up must not be lost.
+// A slot granted just as its waiter gives up must not be lost. Real time
+// on purpose: the race is the scheduler's to provoke.
 func TestRaceBetweenGrantAndTimeout(t *testing.T) {
 	for range 200 {
 		l := New(1, time.Millisecond)

@@ -17,13 +17,7 @@ import (
 // waitForProcess returns once the stack has a live claude process.
 func waitForProcess(t *testing.T, marker string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(testkit.Processes(marker)) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no claude process started")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitFor(t, func() bool { return len(testkit.Processes(marker)) > 0 })
 }
 
 func TestClientDisconnectMidStreamStopsClaude(t *testing.T) {
@@ -64,10 +58,7 @@ func TestClientDisconnectBeforeOutputStopsClaude(t *testing.T) {
 	}()
 	waitForProcess(t, s.Marker)
 	// Wait until the CLI is waiting on the upstream: the turn is underway.
-	deadline := time.Now().Add(10 * time.Second)
-	for len(s.Upstream.Requests()) == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitFor(t, func() bool { return len(s.Upstream.Requests()) > 0 })
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("client error = %v, want context.Canceled", err)
@@ -146,14 +137,16 @@ func TestHungClaudeIsKilled(t *testing.T) {
 	testkit.WaitNoProcesses(t, s.Marker, 2*time.Second)
 }
 
+// waitFor fails the test unless cond holds within 10 s.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in 10s")
+	if err := testkit.WaitFor(10*time.Second, func() error {
+		if !cond() {
+			return errors.New("condition not reached")
 		}
-		time.Sleep(10 * time.Millisecond)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
 

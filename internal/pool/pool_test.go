@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.uber.org/goleak"
@@ -91,22 +92,29 @@ func TestReserveReclaimsTheLeastRecentlyUsedIdle(t *testing.T) {
 	}
 }
 
+// An idle session lives its ttl, not less, and is closed within one reap
+// tick (ttl/4) after.
 func TestIdleSessionsExpire(t *testing.T) {
-	p := New(4, 40*time.Millisecond, nil)
-	defer p.Close()
-	_ = p.Reserve(context.Background())
-	l, s := live("a")
-	p.Put(l)
-	deadline := time.Now().Add(2 * time.Second)
-	for !s.closed.Load() {
-		if time.Now().After(deadline) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(4, 40*time.Millisecond, nil)
+		defer p.Close()
+		_ = p.Reserve(context.Background())
+		l, s := live("a")
+		p.Put(l)
+		time.Sleep(39 * time.Millisecond)
+		synctest.Wait()
+		if s.closed.Load() {
+			t.Fatal("closed before its ttl")
+		}
+		time.Sleep(11 * time.Millisecond)
+		synctest.Wait()
+		if !s.closed.Load() {
 			t.Fatal("idle session never expired")
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	if n, idle := p.Stats(); n != 0 || idle != 0 {
-		t.Fatalf("stats %d/%d", n, idle)
-	}
+		if n, idle := p.Stats(); n != 0 || idle != 0 {
+			t.Fatalf("stats %d/%d", n, idle)
+		}
+	})
 }
 
 func TestCloseClosesIdleSessions(t *testing.T) {

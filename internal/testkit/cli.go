@@ -125,16 +125,13 @@ func Processes(marker string) []int {
 // is gone within d.
 func WaitNoProcesses(t testing.TB, marker string, d time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		pids := Processes(marker)
-		if len(pids) == 0 {
-			return
+	if err := WaitFor(d, func() error {
+		if pids := Processes(marker); len(pids) > 0 {
+			return fmt.Errorf("processes still alive: %v", pids)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("processes still alive after %v: %v", d, pids)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
 

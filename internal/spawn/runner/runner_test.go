@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/spawn"
@@ -42,32 +43,29 @@ func TestArtifacts(t *testing.T) {
 
 // The heartbeat is touched at once and then on every beat until stopped.
 func TestHeartbeat(t *testing.T) {
-	a := Artifacts(t.TempDir())
-	w := &Worker{Heartbeat: 20 * time.Millisecond}
-	stop := w.beat(a)
-	first, err := os.Stat(a.Heartbeat())
-	if err != nil {
-		stop()
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		st, _ := os.Stat(a.Heartbeat())
-		if st.ModTime().After(first.ModTime()) {
-			break
-		}
-		if time.Now().After(deadline) {
+	synctest.Test(t, func(t *testing.T) {
+		a := Artifacts(t.TempDir())
+		w := &Worker{Heartbeat: 20 * time.Millisecond}
+		stop := w.beat(a)
+		if _, err := os.Stat(a.Heartbeat()); err != nil {
 			stop()
-			t.Fatal("the heartbeat was never touched again")
+			t.Fatal(err)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	stop()
-	st, _ := os.Stat(a.Heartbeat())
-	time.Sleep(60 * time.Millisecond)
-	if again, _ := os.Stat(a.Heartbeat()); !again.ModTime().Equal(st.ModTime()) {
-		t.Fatal("the heartbeat went on after stop")
-	}
+		for range 3 {
+			time.Sleep(20 * time.Millisecond)
+			synctest.Wait()
+			if st, _ := os.Stat(a.Heartbeat()); !st.ModTime().Equal(time.Now()) {
+				stop()
+				t.Fatalf("not touched on the beat: %v, now %v", st.ModTime(), time.Now())
+			}
+		}
+		stop()
+		last := time.Now()
+		time.Sleep(60 * time.Millisecond)
+		if st, _ := os.Stat(a.Heartbeat()); !st.ModTime().Equal(last) {
+			t.Fatal("the heartbeat went on after stop")
+		}
+	})
 }
 
 // A spawn folder left by an earlier run is never written over.

@@ -370,6 +370,9 @@ func TestSteeringBesideToolResults(t *testing.T) {
 
 // A continuation without every result of the batch is refused, naming the
 // missing ids; the paused turn still takes the full set afterwards.
+// Results must answer exactly the calls of the paused batch: a missing one
+// or one for a call never made is a 400 naming the ids, and the turn can
+// still be continued correctly afterwards.
 func TestMissingResultsAreNamed(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, stackOptions{sessions: true})
@@ -389,6 +392,13 @@ func TestMissingResultsAreNamed(t *testing.T) {
 	_, err := l.client.Messages.New(context.Background(), sdk.MessageNewParams{Model: "test-model", MaxTokens: 1000, Messages: partial, Tools: clientTools()})
 	if ae := apiError(t, err); ae.StatusCode != 400 || !strings.Contains(ae.RawJSON(), "toolu_m2") {
 		t.Fatalf("partial results: %d %s", ae.StatusCode, ae.RawJSON())
+	}
+	// A result for a call the model never made is refused too, naming it.
+	extra := append(append([]sdk.MessageParam(nil), l.history...), sdk.NewUserMessage(sdk.NewToolResultBlock("toolu_m1", "one", false),
+		sdk.NewToolResultBlock("toolu_m2", "two", false), sdk.NewToolResultBlock("toolu_never", "?", false)))
+	_, err = l.client.Messages.New(context.Background(), sdk.MessageNewParams{Model: "test-model", MaxTokens: 1000, Messages: extra, Tools: clientTools()})
+	if ae := apiError(t, err); ae.StatusCode != 400 || !strings.Contains(ae.RawJSON(), "toolu_never") {
+		t.Fatalf("a result for a call never made: %d %s", ae.StatusCode, ae.RawJSON())
 	}
 	l.history = append(l.history, sdk.NewUserMessage(sdk.NewToolResultBlock("toolu_m1", "one", false), sdk.NewToolResultBlock("toolu_m2", "two", false)))
 	if msg := l.send(); msg.Content[0].Text != "both" {

@@ -43,6 +43,9 @@ func TestClassify(t *testing.T) {
 		{"compaction", state(1, 2, 3, 4, 5, 6), d(7, 5, 6, 8), Verdict{Kind: Compaction, From: 3, Pin: "uuid-5", AtEnd: true, Matched: 2}},
 		{"compaction of two into one", state(1, 2, 3, 4, 5, 6), d(7, 3, 4, 5, 6, 8), Verdict{Kind: Compaction, From: 5, Pin: "uuid-5", AtEnd: true, Matched: 4}},
 		{"suffix after a longer beginning is no compaction", state(1, 2, 3, 4), d(7, 8, 9, 10, 3, 4, 5), Verdict{Kind: Diverged}},
+		// A summary replaces the beginning; a request that keeps the
+		// first message rewrote the middle, which is resumed before.
+		{"a rewrite that keeps the first message is no compaction", state(1, 2, 3, 4, 5, 6), d(1, 2, 9, 5, 6, 8), Verdict{Kind: Undo, From: 2, Pin: "uuid-1"}},
 		{"one shared message is no compaction", state(1, 2, 3, 4), d(7, 4, 5), Verdict{Kind: Diverged}},
 		{"unrelated", state(1, 2), d(3, 4, 5), Verdict{Kind: Diverged}},
 		{"no pin inside the prefix", State{Messages: d(1, 2, 3, 4), Pins: []string{"", "", "", "end"}}, d(1, 2, 9), Verdict{Kind: Diverged}},

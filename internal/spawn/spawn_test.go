@@ -157,3 +157,28 @@ func TestEnviron(t *testing.T) {
 		}
 	}
 }
+
+// Spawns that finished at the same moment, and running ones (no finish
+// yet), come in creation order.
+func TestAgeTieBreak(t *testing.T) {
+	at := time.Unix(50, 0)
+	spawns := []Spawn{
+		{ID: "p12", N: 12, Status: Succeeded, Finished: at},
+		{ID: "p3", N: 3, Status: Failed, Finished: at},
+		{ID: "p9", N: 9, Status: Running},
+		{ID: "p2", N: 2, Status: Running},
+	}
+	ids := func(ss []Spawn) string {
+		var out []string
+		for _, s := range ss {
+			out = append(out, s.ID)
+		}
+		return strings.Join(out, ",")
+	}
+	if got := ids(Owed("", spawns, nil, nil)); got != "p3,p12" {
+		t.Errorf("owed %s, want p3,p12", got)
+	}
+	if got := ids(ActiveChildren("", spawns)); got != "p2,p9" {
+		t.Errorf("active %s, want p2,p9", got)
+	}
+}

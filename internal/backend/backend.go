@@ -22,6 +22,16 @@ type Backend interface {
 // pending inside the backend.
 var ErrPause = errors.New("backend: turn paused for client tools")
 
+// ErrToolsFixed says a session cannot take a new tool list where it
+// stands; the caller starts a new session for the new list.
+var ErrToolsFixed = errors.New("backend: the session's tool list cannot change now")
+
+// ToolSetter is a Session whose client tools can change between turns
+// without a restart.
+type ToolSetter interface {
+	SetTools(ctx context.Context, tools []Tool) error
+}
+
 // Session is one live conversation process. Turns run one at a time.
 type Session interface {
 	// Turn sends one user message and reports the model's output to emit

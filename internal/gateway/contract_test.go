@@ -8,7 +8,8 @@ import (
 )
 
 // A live process continues only under the identical contract: every field
-// the CLI takes at start changes the key; nothing else does.
+// the CLI takes at start changes the key; nothing else does (the tools are
+// judged apart, by toolsFit).
 func TestContractKey(t *testing.T) {
 	base := func() backend.StartOptions {
 		return backend.StartOptions{
@@ -30,13 +31,6 @@ func TestContractKey(t *testing.T) {
 		"effort":          func(o *backend.StartOptions) { o.Effort = "low" },
 		"system prompt":   func(o *backend.StartOptions) { o.System[1] = "c" },
 		"system split":    func(o *backend.StartOptions) { o.System = []string{"ab"} },
-		"tool added":      func(o *backend.StartOptions) { o.Tools = append(o.Tools, backend.Tool{Name: "write"}) },
-		"tool removed":    func(o *backend.StartOptions) { o.Tools = nil },
-		"tool redefined": func(o *backend.StartOptions) {
-			o.Tools[0].InputSchema = json.RawMessage(`{"type":"object","required":["p"]}`)
-		},
-		"tool described":   func(o *backend.StartOptions) { o.Tools[0].Description = "Read a file" },
-		"system into tool": func(o *backend.StartOptions) { o.System = []string{"a"}; o.Tools[0].Name = "b" },
 	} {
 		o := base()
 		change(&o)
@@ -49,5 +43,46 @@ func TestContractKey(t *testing.T) {
 	o.Resume, o.ResumeAt, o.SessionID = "s", "pin", "id"
 	if contractKey(o) != key {
 		t.Error("where a session resumes changed its contract")
+	}
+}
+
+// A live process serves a request whose tools it offers, in any order, or
+// to which tools were only added; a tool changed or removed needs a new
+// process, because the CLI would go on offering the old definition.
+func TestToolsFit(t *testing.T) {
+	read := backend.Tool{Name: "read", Description: "Read", InputSchema: json.RawMessage(`{"type":"object"}`)}
+	write := backend.Tool{Name: "write", InputSchema: json.RawMessage(`{"type":"object"}`)}
+	described := read
+	described.Description = "Read a file"
+	reschema := read
+	reschema.InputSchema = json.RawMessage(`{"type":"object","required":["p"]}`)
+	renamed := read
+	renamed.Name = "read2"
+	have := toolDigests([]backend.Tool{read, write})
+	for _, c := range []struct {
+		name       string
+		want       []backend.Tool
+		fits, adds bool
+	}{
+		{"same", []backend.Tool{read, write}, true, false},
+		{"reordered", []backend.Tool{write, read}, true, false},
+		{"one added", []backend.Tool{read, write, renamed}, true, true},
+		{"added first", []backend.Tool{renamed, read, write}, true, true},
+		{"one removed", []backend.Tool{read}, false, false},
+		{"all removed", nil, false, false},
+		{"redescribed", []backend.Tool{described, write}, false, false},
+		{"new schema", []backend.Tool{reschema, write}, false, false},
+		{"renamed", []backend.Tool{renamed, write}, false, false},
+	} {
+		fits, adds := toolsFit(have, toolDigests(c.want))
+		if fits != c.fits || adds != c.adds {
+			t.Errorf("%s: fits %v adds %v, want %v %v", c.name, fits, adds, c.fits, c.adds)
+		}
+	}
+	// Name, description and schema are kept apart in the digest.
+	a := toolDigests([]backend.Tool{{Name: "ab", Description: "c"}})
+	b := toolDigests([]backend.Tool{{Name: "a", Description: "bc"}})
+	if a[0] == b[0] {
+		t.Error("a name's end moved into the description keeps the digest")
 	}
 }

@@ -2,12 +2,9 @@ package gateway
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -230,16 +227,16 @@ func (g *Gateway) runTurn(ctx context.Context, t *turn, id string, out Output) e
 }
 
 // obtain returns the session for a turn: the conversation's live process
-// when it stands exactly where the request continues and runs under the
-// same contract; otherwise a new process, resumed at the verdict's pin or
-// fresh.
+// when it stands exactly where the request continues, runs under the same
+// contract and offers the request's tools (or can be given the added
+// ones); otherwise a new process, resumed at the verdict's pin or fresh.
 func (g *Gateway) obtain(ctx context.Context, t *turn) (backend.Session, error) {
-	contract := contractKey(t.opts)
+	contract, tools := contractKey(t.opts), toolDigests(t.opts.Tools)
 	m := t.mapping
 	if live := g.pool.Take(t.ident.Key); live != nil {
 		v := t.verdict
 		if live.Session.Alive() && v.AtEnd && live.Version == m.Version && live.Pin == v.Pin && live.Contract == contract &&
-			(t.pending == nil || v.From == len(t.req.Messages)-1) {
+			(t.pending == nil || v.From == len(t.req.Messages)-1) && g.adoptTools(ctx, live, tools, t.opts.Tools) {
 			t.live, t.reused = live, true
 			return live.Session, nil
 		}
@@ -274,7 +271,7 @@ func (g *Gateway) obtain(ctx context.Context, t *turn) (backend.Session, error) 
 		return nil, g.startError(ctx, err)
 	}
 	t.opts.Dir = opts.Dir
-	t.live = &pool.Live{Key: t.ident.Key, Session: sess, Contract: contract}
+	t.live = &pool.Live{Key: t.ident.Key, Session: sess, Contract: contract, Tools: tools}
 	g.pool.Track(t.live)
 	return sess, nil
 }
@@ -343,28 +340,4 @@ func sendFrom(msgs []anthropic.Message, v lineage.Verdict) []anthropic.Message {
 func staleSession(f *backend.Failure) bool {
 	return f.Kind == backend.FailBackend &&
 		(strings.Contains(f.Message, "No conversation found") || strings.Contains(f.Message, "No message found"))
-}
-
-// contractKey digests what a session is started with and cannot change
-// afterwards: a live process serves only requests with the same contract.
-//
-// The client's tools are part of it: the CLI takes the tool list once, when
-// it starts, so a process offers only the tools it started with. A changed
-// list (a tool added, removed or redefined) continues by resuming the
-// stored session in a new process that offers the new list.
-func contractKey(o backend.StartOptions) string {
-	h := sha256.New()
-	parts := []string{o.Model, o.Dir, strconv.Itoa(o.MaxOutputTokens),
-		strconv.Itoa(int(o.Thinking.Mode)), strconv.Itoa(o.Thinking.Budget), o.Effort, strconv.Itoa(len(o.System))}
-	parts = append(parts, o.System...)
-	parts = append(parts, strconv.Itoa(len(o.Tools)))
-	for _, t := range o.Tools {
-		parts = append(parts, t.Name, t.Description, string(t.InputSchema))
-	}
-	for _, part := range parts {
-		h.Write([]byte(strconv.Itoa(len(part))))
-		h.Write([]byte{':'})
-		h.Write([]byte(part))
-	}
-	return hex.EncodeToString(h.Sum(nil)[:12])
 }

@@ -485,9 +485,10 @@ func TestToolIDsBelongToTheirConversation(t *testing.T) {
 }
 
 // A tool the client adds on turn 2 reaches the model on turn 2 and the
-// model can call it: the CLI takes its tool list at start, so the turn
-// runs in a new process resumed from the stored session. A changed
-// tool_choice alone keeps the live process.
+// model can call it, on the same live process: the CLI is told its tool
+// list changed and re-reads it. A changed tool_choice keeps the process
+// too. A removed tool would stay offered by that process, so the turn
+// that drops one resumes the stored session in a new process.
 func TestAddedToolReachesTheModel(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, stackOptions{sessions: true})
@@ -530,11 +531,22 @@ func TestAddedToolReachesTheModel(t *testing.T) {
 	if calls := toolUses(msg); len(calls) != 1 || calls[0].Name != "run_tests" {
 		t.Fatalf("the added tool was not offered on the turn it was added: %+v", msg.Content)
 	}
-	if pid3 == pid1 {
-		t.Fatal("the turn with the new tool list ran on the old process")
+	if pid3 != pid1 {
+		t.Fatalf("the added tool cost the live process (%d, was %d)", pid3, pid1)
 	}
-	all := s.Upstream.Requests()[2].AllText()
-	if !strings.Contains(all, "look around") || !strings.Contains(all, "again, any tool") {
+	history = append(history, sdk.NewUserMessage(sdk.NewToolResultBlock("toolu_new", "all passed", false)))
+	if msg, pid := send(clientTools(), sdk.ToolChoiceUnionParam{}); pid != pid1 || msg.Content[0].Text != fmt.Sprintf("%d tools", len(clientTools())) {
+		t.Fatalf("the call of the added tool did not finish on its process (%d, was %d): %+v", pid, pid1, msg.Content)
+	}
+
+	history = append(history, userMessage("only look now"))
+	msg, pid5 := send(readOnly, sdk.ToolChoiceUnionParam{})
+	if pid5 == pid1 || msg.Content[0].Text != "1 tools" {
+		t.Fatalf("a removed tool stayed offered (process %d, was %d): %+v", pid5, pid1, msg.Content)
+	}
+	reqs := s.Upstream.Requests()
+	all := reqs[len(reqs)-1].AllText()
+	if !strings.Contains(all, "look around") || !strings.Contains(all, "all passed") {
 		t.Fatalf("the resumed session lost the history:\n%s", all)
 	}
 }

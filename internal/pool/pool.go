@@ -30,6 +30,9 @@ type Live struct {
 	// Contract is what the session was started with (model, system prompt,
 	// execution controls); a request with another contract cannot use it.
 	Contract string
+	// Tools names the client tools the session offers (one digest per
+	// definition).
+	Tools []string
 	// Version is the conversation mapping this session published, and Pin
 	// where it stands: only a request that continues exactly there can use
 	// it.

@@ -3,6 +3,7 @@ package claude_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -144,5 +145,83 @@ func TestClientToolCallPausesAndContinues(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Fatalf("upstream request lacks %s:\n%s", want, reqs[len(reqs)-1].PrettyBody())
 		}
+	}
+}
+
+// A tool added between turns reaches the model on the same process: the
+// CLI honours notifications/tools/list_changed from our server, re-reads
+// the list, and the next turn's request offers the new tool, which the
+// model can call. Removals and changed definitions it ignores.
+func TestSetToolsKeepsTheProcess(t *testing.T) {
+	t.Parallel()
+	up := testkit.NewUpstream(t)
+	up.Respond(func(r testkit.Request) testkit.Reply {
+		if strings.Contains(string(r.RawBody), `"mcp__c__write_file"`) && !strings.Contains(string(r.RawBody), `"tool_result"`) {
+			return testkit.Reply{ToolUses: []testkit.ToolUse{{ID: "toolu_w", Name: "mcp__c__write_file", Input: map[string]any{"path": "x"}}}}
+		}
+		return testkit.Reply{Text: "ok"}
+	})
+	d, marker := newDriver(t, up)
+	s, err := d.Start(context.Background(), backend.StartOptions{Model: "test-model", Dir: t.TempDir(), Tools: []backend.Tool{readFileTool()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var c collector
+	if _, err := s.Turn(context.Background(), userText("first"), c.emit); err != nil {
+		t.Fatal(err)
+	}
+	pids := testkit.Processes(marker)
+
+	write := backend.Tool{Name: "write_file", Description: "Write a file", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	began := time.Now()
+	if err := s.(backend.ToolSetter).SetTools(ctx, []backend.Tool{readFileTool(), write}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the CLI re-read the tool list in %v", time.Since(began).Round(time.Millisecond))
+
+	var calls []string
+	res, err := s.Turn(context.Background(), userText("write x"), func(ev *backend.Event) error {
+		if ev.Kind == backend.BlockStart && ev.BlockType == "tool_use" {
+			calls = append(calls, string(ev.Block))
+		}
+		if ev.Kind == backend.MessageDelta && ev.StopReason == "tool_use" {
+			return backend.ErrPause
+		}
+		return nil
+	})
+	if err != nil || !res.Paused || len(calls) != 1 || !strings.Contains(calls[0], `"name":"write_file"`) {
+		reqs := up.Requests()
+		t.Fatalf("turn 2: %+v %v calls %q\nlast request:\n%s", res, err, calls, reqs[len(reqs)-1].PrettyBody())
+	}
+	if now := testkit.Processes(marker); fmt.Sprint(now) != fmt.Sprint(pids) {
+		t.Fatalf("the process changed: %v then %v", pids, now)
+	}
+	// Mid-turn the list is fixed.
+	if err := s.(backend.ToolSetter).SetTools(ctx, []backend.Tool{readFileTool()}); !errors.Is(err, backend.ErrToolsFixed) {
+		t.Fatalf("SetTools on a paused turn: %v", err)
+	}
+	if _, err := s.Turn(context.Background(), backend.Input{Results: []backend.ToolResult{
+		{ToolUseID: "toolu_w", Content: []json.RawMessage{json.RawMessage(`{"type":"text","text":"written"}`)}},
+	}}, c.emit); err != nil {
+		t.Fatal(err)
+	}
+	// What the gateway relies on (toolsFit): the CLI only adds to its
+	// list. A tool dropped from it and a changed definition stay as the
+	// CLI first read them, so those changes need a new process.
+	changed := readFileTool()
+	changed.Description = "CHANGED-DESCRIPTION"
+	if err := s.(backend.ToolSetter).SetTools(ctx, []backend.Tool{changed}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Turn(context.Background(), userText("third"), c.emit); err != nil {
+		t.Fatal(err)
+	}
+	reqs := up.Requests()
+	tools, _ := json.Marshal(reqs[len(reqs)-1].Body["tools"])
+	if !strings.Contains(string(tools), `"mcp__c__write_file"`) || strings.Contains(string(tools), "CHANGED-DESCRIPTION") {
+		t.Fatalf("claude %s now drops or redefines tools on list_changed: the gateway could keep more processes; turn 3 offered %s", testkit.ClaudeVersion(t), tools)
 	}
 }

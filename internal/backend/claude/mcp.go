@@ -1,7 +1,10 @@
 package claude
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 
 	"github.com/meridian-gw/meridian/internal/backend"
 )
@@ -12,7 +15,8 @@ import (
 func (p *Process) mcpMessage(requestID string, req incomingRequest) {
 	var msg rpcMessage
 	_ = json.Unmarshal(req.Message, &msg)
-	if req.ServerName != mcpServer || p.tools == nil {
+	ts := p.toolset()
+	if req.ServerName != mcpServer || ts == nil {
 		p.rpcError(requestID, msg.ID, -32601, "no such MCP server: "+req.ServerName)
 		return
 	}
@@ -20,9 +24,16 @@ func (p *Process) mcpMessage(requestID string, req incomingRequest) {
 	case "tools/call":
 		p.holdCall(requestID, msg)
 	case "initialize":
-		p.rpcResult(requestID, msg.ID, p.tools.initializeResult())
+		p.rpcResult(requestID, msg.ID, ts.initializeResult())
 	case "tools/list":
-		p.rpcResult(requestID, msg.ID, map[string]any{"tools": p.tools.list})
+		p.mu.Lock()
+		listed := p.listed
+		p.listed = nil
+		p.mu.Unlock()
+		p.rpcResult(requestID, msg.ID, map[string]any{"tools": ts.list})
+		if listed != nil {
+			close(listed)
+		}
 	default:
 		if len(msg.ID) == 0 { // a notification: acknowledged, nothing to say
 			p.rpcResult(requestID, json.RawMessage("0"), map[string]any{})
@@ -108,4 +119,53 @@ func (p *Process) rpcError(requestID string, id json.RawMessage, code int, messa
 		Response: map[string]any{"mcp_response": map[string]any{"jsonrpc": "2.0", "id": id,
 			"error": map[string]any{"code": code, "message": message}}},
 	}})
+}
+
+// SetTools gives an idle process a new list of client tools without
+// restarting it: the CLI is told the list changed (an MCP
+// notifications/tools/list_changed from our server) and reads it again,
+// and SetTools returns once it has, so the next turn's request to the
+// model carries the new list. A process started without client tools has
+// no server to change, and one inside a turn keeps its list; both report
+// backend.ErrToolsFixed and the caller starts a new process.
+func (p *Process) SetTools(ctx context.Context, tools []backend.Tool) error {
+	p.mu.Lock()
+	if p.tools == nil || len(tools) == 0 || p.inTurn || p.paused {
+		p.mu.Unlock()
+		return backend.ErrToolsFixed
+	}
+	p.tools = newToolset(tools)
+	listed := make(chan struct{})
+	p.listed = listed
+	p.mu.Unlock()
+	msg := json.RawMessage(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
+	if _, err := p.request(ctx, "tl_", mcpMessageRequest{Subtype: "mcp_message", ServerName: mcpServer, Message: msg}); err != nil {
+		return p.toolsLost(fmt.Errorf("tell claude the tools changed: %w", err))
+	}
+	select {
+	case <-listed:
+		return nil
+	case <-p.readerDone:
+		return p.toolsLost(errors.New(p.exitError()))
+	case <-ctx.Done():
+		return p.toolsLost(fmt.Errorf("claude did not read the new tool list: %w", ctx.Err()))
+	}
+}
+
+func (p *Process) toolset() *toolset {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.tools
+}
+
+// toolsLost marks a process whose tool list is in doubt: it takes no more
+// turns.
+func (p *Process) toolsLost(err error) error {
+	p.mu.Lock()
+	if p.broken == nil {
+		p.broken = err
+	}
+	p.listed = nil
+	p.mu.Unlock()
+	return err
 }

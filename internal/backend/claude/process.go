@@ -38,7 +38,7 @@ type Process struct {
 	exited     chan struct{} // closed once Wait returned
 	waitErr    error
 
-	tools      *toolset // nil without client tools
+	tools      *toolset // nil without client tools; replaced only by SetTools, under mu
 	autonomous bool     // every permission request is granted
 
 	mu        sync.Mutex
@@ -49,7 +49,8 @@ type Process struct {
 	cur       *translator      // the paused turn
 	sessionID string
 	inTurn    bool
-	broken    error // once set, the process takes no more turns
+	broken    error         // once set, the process takes no more turns
+	listed    chan struct{} // closed when the CLI re-reads the tools SetTools set
 
 	stderr tailBuffer
 
@@ -299,7 +300,7 @@ func (p *Process) answer(l *line) {
 		return
 	case "can_use_tool":
 		resp.Subtype = "success"
-		if _, ok := p.tools.client(req.ToolName); ok || p.autonomous {
+		if _, ok := p.toolset().client(req.ToolName); ok || p.autonomous {
 			input := req.Input
 			if len(input) == 0 {
 				input = json.RawMessage(`{}`)

@@ -163,6 +163,14 @@ type incomingRequest struct {
 	Message    json.RawMessage `json:"message"`
 }
 
+// mcpMessageRequest carries a message of our in-process MCP server to the
+// CLI (the same subtype the CLI uses to reach the server).
+type mcpMessageRequest struct {
+	Subtype    string          `json:"subtype"`
+	ServerName string          `json:"server_name"`
+	Message    json.RawMessage `json:"message"`
+}
+
 // rpcMessage is a JSON-RPC message inside an mcp_message request.
 type rpcMessage struct {
 	Method string          `json:"method"`

@@ -79,8 +79,9 @@ func (ts *toolset) manifest() map[string]any {
 func (ts *toolset) initializeResult() map[string]any {
 	return map[string]any{
 		"protocolVersion": "2025-11-25",
-		"capabilities":    map[string]any{"tools": map[string]any{}},
-		"serverInfo":      map[string]any{"name": "meridian-client-tools", "version": "1"},
+		// listChanged: the CLI re-reads the list when told it changed.
+		"capabilities": map[string]any{"tools": map[string]any{"listChanged": true}},
+		"serverInfo":   map[string]any{"name": "meridian-client-tools", "version": "1"},
 	}
 }
 

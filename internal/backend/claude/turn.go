@@ -59,7 +59,7 @@ func (p *Process) Turn(ctx context.Context, in backend.Input, emit func(*backend
 	if paused {
 		t.emit = emit
 	} else {
-		t = newTranslator(emit, p.tools)
+		t = newTranslator(emit, p.toolset())
 	}
 	for _, r := range in.Results {
 		if err := p.Answer(r); err != nil {

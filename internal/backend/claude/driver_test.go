@@ -225,3 +225,35 @@ func TestSetToolsKeepsTheProcess(t *testing.T) {
 		t.Fatalf("claude %s now drops or redefines tools on list_changed: the gateway could keep more processes; turn 3 offered %s", testkit.ClaudeVersion(t), tools)
 	}
 }
+
+// A CLI that never re-reads its tools (here a stand-in that ignores
+// control requests) does not hang SetTools: the caller's deadline ends it,
+// and the process, whose tool list is now in doubt, takes no more turns.
+func TestSetToolsThatIsNeverReadBreaksTheProcess(t *testing.T) {
+	t.Parallel()
+	path, scriptEnv := testkit.FakeClaude(t, "@user", testkit.FakeInit, testkit.FakeMessageStart, testkit.FakeTextStart,
+		testkit.FakeTextDelta("hi"), testkit.FakeTextStop, testkit.FakeMessageDelta, testkit.FakeMessageStop, testkit.FakeResult)
+	env, marker := testkit.ClaudeEnv(t, "http://127.0.0.1:1")
+	d := claude.New(claude.Config{Path: path, Env: append(env, scriptEnv)})
+	s, err := d.Start(context.Background(), backend.StartOptions{Model: "test-model", Dir: t.TempDir(), Tools: []backend.Tool{readFileTool()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c collector
+	if _, err := s.Turn(context.Background(), userText("hello"), c.emit); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	write := backend.Tool{Name: "write_file", InputSchema: json.RawMessage(`{"type":"object"}`)}
+	if err := s.(backend.ToolSetter).SetTools(ctx, []backend.Tool{readFileTool(), write}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("SetTools = %v", err)
+	}
+	if s.Alive() {
+		t.Fatal("a process whose tool list is in doubt still takes turns")
+	}
+	if err := s.Close(); err != nil {
+		t.Log(err)
+	}
+	testkit.WaitNoProcesses(t, marker, 5*time.Second)
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -232,5 +233,19 @@ func TestLostLeaseIsReported(t *testing.T) {
 	case <-lease.Lost():
 	case <-time.After(2 * time.Second):
 		t.Fatal("a taken-over lease was not reported lost")
+	}
+}
+
+// A database fault is an error, not a busy conversation: a 409 would send
+// the client into retries that cannot succeed.
+func TestLeaseFaultIsNotBusy(t *testing.T) {
+	db := openDB(t, filepath.Join(t.TempDir(), "m.db"))
+	if _, err := db.Exec(`DROP TABLE turn_leases`); err != nil {
+		t.Fatal(err)
+	}
+	_, err := NewLeases(db, time.Second, nil).Acquire(context.Background(), "p", "k", 100*time.Millisecond)
+	var busy *BusyError
+	if err == nil || errors.As(err, &busy) || !strings.Contains(err.Error(), "turn lease") {
+		t.Fatalf("Acquire on a broken database = %v", err)
 	}
 }

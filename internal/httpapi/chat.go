@@ -80,13 +80,29 @@ func formatMismatch(err error) error {
 	return &gateway.Error{Status: http.StatusBadGateway, Type: anthropic.ErrAPI, Message: fe.Error()}
 }
 
-// chatSSE renders chat.completion.chunk events.
-type chatSSE struct {
-	enc     *openai.ChunkEncoder
+// openAIEncoder is what both OpenAI stream encoders (chat chunks and
+// Responses events) take from the gateway.
+type openAIEncoder interface {
+	Start(dst []byte, model string) []byte
+	BlockStart(dst []byte, index int, block json.RawMessage) []byte
+	BlockDelta(dst []byte, index int, delta json.RawMessage) []byte
+	BlockStop(dst []byte, index int) []byte
+	Finish(dst []byte, stopReason string, u anthropic.Usage) ([]byte, error)
+	Fail(dst []byte, status int, message string, retryAfter int) []byte
+}
+
+// openAISSE renders an OpenAI stream as the SSE writer's encoder.
+type openAISSE[E openAIEncoder] struct {
+	enc     E
 	started bool
 }
 
-func (e *chatSSE) start(dst []byte, st gateway.Start) []byte {
+type (
+	chatSSE      = openAISSE[*openai.ChunkEncoder]
+	responsesSSE = openAISSE[*openai.ResponseEncoder]
+)
+
+func (e *openAISSE[E]) start(dst []byte, st gateway.Start) []byte {
 	if e.started {
 		return dst
 	}
@@ -94,19 +110,19 @@ func (e *chatSSE) start(dst []byte, st gateway.Start) []byte {
 	return e.enc.Start(dst, st.Model)
 }
 
-func (e *chatSSE) blockStart(dst []byte, index int, block json.RawMessage) []byte {
+func (e *openAISSE[E]) blockStart(dst []byte, index int, block json.RawMessage) []byte {
 	return e.enc.BlockStart(dst, index, block)
 }
 
-func (e *chatSSE) blockDelta(dst []byte, index int, delta json.RawMessage) []byte {
+func (e *openAISSE[E]) blockDelta(dst []byte, index int, delta json.RawMessage) []byte {
 	return e.enc.BlockDelta(dst, index, delta)
 }
 
-func (e *chatSSE) blockStop(dst []byte, index int) []byte {
+func (e *openAISSE[E]) blockStop(dst []byte, index int) []byte {
 	return e.enc.BlockStop(dst, index)
 }
 
-func (e *chatSSE) finish(dst []byte, f gateway.Finish) ([]byte, error) {
+func (e *openAISSE[E]) finish(dst []byte, f gateway.Finish) ([]byte, error) {
 	out, err := e.enc.Finish(dst, f.StopReason, f.Usage)
 	if err != nil {
 		return dst, formatMismatch(err)
@@ -114,8 +130,8 @@ func (e *chatSSE) finish(dst []byte, f gateway.Finish) ([]byte, error) {
 	return out, nil
 }
 
-func (e *chatSSE) ping(dst []byte) []byte { return openai.AppendPing(dst) }
+func (e *openAISSE[E]) ping(dst []byte) []byte { return openai.AppendPing(dst) }
 
-func (e *chatSSE) fail(dst []byte, ge *gateway.Error) []byte {
-	return openai.AppendErrorChunk(dst, ge.Status, ge.Message, ge.RetryAfterSeconds())
+func (e *openAISSE[E]) fail(dst []byte, ge *gateway.Error) []byte {
+	return e.enc.Fail(dst, ge.Status, ge.Message, ge.RetryAfterSeconds())
 }

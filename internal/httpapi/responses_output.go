@@ -12,46 +12,6 @@ import (
 	"github.com/meridian-gw/meridian/internal/responses"
 )
 
-// responsesSSE renders Responses API events.
-type responsesSSE struct {
-	enc     *openai.ResponseEncoder
-	started bool
-}
-
-func (e *responsesSSE) start(dst []byte, st gateway.Start) []byte {
-	if e.started {
-		return dst
-	}
-	e.started = true
-	return e.enc.Start(dst, st.Model)
-}
-
-func (e *responsesSSE) blockStart(dst []byte, index int, block json.RawMessage) []byte {
-	return e.enc.BlockStart(dst, index, block)
-}
-
-func (e *responsesSSE) blockDelta(dst []byte, index int, delta json.RawMessage) []byte {
-	return e.enc.BlockDelta(dst, index, delta)
-}
-
-func (e *responsesSSE) blockStop(dst []byte, index int) []byte {
-	return e.enc.BlockStop(dst, index)
-}
-
-func (e *responsesSSE) finish(dst []byte, f gateway.Finish) ([]byte, error) {
-	out, err := e.enc.Finish(dst, f.StopReason, f.Usage)
-	if err != nil {
-		return dst, formatMismatch(err)
-	}
-	return out, nil
-}
-
-func (e *responsesSSE) ping(dst []byte) []byte { return openai.AppendPing(dst) }
-
-func (e *responsesSSE) fail(dst []byte, ge *gateway.Error) []byte {
-	return e.enc.Fail(dst, ge.Status, ge.Message, ge.RetryAfterSeconds())
-}
-
 // logOutput receives a background response: its events go to the event
 // log, one frame each, where followers read them. It implements
 // gateway.Output.

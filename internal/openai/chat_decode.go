@@ -514,15 +514,10 @@ func decodeFormat(top jsonbody.Object, req *ChatRequest) error {
 	if err != nil {
 		return err
 	}
-	switch typ {
-	case "text":
-		return nil
-	case "json_object":
-		req.Format = &ResponseFormat{Type: typ}
-		return nil
-	case "json_schema":
-	default:
-		return jsonbody.Errorf("response_format.type", "must be text, json_object or json_schema, got %q", typ)
+	f, more, err := formatType("response_format.type", typ)
+	if err != nil || !more {
+		req.Format = f
+		return err
 	}
 	jv, ok := jsonbody.Present(rf, "json_schema")
 	if !ok {
@@ -532,7 +527,6 @@ func decodeFormat(top jsonbody.Object, req *ChatRequest) error {
 	if err != nil {
 		return err
 	}
-	f := &ResponseFormat{Type: typ}
 	if f.Name, err = jsonbody.RequiredString(js, "response_format.json_schema", "name"); err != nil {
 		return err
 	}
@@ -540,14 +534,52 @@ func decodeFormat(top jsonbody.Object, req *ChatRequest) error {
 	if !ok {
 		sv = json.RawMessage(`{}`)
 	}
-	if _, err := jsonbody.DecodeObject("response_format.json_schema.schema", sv); err != nil {
+	if f.Schema, err = formatSchema("response_format.json_schema.schema", sv); err != nil {
 		return err
 	}
-	if _, err := compileFormat(sv); err != nil {
-		return jsonbody.Errorf("response_format.json_schema.schema", "not a usable JSON Schema: %v", err)
-	}
-	f.Schema = sv
 	req.Format = f
+	return nil
+}
+
+// formatType reads a requested output format's type: text asks for
+// nothing, json_object for any JSON; json_schema (more) still needs its
+// name and schema read.
+func formatType(path, typ string) (f *ResponseFormat, more bool, err error) {
+	switch typ {
+	case "text":
+		return nil, false, nil
+	case "json_object":
+		return &ResponseFormat{Type: typ}, false, nil
+	case "json_schema":
+		return &ResponseFormat{Type: typ}, true, nil
+	}
+	return nil, false, jsonbody.Errorf(path, "must be text, json_object or json_schema, got %q", typ)
+}
+
+// formatSchema checks a format's schema: an object the checker compiles.
+func formatSchema(path string, sv json.RawMessage) (json.RawMessage, error) {
+	if _, err := jsonbody.DecodeObject(path, sv); err != nil {
+		return nil, err
+	}
+	if _, err := compileFormat(sv); err != nil {
+		return nil, jsonbody.Errorf(path, "not a usable JSON Schema: %v", err)
+	}
+	return sv, nil
+}
+
+// refuseTopLogprobs refuses log probabilities asked for by count.
+func refuseTopLogprobs(top jsonbody.Object) error {
+	v, ok := jsonbody.Present(top, "top_logprobs")
+	if !ok {
+		return nil
+	}
+	n, err := jsonbody.Int("top_logprobs", v)
+	if err != nil {
+		return err
+	}
+	if n != 0 {
+		return jsonbody.Errorf("top_logprobs", "log probabilities are not available from the claude backend")
+	}
 	return nil
 }
 
@@ -595,14 +627,8 @@ func decodeRefused(top jsonbody.Object, _ *ChatRequest) error {
 			return jsonbody.Errorf("logprobs", "log probabilities are not available from the claude backend")
 		}
 	}
-	if v, ok := jsonbody.Present(top, "top_logprobs"); ok {
-		n, err := jsonbody.Int("top_logprobs", v)
-		if err != nil {
-			return err
-		}
-		if n != 0 {
-			return jsonbody.Errorf("top_logprobs", "log probabilities are not available from the claude backend")
-		}
+	if err := refuseTopLogprobs(top); err != nil {
+		return err
 	}
 	if _, ok := jsonbody.Present(top, "audio"); ok {
 		return jsonbody.Errorf("audio", "audio output is not supported by the claude backend")

@@ -138,14 +138,21 @@ func TestDecodeErrorsNameTheField(t *testing.T) {
 	}
 	for _, c := range cases {
 		_, err := DecodeChatRequest([]byte(c.body))
-		var fe *jsonbody.Error
-		if !errors.As(err, &fe) {
-			t.Errorf("%s: err = %v, want a field error", c.body, err)
-			continue
-		}
-		if fe.Field != c.field || !strings.Contains(fe.Message, c.want) {
-			t.Errorf("%s:\n got %q at %q\nwant %q at %q", c.body, fe.Message, fe.Field, c.want, c.field)
-		}
+		checkFieldError(t, c.body, err, c.field, c.want)
+	}
+}
+
+// checkFieldError asserts err is a field error at field whose message
+// says want.
+func checkFieldError(t *testing.T, body string, err error, field, want string) {
+	t.Helper()
+	var fe *jsonbody.Error
+	if !errors.As(err, &fe) {
+		t.Errorf("%s: err = %v, want a field error", body, err)
+		return
+	}
+	if fe.Field != field || !strings.Contains(fe.Message, want) {
+		t.Errorf("%s:\n got %q at %q\nwant %q at %q", body, fe.Message, fe.Field, want, field)
 	}
 }
 

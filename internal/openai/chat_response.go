@@ -98,6 +98,19 @@ type Answer struct {
 	Usage      anthropic.Usage
 }
 
+// answerBlock is one content block of an answer as the gateway gives it
+// (Messages API shaped): what either OpenAI rendering reads of it.
+type answerBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	Thinking  string          `json:"thinking"`
+	Signature string          `json:"signature"`
+	Data      string          `json:"data"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+}
+
 // NewCompletion renders an answer as a chat.completion. With a response
 // format, a finished answer's text is checked first; one that does not fit
 // is a *FormatError.
@@ -105,14 +118,7 @@ func NewCompletion(a Answer, format *ResponseFormat) (Completion, error) {
 	msg := AssistantMessage{Role: RoleAssistant}
 	var text, reasoning strings.Builder
 	for _, raw := range a.Content {
-		var b struct {
-			Type     string          `json:"type"`
-			Text     string          `json:"text"`
-			Thinking string          `json:"thinking"`
-			ID       string          `json:"id"`
-			Name     string          `json:"name"`
-			Input    json.RawMessage `json:"input"`
-		}
+		var b answerBlock
 		if json.Unmarshal(raw, &b) != nil {
 			continue
 		}

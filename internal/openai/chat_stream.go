@@ -240,3 +240,8 @@ func rawOr(v json.RawMessage, def string) []byte {
 	}
 	return v
 }
+
+// Fail appends the error chunk that ends a failed stream.
+func (e *ChunkEncoder) Fail(dst []byte, status int, message string, retryAfter int) []byte {
+	return AppendErrorChunk(dst, status, message, retryAfter)
+}

@@ -397,17 +397,11 @@ func decodeResponseText(top jsonbody.Object, req *ResponsesRequest) error {
 	if err != nil {
 		return err
 	}
-	switch typ {
-	case "text":
-		return nil
-	case "json_object":
-		req.Format = &ResponseFormat{Type: typ}
-		return nil
-	case "json_schema":
-	default:
-		return jsonbody.Errorf("text.format.type", "must be text, json_object or json_schema, got %q", typ)
+	rf, more, err := formatType("text.format.type", typ)
+	if err != nil || !more {
+		req.Format = rf
+		return err
 	}
-	rf := &ResponseFormat{Type: typ}
 	if rf.Name, err = jsonbody.RequiredString(f, "text.format", "name"); err != nil {
 		return err
 	}
@@ -415,13 +409,9 @@ func decodeResponseText(top jsonbody.Object, req *ResponsesRequest) error {
 	if !ok {
 		return jsonbody.Errorf("text.format.schema", "Field required")
 	}
-	if _, err := jsonbody.DecodeObject("text.format.schema", sv); err != nil {
+	if rf.Schema, err = formatSchema("text.format.schema", sv); err != nil {
 		return err
 	}
-	if _, err := compileFormat(sv); err != nil {
-		return jsonbody.Errorf("text.format.schema", "not a usable JSON Schema: %v", err)
-	}
-	rf.Schema = sv
 	req.Format = rf
 	return nil
 }
@@ -494,14 +484,8 @@ func decodeResponseRefused(top jsonbody.Object, _ *ResponsesRequest) error {
 			return jsonbody.Errorf(f.name, "%s", f.why)
 		}
 	}
-	if v, ok := jsonbody.Present(top, "top_logprobs"); ok {
-		n, err := jsonbody.Int("top_logprobs", v)
-		if err != nil {
-			return err
-		}
-		if n != 0 {
-			return jsonbody.Errorf("top_logprobs", "log probabilities are not available from the claude backend")
-		}
+	if err := refuseTopLogprobs(top); err != nil {
+		return err
 	}
 	if v, ok := jsonbody.Present(top, "truncation"); ok {
 		var t string

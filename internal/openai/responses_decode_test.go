@@ -82,14 +82,7 @@ func TestDecodeResponsesErrorsNameTheField(t *testing.T) {
 	}
 	for _, c := range cases {
 		_, err := DecodeResponsesRequest([]byte(c.body))
-		var fe *jsonbody.Error
-		if !errors.As(err, &fe) {
-			t.Errorf("%s: err = %v, want a field error", c.body, err)
-			continue
-		}
-		if fe.Field != c.field || !strings.Contains(fe.Message, c.want) {
-			t.Errorf("%s:\n got %q at %q\nwant %q at %q", c.body, fe.Message, fe.Field, c.want, c.field)
-		}
+		checkFieldError(t, c.body, err, c.field, c.want)
 	}
 }
 

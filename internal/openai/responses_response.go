@@ -360,16 +360,7 @@ func summaryText(s string) summaryPart { return summaryPart{Type: "summary_text"
 func (m ResponseMeta) Output(content []json.RawMessage) []json.RawMessage {
 	var out []json.RawMessage
 	for _, raw := range content {
-		var b struct {
-			Type      string          `json:"type"`
-			Text      string          `json:"text"`
-			Thinking  string          `json:"thinking"`
-			Signature string          `json:"signature"`
-			Data      string          `json:"data"`
-			ID        string          `json:"id"`
-			Name      string          `json:"name"`
-			Input     json.RawMessage `json:"input"`
-		}
+		var b answerBlock
 		if json.Unmarshal(raw, &b) != nil {
 			continue
 		}

@@ -249,3 +249,26 @@ func TestLeaseFaultIsNotBusy(t *testing.T) {
 		t.Fatalf("Acquire on a broken database = %v", err)
 	}
 }
+
+// The store's clean-up writes used to drop their errors: a prune that
+// fails (here a trigger refuses every delete) is reported by the publish
+// that ran it.
+func TestFailedPrunesAreReported(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t, filepath.Join(t.TempDir(), "m.db"))
+	if _, err := db.Exec(`CREATE TRIGGER refuse BEFORE DELETE ON conversations BEGIN SELECT RAISE(ABORT, 'disk says no'); END`); err != nil {
+		t.Fatal(err)
+	}
+	s := NewStore(db, nil)
+	s.max = 1
+	for i, key := range []string{"a", "b"} {
+		m := Mapping{Profile: "p", Key: key, SessionID: "s", State: lineage.State{Messages: digests(1), Pins: []string{"x"}}}
+		_, err := s.Publish(ctx, m, 0, lineage.Diverged)
+		if i == 0 && err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 && (err == nil || !strings.Contains(err.Error(), "prune conversations")) {
+			t.Fatalf("Publish with a failing prune = %v", err)
+		}
+	}
+}

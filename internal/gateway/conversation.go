@@ -183,10 +183,12 @@ func (g *Gateway) runTurn(ctx context.Context, t *turn, id string, out Output) e
 	switch {
 	case err == nil && res.Paused:
 		g.log.Info("turn handed client tool calls", append(logAttrs, "calls", len(r.calls))...)
-		finishErr := r.finishPaused()
+		// Published before the response ends: a client that sends its
+		// results the moment it has the calls must find them recorded.
+		r.closeMessageUsage()
 		t.live.Reported = backendUsage(plus(r.reported, r.usage))
 		g.publish(ctx, t, sess, res, &r.reply, pendingPin(r.calls))
-		return finishErr
+		return r.finishPaused()
 	case errors.Is(err, errEnough):
 		// The client got less than the session holds: the process cannot
 		// be kept, and nothing is published; the next turn resumes from
@@ -220,10 +222,9 @@ func (g *Gateway) runTurn(ctx context.Context, t *turn, id string, out Output) e
 	g.log.Info("turn done", append(logAttrs, "stop", res.StopReason, "input_bytes", res.InputBytes,
 		"input_tokens", res.Usage.InputTokens, "output_tokens", res.Usage.OutputTokens,
 		"cache_read", res.Usage.CacheReadInputTokens, "cache_write", res.Usage.CacheCreationInputTokens)...)
-	finishErr := r.finish(res)
 	t.live.Reported = backend.Usage{}
-	g.publish(ctx, t, sess, res, &r.reply, res.Pin)
-	return finishErr
+	g.publish(ctx, t, sess, res, &r.reply, res.Pin) // before the last byte, as above
+	return r.finish(res)
 }
 
 // obtain returns the session for a turn: the conversation's live process

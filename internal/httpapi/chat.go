@@ -19,31 +19,35 @@ import (
 // live processes and client-tool loop, and the answer is rendered as a
 // chat.completion or its chunks.
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
-	creq, ok := decodeBody(s, w, r, openai.DecodeChatRequest)
+	creq, raw, ok := decodeBody(s, w, r, openai.DecodeChatRequest)
 	if !ok {
 		return
 	}
-	setIgnored(w.Header(), creq.Ignored)
-	id := "chatcmpl-" + rand.Text()
-	created := time.Now().Unix()
-	greq := gateway.Request{Body: creq.Anthropic(), Header: r.Header, Hints: bodyHints(creq.Identity), Echo: creq.Echo}
-	if creq.Stream {
-		_ = s.stream(w, r, greq, id, &chatSSE{enc: openai.NewChunkEncoder(id, created, creq.IncludeUsage, creq.Format)})
-		return
-	}
-	out, ok := s.collect(w, r, greq, id)
-	if !ok {
-		return
-	}
-	c, err := openai.NewCompletion(openai.Answer{
-		ID: id, Model: out.start.Model, Created: created,
-		Content: out.finish.Content, StopReason: out.finish.StopReason, Usage: out.finish.Usage,
-	}, creq.Format)
-	if err != nil {
-		s.fail(w, r, formatMismatch(err))
-		return
-	}
-	writeJSON(w, http.StatusOK, c)
+	areq := creq.Anthropic()
+	s.once(w, r, raw, areq, func(w http.ResponseWriter) {
+		setIgnored(w.Header(), creq.Ignored)
+		id := "chatcmpl-" + rand.Text()
+		created := time.Now().Unix()
+		greq := gateway.Request{Body: areq, Header: r.Header, Hints: bodyHints(creq.Identity), Echo: creq.Echo}
+		if creq.Stream {
+			_ = s.stream(w, r, greq, id, &chatSSE{enc: openai.NewChunkEncoder(id, created, creq.IncludeUsage, creq.Format)})
+			return
+		}
+		out, ok := s.collect(w, r, greq, id)
+		if !ok {
+			return
+		}
+		c, err := openai.NewCompletion(openai.Answer{
+			ID: id, Model: out.start.Model, Created: created,
+			Content: out.finish.Content, StopReason: out.finish.StopReason, Usage: out.finish.Usage,
+		}, creq.Format)
+		if err != nil {
+			s.fail(w, r, formatMismatch(err))
+			return
+		}
+		writeJSON(w, http.StatusOK, c)
+		answered(w, out.finish.Content)
+	})
 }
 
 // bodyHints are an OpenAI body's identity signals: an explicit session in

@@ -22,9 +22,10 @@ func chatAPIError(t *testing.T, err error) *openai.Error {
 	return ae
 }
 
-// Tool outputs already delivered and answered are refused with 409 when a
-// chat client sends them again, and a batch missing an output gets a 400
-// naming the call; neither reaches the upstream.
+// Tool outputs already delivered and answered: the identical request again
+// gets the saved answer, another request with them is refused with 409;
+// a batch missing an output gets a 400 naming the call. None reaches the
+// upstream.
 func TestChatToolResultGuards(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, stackOptions{sessions: true})
@@ -54,6 +55,10 @@ func TestChatToolResultGuards(t *testing.T) {
 	before := len(s.Upstream.Requests())
 	p = chatParams(withOutputs...)
 	p.Tools = chatTools()
+	if again, err := l.client.Chat.Completions.New(context.Background(), p); err != nil || again.Choices[0].Message.Content != "both" {
+		t.Fatalf("the identical repeat: %v %v", again, err)
+	}
+	p.MaxCompletionTokens = openai.Int(999)
 	_, err = l.client.Chat.Completions.New(context.Background(), p)
 	if ae := chatAPIError(t, err); ae.StatusCode != http.StatusConflict || ae.Code != "conflict" || !strings.Contains(ae.Message, "toolu_g1") {
 		t.Fatalf("repeat: %d %s", ae.StatusCode, ae.RawJSON())

@@ -40,7 +40,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 // countTokens serves POST /v1/messages/count_tokens with an estimate: the
 // CLI cannot count tokens, so the answer is marked as estimated.
 func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) {
-	req, ok := s.decodeMessages(w, r)
+	req, _, ok := s.decodeMessages(w, r)
 	if !ok {
 		return
 	}

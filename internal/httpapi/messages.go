@@ -17,42 +17,46 @@ const (
 
 // decodeBody reads a request body and decodes it with one protocol's
 // validating decoder, answering the client itself when it cannot.
-func decodeBody[T any](s *Server, w http.ResponseWriter, r *http.Request, decode func([]byte) (T, error)) (T, bool) {
+// It also returns the body as read.
+func decodeBody[T any](s *Server, w http.ResponseWriter, r *http.Request, decode func([]byte) (T, error)) (T, []byte, bool) {
 	var zero T
 	body, herr := s.readBody(w, r)
 	if herr != nil {
 		writeError(w, r, herr)
-		return zero, false
+		return zero, nil, false
 	}
 	req, err := decode(body)
 	if err != nil {
 		writeError(w, r, invalidField(err))
-		return zero, false
+		return zero, nil, false
 	}
-	return req, true
+	return req, body, true
 }
 
 // decodeMessages reads and validates a Messages API body.
-func (s *Server) decodeMessages(w http.ResponseWriter, r *http.Request) (*anthropic.MessagesRequest, bool) {
+func (s *Server) decodeMessages(w http.ResponseWriter, r *http.Request) (*anthropic.MessagesRequest, []byte, bool) {
 	return decodeBody(s, w, r, anthropic.DecodeMessagesRequest)
 }
 
 // messages serves POST /v1/messages.
 func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
-	req, ok := s.decodeMessages(w, r)
+	req, raw, ok := s.decodeMessages(w, r)
 	if !ok {
 		return
 	}
-	setIgnored(w.Header(), gateway.Ignored(req))
-	id := gateway.NewMessageID()
-	greq := gateway.Request{Body: req, Header: r.Header}
-	if req.Stream {
-		_ = s.stream(w, r, greq, id, &messagesSSE{})
-		return
-	}
-	if out, ok := s.collect(w, r, greq, id); ok {
-		writeJSON(w, http.StatusOK, messageResponse(out))
-	}
+	s.once(w, r, raw, req, func(w http.ResponseWriter) {
+		setIgnored(w.Header(), gateway.Ignored(req))
+		id := gateway.NewMessageID()
+		greq := gateway.Request{Body: req, Header: r.Header}
+		if req.Stream {
+			_ = s.stream(w, r, greq, id, &messagesSSE{})
+			return
+		}
+		if out, ok := s.collect(w, r, greq, id); ok {
+			writeJSON(w, http.StatusOK, messageResponse(out))
+			answered(w, out.finish.Content)
+		}
+	})
 }
 
 // collect runs a request that is answered as one JSON body. When it fails

@@ -35,7 +35,7 @@ type responseCall struct {
 // runs; the answer is a response object, its event stream, or — in the
 // background — a stored response that runs on its own.
 func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
-	rreq, ok := decodeBody(s, w, r, openai.DecodeResponsesRequest)
+	rreq, raw, ok := decodeBody(s, w, r, openai.DecodeResponsesRequest)
 	if !ok {
 		return
 	}
@@ -54,6 +54,17 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, invalidField(err))
 		return
 	}
+	if rreq.Background {
+		s.respond(w, r, c, areq)
+		return
+	}
+	s.once(w, r, raw, areq, func(w http.ResponseWriter) { s.respond(w, r, c, areq) })
+}
+
+// respond runs a response call: stored, in the background, streamed or
+// answered whole.
+func (s *Server) respond(w http.ResponseWriter, r *http.Request, c *responseCall, areq *anthropic.MessagesRequest) {
+	rreq := c.req
 	setIgnored(w.Header(), rreq.Ignored)
 	c.meta = rreq.Meta(c.id, time.Now().Unix(), s.cfg.Sealer)
 	c.greq = gateway.Request{Body: areq, Header: r.Header, Hints: bodyHints(rreq.Identity), Echo: rreq.Echo}
@@ -100,6 +111,7 @@ func (s *Server) responseJSON(w http.ResponseWriter, r *http.Request, c *respons
 		w.Header().Set(headerSession, out.session)
 	}
 	writeJSON(w, http.StatusOK, resp)
+	answered(w, out.finish.Content)
 }
 
 // recordEnd stores how a streamed response ended.

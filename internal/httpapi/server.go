@@ -14,7 +14,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/meridian-gw/meridian/internal/answers"
 	"github.com/meridian-gw/meridian/internal/gateway"
+	"github.com/meridian-gw/meridian/internal/journal"
 	"github.com/meridian-gw/meridian/internal/openai"
 	"github.com/meridian-gw/meridian/internal/responses"
 )
@@ -41,6 +43,13 @@ type Config struct {
 	Responses *responses.Store
 	Jobs      *responses.Jobs
 	Sealer    *openai.Sealer
+
+	// Answers keeps completed answers for the retries of requests that can
+	// only be retries (see once); AnswerBytes is the largest kept. Journal
+	// records requests with explicit ids while they run. Either may be nil.
+	Answers     *answers.Cache
+	AnswerBytes int
+	Journal     *journal.Journal
 
 	Gateway *gateway.Gateway
 	Logger  *slog.Logger
@@ -79,6 +88,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.AnswerBytes <= 0 {
+		cfg.AnswerBytes = answers.DefaultLimits().EntryBytes
 	}
 	if cfg.Jobs == nil {
 		cfg.Jobs = responses.NewJobs(0, 0)

@@ -184,6 +184,8 @@ func (o *sseWriter) Finish(f gateway.Finish) error {
 	}
 	o.buf = buf
 	o.done = true
+	// The answer is complete even if its last write fails.
+	answered(o.w, f.Content)
 	return o.flush()
 }
 

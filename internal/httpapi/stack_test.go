@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"database/sql"
 	"log/slog"
 	"net"
 	"net/http"
@@ -14,9 +15,11 @@ import (
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
+	"github.com/meridian-gw/meridian/internal/answers"
 	"github.com/meridian-gw/meridian/internal/backend/claude"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/httpapi"
+	"github.com/meridian-gw/meridian/internal/journal"
 	"github.com/meridian-gw/meridian/internal/openai"
 	"github.com/meridian-gw/meridian/internal/responses"
 	"github.com/meridian-gw/meridian/internal/session"
@@ -62,6 +65,10 @@ type stackOptions struct {
 	responses responses.Config
 	maxJobs   int
 	logBytes  int
+	// answers bounds the saved answers (zero: the defaults); noAnswers
+	// runs without them.
+	answers   answers.Limits
+	noAnswers bool
 }
 
 func newStack(t testing.TB, o stackOptions) *stack {
@@ -99,8 +106,10 @@ func newStack(t testing.TB, o stackOptions) *stack {
 	if err := os.MkdirAll(cfg.Workspace, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	var db *sql.DB
 	if o.sessions {
-		db, err := store.Open(context.Background(), filepath.Join(dataDir, "meridian.db"))
+		var err error
+		db, err = store.Open(context.Background(), filepath.Join(dataDir, "meridian.db"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,6 +131,14 @@ func newStack(t testing.TB, o stackOptions) *stack {
 	}
 	if o.sessions {
 		hcfg.Responses, hcfg.Sealer = openResponses(t, dataDir, o.responses)
+		hcfg.Journal = journal.New(db, 0, 0, nil)
+	}
+	if !o.noAnswers {
+		lim := answers.DefaultLimits()
+		if o.answers != (answers.Limits{}) {
+			lim = o.answers
+		}
+		hcfg.Answers, hcfg.AnswerBytes = answers.New(lim, nil), lim.EntryBytes
 	}
 	srv, err := httpapi.New(hcfg)
 	if err != nil {

@@ -230,9 +230,11 @@ func TestInvalidArgumentsGoBackToTheModel(t *testing.T) {
 	}
 }
 
-// A tool_result delivered twice is refused; no second upstream request
-// is made for it.
-func TestDuplicateToolResultIsRefused(t *testing.T) {
+// A tool_result delivered twice: the identical request again can only be
+// a retry, and gets the saved answer (same message id, marked replayed);
+// any other request delivering it again is refused. Neither reaches the
+// upstream.
+func TestDuplicateToolResultIsReplayedOrRefused(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, stackOptions{sessions: true})
 	s.Upstream.Respond(func(r testkit.Request) testkit.Reply {
@@ -246,12 +248,18 @@ func TestDuplicateToolResultIsRefused(t *testing.T) {
 	l.send()
 	l.history = append(l.history, sdk.NewUserMessage(sdk.NewToolResultBlock("toolu_once", "x body", false)))
 	withResult := append([]sdk.MessageParam(nil), l.history...)
-	l.send()
+	first := l.send()
 	before := len(s.Upstream.Requests())
-	_, err := l.client.Messages.New(context.Background(), sdk.MessageNewParams{Model: "test-model", MaxTokens: 1000, Messages: withResult, Tools: clientTools()})
+	var resp *http.Response
+	again, err := l.client.Messages.New(context.Background(), sdk.MessageNewParams{Model: "test-model", MaxTokens: 1000, Messages: withResult, Tools: clientTools()},
+		option.WithResponseInto(&resp))
+	if err != nil || again.ID != first.ID || again.Content[0].Text != "got it" || resp.Header.Get("X-Meridian-Replayed") != "true" {
+		t.Fatalf("the identical repeat: %+v %v (replayed %q), first %s", again, err, resp.Header.Get("X-Meridian-Replayed"), first.ID)
+	}
+	_, err = l.client.Messages.New(context.Background(), sdk.MessageNewParams{Model: "test-model", MaxTokens: 999, Messages: withResult, Tools: clientTools()})
 	ae := apiError(t, err)
 	if ae.StatusCode != http.StatusConflict || !strings.Contains(ae.RawJSON(), "toolu_once") {
-		t.Fatalf("repeat: %d %s", ae.StatusCode, ae.RawJSON())
+		t.Fatalf("another request delivering it again: %d %s", ae.StatusCode, ae.RawJSON())
 	}
 	if after := len(s.Upstream.Requests()); after != before {
 		t.Fatalf("the repeat reached the upstream (%d requests, was %d)", after, before)

@@ -14,8 +14,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/spawn/proc"
@@ -89,8 +87,7 @@ func Open(ctx context.Context, db *sql.DB, cfg Config) (*Store, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	pid, start := proc.Self()
-	s := &Store{db: db, maxCount: cfg.MaxCount, maxBytes: cfg.MaxBytes, owner: fmt.Sprintf("%d:%d", pid, start), now: cfg.Now}
+	s := &Store{db: db, maxCount: cfg.MaxCount, maxBytes: cfg.MaxBytes, owner: proc.Owner(), now: cfg.Now}
 	if err := s.failOrphans(ctx); err != nil {
 		return nil, err
 	}
@@ -122,7 +119,7 @@ func (s *Store) failOrphans(ctx context.Context) error {
 			rows.Close()
 			return fmt.Errorf("stored responses: %w", err)
 		}
-		if !ownerAlive(owner) {
+		if !proc.OwnerAlive(owner) {
 			orphans = append(orphans, o)
 		}
 	}
@@ -138,13 +135,6 @@ func (s *Store) failOrphans(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-func ownerAlive(owner string) bool {
-	p, st, ok := strings.Cut(owner, ":")
-	pid, err1 := strconv.Atoi(p)
-	start, err2 := strconv.ParseUint(st, 10, 64)
-	return ok && err1 == nil && err2 == nil && proc.Alive(pid, start)
 }
 
 // failedObject rewrites a response object as failed with an error.

@@ -16,9 +16,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meridian-gw/meridian/internal/answers"
 	"github.com/meridian-gw/meridian/internal/backend/claude"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/httpapi"
+	"github.com/meridian-gw/meridian/internal/journal"
 	"github.com/meridian-gw/meridian/internal/openai"
 	"github.com/meridian-gw/meridian/internal/responses"
 	"github.com/meridian-gw/meridian/internal/session"
@@ -136,7 +138,11 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	if err != nil {
 		return err
 	}
+	lim := answers.DefaultLimits()
 	srv, err := httpapi.New(httpapi.Config{
+		Answers:      answers.New(lim, nil),
+		AnswerBytes:  lim.EntryBytes,
+		Journal:      journal.New(db, 0, 0, nil),
 		Responses:    stored,
 		Jobs:         responses.NewJobs(cfg.MaxBackground, 0),
 		Sealer:       sealer,

@@ -228,6 +228,13 @@ func migrations() []string {
 		PRIMARY KEY (profile, conversation, tool_use_id)
 	);
 	CREATE INDEX consumed_tool_results_at ON consumed_tool_results (consumed_at);`,
+		// Requests with an explicit id while they run, by hash only: one
+		// whose meridian died mid-turn is not run blindly again.
+		`CREATE TABLE unfinished_requests (
+		hash       TEXT    PRIMARY KEY,
+		owner      TEXT    NOT NULL,
+		started_at INTEGER NOT NULL
+	);`,
 	}
 }
 

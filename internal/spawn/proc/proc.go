@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 )
 
 // StartTime returns a process's start time, in clock ticks since boot.
@@ -49,4 +50,18 @@ func Self() (int, uint64) {
 	pid := os.Getpid()
 	start, _ := StartTime(pid)
 	return pid, start
+}
+
+// Owner names this process as a record's owner: "pid:start".
+func Owner() string {
+	pid, start := Self()
+	return strconv.Itoa(pid) + ":" + strconv.FormatUint(start, 10)
+}
+
+// OwnerAlive reports whether the process an Owner string names still runs.
+func OwnerAlive(owner string) bool {
+	p, st, ok := strings.Cut(owner, ":")
+	pid, err1 := strconv.Atoi(p)
+	start, err2 := strconv.ParseUint(st, 10, 64)
+	return ok && err1 == nil && err2 == nil && Alive(pid, start)
 }

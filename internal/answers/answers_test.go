@@ -1,0 +1,197 @@
+package answers
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+func small() Limits {
+	return Limits{Entries: 3, Bytes: 100, EntryBytes: 40, TTL: time.Minute, Waiters: 2}
+}
+
+// run claims key and saves body as its answer.
+func run(t *testing.T, c *Cache, key, body string, calls ...string) bool {
+	t.Helper()
+	a, r, err := c.Begin(context.Background(), "s", key)
+	if err != nil || a != nil || r == nil {
+		t.Fatalf("Begin(%s) = %v %v %v, want a run", key, a, r, err)
+	}
+	defer r.Done()
+	return r.Save(Answer{Status: 200, Body: []byte(body), Calls: calls})
+}
+
+func TestSavedAnswerIsReplayed(t *testing.T) {
+	c := New(small(), nil)
+	if !run(t, c, "k", "hello") {
+		t.Fatal("not saved")
+	}
+	a, r, err := c.Begin(context.Background(), "s", "k")
+	if err != nil || r != nil || a == nil || string(a.Body) != "hello" {
+		t.Fatalf("Begin = %v %v %v", a, r, err)
+	}
+	// Another scope sees nothing.
+	if a, r, _ := c.Begin(context.Background(), "other", "k"); a != nil || r == nil {
+		t.Fatal("a scope saw another's answer")
+	} else {
+		r.Done()
+	}
+}
+
+// Each bound refuses the answer that would pass it, exactly at the limit,
+// and never evicts what is kept.
+func TestBoundsAtTheLimit(t *testing.T) {
+	t.Run("entries", func(t *testing.T) {
+		c := New(small(), nil)
+		for i, k := range []string{"a", "b", "c"} {
+			if !run(t, c, k, "x") {
+				t.Fatalf("entry %d refused", i)
+			}
+		}
+		if run(t, c, "d", "x") {
+			t.Fatal("a fourth entry was kept")
+		}
+		if n, _, _ := c.Stats("s"); n != 3 {
+			t.Fatalf("%d kept", n)
+		}
+	})
+	t.Run("total bytes", func(t *testing.T) {
+		c := New(small(), nil)
+		forty := strings.Repeat("x", 40)
+		if !run(t, c, "a", forty) || !run(t, c, "b", forty) || !run(t, c, "c", strings.Repeat("x", 20)) {
+			t.Fatal("answers up to exactly 100 bytes refused")
+		}
+		c2 := New(small(), nil)
+		run(t, c2, "a", forty)
+		run(t, c2, "b", forty)
+		if run(t, c2, "c", strings.Repeat("x", 21)) {
+			t.Fatal("101 bytes kept")
+		}
+	})
+	t.Run("entry size", func(t *testing.T) {
+		c := New(small(), nil)
+		if !run(t, c, "a", strings.Repeat("x", 40)) {
+			t.Fatal("an answer of exactly the entry bound refused")
+		}
+		if run(t, c, "b", strings.Repeat("x", 41)) {
+			t.Fatal("an answer over the entry bound kept")
+		}
+	})
+	t.Run("age", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			c := New(small(), nil)
+			run(t, c, "a", "x")
+			time.Sleep(time.Minute - time.Nanosecond)
+			if a, _, _ := c.Begin(context.Background(), "s", "a"); a == nil {
+				t.Fatal("gone before its age")
+			}
+			time.Sleep(time.Nanosecond)
+			a, r, _ := c.Begin(context.Background(), "s", "a")
+			if a != nil {
+				t.Fatal("kept past its age")
+			}
+			r.Done()
+			// Expired answers make room.
+			run(t, c, "b", "x")
+			run(t, c, "c", "x")
+			time.Sleep(time.Minute)
+			if !run(t, c, "d", "x") || !run(t, c, "e", "x") || !run(t, c, "f", "x") {
+				t.Fatal("expired answers held their places")
+			}
+		})
+	})
+}
+
+// Duplicates that arrive while the first runs wait for it and get its
+// answer, even one over the bounds; a run that ends without an answer
+// lets one waiter run.
+func TestDuplicatesWaitForOneRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lim := small()
+		lim.EntryBytes = 4
+		c := New(lim, nil)
+		_, first, _ := c.Begin(context.Background(), "s", "k")
+		var wg sync.WaitGroup
+		got := make([]string, 2)
+		for i := range 2 {
+			wg.Go(func() {
+				a, r, err := c.Begin(context.Background(), "s", "k")
+				if err != nil || r != nil {
+					t.Errorf("waiter %d: %v %v", i, r, err)
+					return
+				}
+				got[i] = string(a.Body)
+			})
+		}
+		synctest.Wait()
+		if _, _, err := c.Begin(context.Background(), "s", "k"); !errors.Is(err, ErrBusy) {
+			t.Fatalf("a third waiter: %v", err)
+		}
+		if first.Save(Answer{Body: []byte("too big for the bound")}) {
+			t.Fatal("saved over the entry bound")
+		}
+		first.Done()
+		wg.Wait()
+		if got[0] != "too big for the bound" || got[1] != got[0] {
+			t.Fatalf("waiters got %q", got)
+		}
+
+		// A run with no answer: the waiter becomes the run.
+		_, first, _ = c.Begin(context.Background(), "s", "j")
+		next := make(chan *Run)
+		go func() {
+			_, r, _ := c.Begin(context.Background(), "s", "j")
+			next <- r
+		}()
+		synctest.Wait()
+		first.Done()
+		if r := <-next; r == nil {
+			t.Fatal("the waiter of a failed run did not run")
+		} else {
+			r.Done()
+		}
+	})
+}
+
+func TestWaiterLeavesWithItsContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := New(small(), nil)
+		_, first, _ := c.Begin(context.Background(), "s", "k")
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { _, _, err := c.Begin(ctx, "s", "k"); done <- err }()
+		synctest.Wait()
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("waiter: %v", err)
+		}
+		first.Done()
+		if n, _, running := c.Stats("s"); n != 0 || running != 0 {
+			t.Fatalf("left %d answers, %d runs", n, running)
+		}
+	})
+}
+
+// Once a batch's results are being accepted, the request that asked for
+// the batch is no longer replayed.
+func TestRetire(t *testing.T) {
+	c := New(small(), nil)
+	run(t, c, "batch", "calls a and b", "toolu_a", "toolu_b")
+	run(t, c, "other", "calls c", "toolu_c")
+	c.Retire("s", []string{"toolu_b"})
+	if a, r, _ := c.Begin(context.Background(), "s", "batch"); a != nil {
+		t.Fatal("a retired batch was replayed")
+	} else {
+		r.Done()
+	}
+	if a, _, _ := c.Begin(context.Background(), "s", "other"); a == nil {
+		t.Fatal("an unrelated answer was retired")
+	}
+	if _, b, _ := c.Stats("s"); b != int64(len("calls c")) {
+		t.Fatalf("bytes %d after retiring", b)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"syscall"
 )
 
@@ -62,7 +63,16 @@ func (ExecLauncher) Launch(s Spec) (Proc, error) {
 	cmd.Env = s.Env
 	cmd.Dir = s.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Pdeathsig: the CLI dies with this process, even one killed with
+	// SIGKILL that joins nothing. The kernel ties the signal to the thread
+	// that forks, so the fork runs on a locked thread; Go parks idle
+	// threads rather than ending them, and nothing here exits a goroutine
+	// while locked, so that thread lives as long as the process. In a
+	// gateway session the CLI starts no processes of its own (the client
+	// owns the tools), so its group is the CLI alone.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	if err := cmd.Start(); err != nil {
 		closeAll(inR, inW, outR, outW, errR, errW)
 		return nil, err

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/meridian-gw/meridian/internal/testkit"
+)
+
+// gatewayProc is the meridian binary serving the real claude against a fake
+// upstream, on a data dir that outlives it.
+type gatewayProc struct {
+	t       *testing.T
+	bin     string
+	env     []string
+	dataDir string
+	up      *testkit.Upstream
+	marker  string
+	cmd     *exec.Cmd
+	url     string
+}
+
+func newGateway(t *testing.T) *gatewayProc {
+	t.Helper()
+	up := testkit.NewUpstream(t)
+	env, marker := testkit.ClaudeEnv(t, up.URL)
+	g := &gatewayProc{t: t, bin: buildBinary(t), env: env, dataDir: t.TempDir(), up: up, marker: marker}
+	t.Cleanup(func() {
+		if g.cmd != nil && g.cmd.ProcessState == nil {
+			_ = g.cmd.Process.Kill()
+			_ = g.cmd.Wait()
+		}
+		for _, pid := range testkit.Processes(marker) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	return g
+}
+
+// start runs meridian on a free port (again, after a crash: same data dir).
+func (g *gatewayProc) start(args ...string) {
+	g.t.Helper()
+	g.cmd = exec.Command(g.bin, append([]string{"--port", "0", "--data-dir", g.dataDir, "--claude-path", testkit.ClaudePath(g.t)}, args...)...)
+	g.cmd.Env = g.env
+	g.url = "http://" + startCmd(g.t, g.cmd)
+}
+
+// post sends a Messages request; the response is returned whatever its
+// status.
+func (g *gatewayProc) post(body string, header ...string) (*http.Response, string, error) {
+	req, err := http.NewRequest(http.MethodPost, g.url+"/v1/messages", strings.NewReader(body))
+	if err != nil {
+		return nil, "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Api-Key", "client-key")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b), nil
+}
+
+func prompt(text string) string {
+	return fmt.Sprintf(`{"model":"test-model","max_tokens":100,"messages":[{"role":"user","content":%q}]}`, text)
+}
+
+// claudes lists the CLI processes of this gateway, not meridian itself.
+func (g *gatewayProc) claudes() []int {
+	var out []int
+	for _, pid := range testkit.Processes(g.marker) {
+		if g.cmd != nil && g.cmd.Process != nil && pid == g.cmd.Process.Pid {
+			continue
+		}
+		out = append(out, pid)
+	}
+	return out
+}
+
+// kill9 kills meridian as a crash would: no signal handler runs.
+func (g *gatewayProc) kill9() {
+	g.t.Helper()
+	if err := g.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		g.t.Fatal(err)
+	}
+	_ = g.cmd.Wait()
+}
+
+// A meridian killed with SIGKILL takes its claude processes along, the
+// idle live one and the busy one alike: the kernel's parent-death signal,
+// not a handler that never runs.
+func TestKilledGatewayLeavesNoClaude(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	g.up.Respond(func(r testkit.Request) testkit.Reply {
+		if strings.Contains(r.AllText(), "busy") {
+			return testkit.Reply{Hang: true}
+		}
+		return testkit.Reply{Text: "done"}
+	})
+	g.start()
+	if resp, body, err := g.post(prompt("idle one"), "X-Claude-Code-Session-Id", "idle"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("idle conversation: %v %s", err, body)
+	}
+	go func() { _, _, _ = g.post(prompt("busy one"), "X-Claude-Code-Session-Id", "busy") }()
+	if err := testkit.WaitFor(30*time.Second, func() error {
+		if n := len(g.claudes()); n != 2 {
+			return fmt.Errorf("%d claude processes, want one live and one busy", n)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	g.kill9()
+	killed := time.Now()
+	if err := testkit.WaitFor(2*time.Second, func() error {
+		if pids := g.claudes(); len(pids) > 0 {
+			return fmt.Errorf("claude processes outlived meridian: %v", pids)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("both claude processes gone %v after the kill", time.Since(killed).Round(time.Millisecond))
+}
+
+// A request with a request id that was running when meridian died has an
+// unknown outcome: after the restart the same request is refused with
+// that reason, and the upstream saw it only once.
+func TestRequestOfACrashedGatewayIsNotRunTwice(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	var calls atomic.Int32
+	g.up.Respond(func(r testkit.Request) testkit.Reply {
+		if strings.Contains(r.AllText(), "charge the card") {
+			calls.Add(1)
+			return testkit.Reply{Hang: true}
+		}
+		return testkit.Reply{Text: "ok"}
+	})
+	g.start()
+	body := prompt("charge the card once")
+	go func() { _, _, _ = g.post(body, "Idempotency-Key", "order-17") }()
+	if err := testkit.WaitFor(30*time.Second, func() error {
+		if calls.Load() == 0 {
+			return fmt.Errorf("the request never reached the upstream")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	g.kill9()
+	g.start()
+	resp, answer, err := g.post(body, "Idempotency-Key", "order-17")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusConflict || !strings.Contains(answer, "outcome is unknown") {
+		t.Fatalf("the same request after the crash: %d %s", resp.StatusCode, answer)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("the upstream saw the request %d times", n)
+	}
+	// Another request id is another request.
+	g.up.Always(testkit.Reply{Text: "charged"})
+	if resp, answer, _ := g.post(body, "Idempotency-Key", "order-18"); resp == nil || resp.StatusCode != 200 || !bytes.Contains([]byte(answer), []byte("charged")) {
+		t.Fatalf("a new request id: %v %s", resp, answer)
+	}
+}

@@ -180,3 +180,58 @@ func TestRequestOfACrashedGatewayIsNotRunTwice(t *testing.T) {
 		t.Fatalf("a new request id: %v %s", resp, answer)
 	}
 }
+
+// SIGTERM during a slow stream: the stream completes, a request meanwhile
+// is refused with 503 and Retry-After, meridian exits 0 and leaves no
+// claude process.
+func TestSIGTERMDrainsTheRunningStream(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	g.up.Always(testkit.Reply{Text: strings.Repeat("word ", 40), ChunkSize: 5, ChunkDelay: 50 * time.Millisecond})
+	g.start("--drain-timeout", "30s")
+	streamed := make(chan string, 1)
+	go func() {
+		_, body, err := g.post(`{"model":"test-model","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"talk slowly"}]}`)
+		if err != nil {
+			body = err.Error()
+		}
+		streamed <- body
+	}()
+	if err := testkit.WaitFor(30*time.Second, func() error {
+		if len(g.up.Requests()) == 0 {
+			return fmt.Errorf("the stream never reached the upstream")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	var resp *http.Response
+	if err := testkit.WaitFor(10*time.Second, func() error {
+		r, _, err := g.post(prompt("too late"))
+		if err != nil {
+			return err
+		}
+		if resp = r; r.StatusCode != http.StatusServiceUnavailable {
+			return fmt.Errorf("a request during the drain got %d", r.StatusCode)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if resp.Header.Get("Retry-After") == "" {
+		t.Fatal("the drain's 503 carries no Retry-After")
+	}
+	body := <-streamed
+	if !strings.Contains(body, "message_stop") || strings.Count(body, "word") < 40 {
+		t.Fatalf("the stream did not complete:\n%s", body)
+	}
+	if err := g.cmd.Wait(); err != nil {
+		t.Fatalf("meridian exited with %v", err)
+	}
+	if pids := g.claudes(); len(pids) > 0 {
+		t.Fatalf("claude processes left: %v", pids)
+	}
+}

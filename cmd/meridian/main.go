@@ -13,8 +13,19 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := newRootCommand(os.Environ()).ExecuteContext(ctx)
+	// The first SIGINT or SIGTERM drains the gateway; a second one ends
+	// the drain at once.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	ctx, stop := context.WithCancel(context.Background())
+	hurry := make(chan struct{})
+	go func() {
+		<-sigs
+		stop()
+		<-sigs
+		close(hurry)
+	}()
+	err := newRootCommand(os.Environ(), hurry).ExecuteContext(ctx)
 	stop()
 	var code exitCode
 	switch {

@@ -21,7 +21,7 @@ import (
 func TestFlagsHaveEnvironmentTwins(t *testing.T) {
 	env := []string{"MERIDIAN_PORT=4567", "MERIDIAN_HOST=127.0.0.2", "MERIDIAN_MAX_CONCURRENT=3", "MERIDIAN_CLAUDE_PATH=/opt/claude",
 		"MERIDIAN_QUEUE_TIMEOUT=5s", "MERIDIAN_DATA_DIR=/d", "MERIDIAN_API_KEY=k", "MERIDIAN_MAX_BODY_BYTES=99", "HOME=/home/u"}
-	root := newRootCommand(env)
+	root := newRootCommand(env, nil)
 	if err := root.ParseFlags(nil); err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestFlagsHaveEnvironmentTwins(t *testing.T) {
 		}
 	}
 	// The flag wins over its twin.
-	root = newRootCommand(env)
+	root = newRootCommand(env, nil)
 	if err := root.ParseFlags([]string{"--port", "9"}); err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestFlagsHaveEnvironmentTwins(t *testing.T) {
 }
 
 func TestDefaults(t *testing.T) {
-	root := newRootCommand([]string{"HOME=/home/u"})
+	root := newRootCommand([]string{"HOME=/home/u"}, nil)
 	_ = root.ParseFlags(nil)
 	f := root.Flags()
 	if f.Lookup("host").Value.String() != "127.0.0.1" || f.Lookup("port").Value.String() != "3456" ||
@@ -53,7 +53,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatalf("defaults: host %s port %s max %s data %s", f.Lookup("host").Value, f.Lookup("port").Value,
 			f.Lookup("max-concurrent").Value, f.Lookup("data-dir").Value)
 	}
-	root = newRootCommand([]string{"XDG_DATA_HOME=/xdg"})
+	root = newRootCommand([]string{"XDG_DATA_HOME=/xdg"}, nil)
 	_ = root.ParseFlags(nil)
 	if got := root.Flags().Lookup("data-dir").Value.String(); got != "/xdg/meridian" {
 		t.Fatalf("data dir under XDG_DATA_HOME = %s", got)
@@ -61,7 +61,7 @@ func TestDefaults(t *testing.T) {
 }
 
 func TestBadEnvironmentIsRefused(t *testing.T) {
-	root := newRootCommand([]string{"MERIDIAN_PORT=eighty"})
+	root := newRootCommand([]string{"MERIDIAN_PORT=eighty"}, nil)
 	root.SetArgs(nil)
 	root.SetErr(io.Discard)
 	err := root.Execute()
@@ -71,7 +71,7 @@ func TestBadEnvironmentIsRefused(t *testing.T) {
 }
 
 func TestNonLoopbackWithoutKeyIsRefused(t *testing.T) {
-	root := newRootCommand(nil)
+	root := newRootCommand(nil, nil)
 	root.SetArgs([]string{"--host", "0.0.0.0", "--port", "0", "--data-dir", t.TempDir()})
 	root.SetErr(io.Discard)
 	err := root.Execute()
@@ -81,7 +81,7 @@ func TestNonLoopbackWithoutKeyIsRefused(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
-	root := newRootCommand(nil)
+	root := newRootCommand(nil, nil)
 	var out bytes.Buffer
 	root.SetOut(&out)
 	root.SetArgs([]string{"version"})
@@ -198,7 +198,7 @@ func BenchmarkStartup(b *testing.B) {
 // MERIDIAN_MAX_CONCURRENT is as explicit as the flag: a --max-live below
 // it is a contradiction.
 func TestEnvironmentConcurrencyIsAChoice(t *testing.T) {
-	root := newRootCommand([]string{"MERIDIAN_MAX_CONCURRENT=8"})
+	root := newRootCommand([]string{"MERIDIAN_MAX_CONCURRENT=8"}, nil)
 	root.SetArgs([]string{"--max-live", "2", "--port", "0", "--data-dir", t.TempDir()})
 	root.SetErr(io.Discard)
 	if err := root.Execute(); err == nil || !strings.Contains(err.Error(), "below --max-concurrent 8") {

@@ -5,13 +5,10 @@
 package httpapi
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/answers"
@@ -32,8 +29,10 @@ type Config struct {
 	// PingInterval paces SSE pings on quiet streams.
 	PingInterval time.Duration
 	// DrainTimeout bounds how long shutdown waits for running requests
-	// before cancelling them.
+	// before cancelling them; Hurry, when it closes, ends the wait at once
+	// (a second signal).
 	DrainTimeout time.Duration
+	Hurry        <-chan struct{}
 	// Version is reported by GET /.
 	Version string
 
@@ -59,7 +58,7 @@ type Config struct {
 const (
 	DefaultMaxBodyBytes = 32 << 20
 	DefaultPingInterval = 15 * time.Second
-	DefaultDrainTimeout = 10 * time.Second
+	DefaultDrainTimeout = 30 * time.Second
 )
 
 // Server serves the gateway over HTTP.
@@ -70,8 +69,9 @@ type Server struct {
 	handler http.Handler
 	apiKey  [32]byte // digest of the key, compared in constant time
 	hasKey  bool
-	// active counts running handlers: Serve returns only after the last.
-	active sync.WaitGroup
+	// gate admits requests until the drain begins and counts those
+	// running: Serve returns only after the last.
+	gate gate
 }
 
 // New returns a Server. It refuses to expose a non-loopback address
@@ -128,55 +128,6 @@ func (s *Server) Listen() (net.Listener, error) {
 		return nil, fmt.Errorf("listen on %s: %w", s.cfg.Addr, err)
 	}
 	return ln, nil
-}
-
-// Serve answers requests on ln until ctx ends, then drains: running
-// requests get DrainTimeout to finish before they are cancelled, and Serve
-// returns only after every handler has returned.
-func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	base, cancelRequests := context.WithCancelCause(context.Background())
-	defer cancelRequests(nil)
-	srv := &http.Server{
-		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return base },
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
-	}
-	var wg sync.WaitGroup
-	errc := make(chan error, 1)
-	wg.Go(func() { errc <- srv.Serve(ln) })
-
-	select {
-	case err := <-errc:
-		wg.Wait()
-		return err
-	case <-ctx.Done():
-	}
-	s.log.Info("shutting down: draining requests", "timeout", s.cfg.DrainTimeout)
-	drain, cancel := context.WithTimeout(context.Background(), s.cfg.DrainTimeout)
-	defer cancel()
-	if err := srv.Shutdown(drain); err != nil {
-		s.log.Warn("drain timed out: cancelling running requests")
-		cancelRequests(errShutdown)
-		// Cancelled handlers join their processes and return; wait for that.
-		final, cancelFinal := context.WithTimeout(context.Background(), s.cfg.DrainTimeout)
-		defer cancelFinal()
-		if err := srv.Shutdown(final); err != nil {
-			_ = srv.Close()
-		}
-	}
-	wg.Wait()
-	// Close drops connections but not handlers: each still joins what it
-	// started, and nothing may outlive Serve.
-	s.active.Wait()
-	// Background responses end with the server: each is recorded as
-	// failed, to be sent again.
-	s.cfg.Jobs.Close()
-	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
 }
 
 func (s *Server) routes() http.Handler {
@@ -262,15 +213,6 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		s.log.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path,
 			"status", sw.status, "bytes", sw.bytes, "took", time.Since(start).Round(time.Microsecond),
 			"agent", r.UserAgent())
-	})
-}
-
-// track counts a handler as running until it returns.
-func (s *Server) track(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.active.Add(1)
-		defer s.active.Done()
-		next.ServeHTTP(w, r)
 	})
 }
 

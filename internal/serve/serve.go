@@ -50,6 +50,9 @@ type Config struct {
 	LogLevel       string
 	LogFormat      string
 	Version        string // reported by /health and the startup log
+	// DrainTimeout bounds the drain when ctx ends; Hurry ends it at once.
+	DrainTimeout time.Duration
+	Hurry        <-chan struct{}
 }
 
 // settleConcurrency makes the two process bounds agree: every running turn
@@ -149,6 +152,8 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		Addr:         addr,
 		APIKey:       cfg.APIKey,
 		MaxBodyBytes: cfg.MaxBodyBytes,
+		DrainTimeout: cfg.DrainTimeout,
+		Hurry:        cfg.Hurry,
 		Version:      cfg.Version,
 		Gateway:      gw,
 		Logger:       log.With("component", "http"),

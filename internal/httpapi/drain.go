@@ -1,0 +1,132 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/meridian-gw/meridian/internal/gateway"
+)
+
+// drainRetry is the wait a request refused during the drain is told: about
+// the time a supervisor takes to start meridian again.
+const drainRetry = 5 * time.Second
+
+// gate admits requests and counts those running. Once closed it admits
+// none, and idle is closed when the last admitted one returns.
+type gate struct {
+	mu      sync.Mutex
+	closed  bool
+	running int
+	idle    chan struct{}
+}
+
+// enter admits a request, or reports false once the gate is closed.
+func (g *gate) enter() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false
+	}
+	g.running++
+	return true
+}
+
+func (g *gate) leave() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.running--
+	if g.closed && g.running == 0 {
+		close(g.idle)
+	}
+}
+
+// close admits no more requests; the returned channel closes when none
+// runs.
+func (g *gate) close() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.closed {
+		g.closed, g.idle = true, make(chan struct{})
+		if g.running == 0 {
+			close(g.idle)
+		}
+	}
+	return g.idle
+}
+
+// track admits a request through the gate: during the drain a new request
+// is answered 503 with a wait, and never starts work.
+func (s *Server) track(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.gate.enter() {
+			w.Header().Set("Connection", "close")
+			e := gateway.Unavailable("meridian is shutting down: it finishes the requests it has and takes no new ones; retry shortly")
+			e.RetryAfter = drainRetry
+			writeError(w, r, e)
+			return
+		}
+		defer s.gate.leave()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Serve answers requests on ln until ctx ends, then drains: new requests
+// get 503 with Retry-After while running ones have DrainTimeout (or until
+// Hurry closes) to finish; those still running are then cancelled, answered
+// as cut short by the shutdown, and joined. Serve returns only after every
+// handler has returned.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	base, cancelRequests := context.WithCancelCause(context.Background())
+	defer cancelRequests(nil)
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return base },
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+
+	select {
+	case err := <-errc: // the listener failed
+		idle := s.gate.close()
+		cancelRequests(errShutdown)
+		<-idle
+		s.cfg.Jobs.Close()
+		return err
+	case <-ctx.Done():
+	}
+	idle := s.gate.close()
+	s.log.Info("shutting down: finishing running requests, refusing new ones", "timeout", s.cfg.DrainTimeout)
+	timer := time.NewTimer(s.cfg.DrainTimeout)
+	defer timer.Stop()
+	select {
+	case <-idle:
+	case <-timer.C:
+		s.log.Warn("drain timed out: cancelling running requests")
+	case <-s.cfg.Hurry:
+		s.log.Warn("asked again to stop: cancelling running requests")
+	}
+	// Cancelled handlers answer their clients and join their processes;
+	// every one is waited for.
+	cancelRequests(errShutdown)
+	<-idle
+	closing, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := srv.Shutdown(closing); err != nil {
+		_ = srv.Close()
+	}
+	// Background responses end with the server: each is recorded as
+	// failed, to be sent again.
+	s.cfg.Jobs.Close()
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

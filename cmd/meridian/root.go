@@ -116,6 +116,7 @@ func bindServeFlags(fs *pflag.FlagSet, cfg *serve.Config, env map[string]string)
 	integer(&cfg.MaxLive, "max-live", "MERIDIAN_MAX_LIVE", pool.DefaultMax, "most claude processes kept alive for their conversations (each idle one holds about 0.2 GB); 0 keeps none and resumes every turn")
 	duration(&cfg.IdleTTL, "idle-ttl", "MERIDIAN_IDLE_TTL", pool.DefaultIdleTTL, "how long an idle conversation keeps its claude process")
 	duration(&cfg.TurnWait, "turn-wait", "MERIDIAN_TURN_WAIT", gateway.DefaultTurnWait, "longest a turn waits for its conversation's previous turn before a 409")
+	duration(&cfg.StallTimeout, "stall-timeout", "MERIDIAN_STALL_TIMEOUT", gateway.DefaultStallTimeout, "a turn whose claude produces no output for this long is stopped with a 504 and its process closed")
 	duration(&cfg.DrainTimeout, "drain-timeout", "MERIDIAN_DRAIN_TIMEOUT", httpapi.DefaultDrainTimeout, "on SIGTERM or SIGINT, how long running requests may finish before they are cancelled (a second signal cancels them at once)")
 
 	body := int64(httpapi.DefaultMaxBodyBytes)

@@ -174,7 +174,7 @@ func (g *Gateway) runTurn(ctx context.Context, t *turn, id string, out Output) e
 	if len(in.Results) > 0 {
 		r.reported = usageOf(t.live.Reported) // the paused turn's earlier responses
 	}
-	res, err := sess.Turn(ctx, in, func(ev *backend.Event) error {
+	res, err := g.turn(ctx, sess, in, func(ev *backend.Event) error {
 		g.observe(ev)
 		return r.handle(ev)
 	})

@@ -51,6 +51,9 @@ type Config struct {
 	MaxLive int
 	IdleTTL time.Duration
 	NoLive  bool
+	// StallTimeout ends a turn whose backend produced nothing for that
+	// long (0: DefaultStallTimeout).
+	StallTimeout time.Duration
 
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
@@ -118,6 +121,9 @@ func New(cfg Config) *Gateway {
 	if cfg.TurnWait <= 0 {
 		cfg.TurnWait = DefaultTurnWait
 	}
+	if cfg.StallTimeout <= 0 {
+		cfg.StallTimeout = DefaultStallTimeout
+	}
 	if cfg.Profile == "" {
 		cfg.Profile = DefaultProfile
 	}
@@ -181,7 +187,7 @@ func (g *Gateway) oneShot(ctx context.Context, req *anthropic.MessagesRequest, o
 
 	r := newRelay(out, Start{ID: id, Model: req.Model}, req, sess.ID)
 	r.tools, r.answer = tools, sess.Answer
-	res, err := sess.Turn(ctx, backend.Input{Content: replay.Render(req.Messages)}, func(ev *backend.Event) error {
+	res, err := g.turn(ctx, sess, backend.Input{Content: replay.Render(req.Messages)}, func(ev *backend.Event) error {
 		g.observe(ev)
 		return r.handle(ev)
 	})

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -186,4 +187,44 @@ func TestShutdownAnswersRunningRequests(t *testing.T) {
 		t.Fatalf("JSON request: %d %s", je.StatusCode, je.RawJSON())
 	}
 	retryAfter(t, je)
+}
+
+// A CLI that goes silent mid-answer (and ignores the interrupt and
+// SIGTERM) is stopped by the stall watchdog: a stream ends with an error
+// event, a JSON request gets a 504, and no process is left.
+func TestSilentClaudeIsStoppedByTheWatchdog(t *testing.T) {
+	t.Parallel()
+	for _, stream := range []bool{true, false} {
+		t.Run(map[bool]string{true: "stream", false: "json"}[stream], func(t *testing.T) {
+			t.Parallel()
+			path, scriptEnv := testkit.FakeClaude(t, "@user", testkit.FakeInit, testkit.FakeMessageStart,
+				testkit.FakeTextStart, testkit.FakeTextDelta("and then"), "@hang")
+			s := newStack(t, stackOptions{
+				claudePath: path, env: []string{scriptEnv}, stallTimeout: 500 * time.Millisecond, pingInterval: 100 * time.Millisecond,
+				graces: claude.Config{InterruptGrace: 200 * time.Millisecond, ExitGrace: 100 * time.Millisecond, KillGrace: 200 * time.Millisecond},
+			})
+			began := time.Now()
+			p := sdk.MessageNewParams{Model: "test-model", MaxTokens: 100, Messages: []sdk.MessageParam{userMessage("hi")}}
+			if stream {
+				st := s.client().Messages.NewStreaming(context.Background(), p)
+				var text string
+				for st.Next() {
+					if ev := st.Current(); ev.Type == "content_block_delta" {
+						text += ev.Delta.Text
+					}
+				}
+				var ae *sdk.Error
+				if !errors.As(st.Err(), &ae) || !strings.Contains(ae.RawJSON(), "no output") || text != "and then" {
+					t.Fatalf("stream ended with %v after %q", st.Err(), text)
+				}
+			} else {
+				_, err := s.client().Messages.New(context.Background(), p)
+				if ae := apiError(t, err); ae.StatusCode != http.StatusGatewayTimeout || ae.Type() != "timeout_error" {
+					t.Fatalf("got %d %s", ae.StatusCode, ae.RawJSON())
+				}
+			}
+			t.Logf("stopped %v after the request began", time.Since(began).Round(time.Millisecond))
+			testkit.WaitNoProcesses(t, s.Marker, 3*time.Second)
+		})
+	}
 }

@@ -48,6 +48,7 @@ type stackOptions struct {
 	maxBodyBytes  int64
 	pingInterval  time.Duration
 	drainTimeout  time.Duration
+	stallTimeout  time.Duration
 	launcher      claude.Launcher
 	graces        claude.Config // InterruptGrace, ExitGrace, KillGrace
 
@@ -101,6 +102,7 @@ func newStack(t testing.TB, o stackOptions) *stack {
 		TurnWait:      o.turnWait,
 		MaxLive:       o.maxLive,
 		NoLive:        o.noLive,
+		StallTimeout:  o.stallTimeout,
 		Logger:        log,
 	}
 	if err := os.MkdirAll(cfg.Workspace, 0o700); err != nil {

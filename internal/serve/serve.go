@@ -50,6 +50,7 @@ type Config struct {
 	LogLevel       string
 	LogFormat      string
 	Version        string // reported by /health and the startup log
+	StallTimeout   time.Duration
 	// DrainTimeout bounds the drain when ctx ends; Hurry ends it at once.
 	DrainTimeout time.Duration
 	Hurry        <-chan struct{}
@@ -126,6 +127,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		MaxLive:       cfg.MaxLive,
 		IdleTTL:       cfg.IdleTTL,
 		NoLive:        noLive,
+		StallTimeout:  cfg.StallTimeout,
 		Logger:        log.With("component", "gateway"),
 	})
 	defer gw.Close()

@@ -10,37 +10,44 @@ import (
 
 // claudeCode: X-Claude-Code-Session-Id, else the session_id inside the
 // JSON string in metadata.user_id. Its subagents keep the session id and
-// add x-claude-code-agent-id.
+// add x-claude-code-agent-id. A parent_session_id beside the session_id
+// links a conversation to the one that started it.
 type claudeCode struct{}
 
 func (claudeCode) Name() string { return ClaudeCode }
 
 func (claudeCode) Identify(h http.Header, req *anthropic.MessagesRequest) Identity {
 	id := Identity{Client: ClaudeCode, Cwd: findCwd(req, cwdPrimary)}
+	session, parent := metadataSession(req.Metadata)
 	id.Key = strings.TrimSpace(h.Get("X-Claude-Code-Session-Id"))
 	if id.Key == "" {
-		id.Key = metadataSessionID(req.Metadata)
+		id.Key = session
 	}
 	if agent := strings.TrimSpace(h.Get("X-Claude-Code-Agent-Id")); agent != "" {
 		id.Mode, id.Agent = Subagent, "agent-"+agent
+	} else if parent != "" && parent != id.Key {
+		id.Mode, id.Parent = Subagent, parent
 	}
 	return fingerprinted(scoped(id), req)
 }
 
-func metadataSessionID(raw json.RawMessage) string {
+// metadataSession reads the session_id and parent_session_id inside the
+// JSON string in metadata.user_id.
+func metadataSession(raw json.RawMessage) (session, parent string) {
 	var md struct {
 		UserID string `json:"user_id"`
 	}
 	if json.Unmarshal(raw, &md) != nil || md.UserID == "" {
-		return ""
+		return "", ""
 	}
 	var inner struct {
-		SessionID string `json:"session_id"`
+		SessionID       string `json:"session_id"`
+		ParentSessionID string `json:"parent_session_id"`
 	}
 	if json.Unmarshal([]byte(md.UserID), &inner) != nil {
-		return ""
+		return "", ""
 	}
-	return strings.TrimSpace(inner.SessionID)
+	return strings.TrimSpace(inner.SessionID), strings.TrimSpace(inner.ParentSessionID)
 }
 
 // openCode: x-opencode-session (provider ids starting with "opencode"),
@@ -167,12 +174,18 @@ func (polytoken) Identify(h http.Header, req *anthropic.MessagesRequest) Identit
 	return Identity{Client: Polytoken, Key: strings.TrimSpace(h.Get("X-Polytoken-Session")), Cwd: findCwd(req, cwdWorking, cwdCurrent)}
 }
 
-// generic: any other client, by fingerprint.
+// generic: any other client, by fingerprint, unless it names its session
+// (and its parent's) in metadata.user_id as Claude Code does.
 type generic struct{}
 
 func (generic) Name() string { return Generic }
 
 func (generic) Identify(_ http.Header, req *anthropic.MessagesRequest) Identity {
 	id := Identity{Client: Generic, Cwd: findCwd(req, cwdPrimary, cwdWorking, cwdCurrent, cwdTagged)}
+	var parent string
+	id.Key, parent = metadataSession(req.Metadata)
+	if id.Key != "" && parent != "" && parent != id.Key {
+		id.Mode, id.Parent = Subagent, parent
+	}
 	return fingerprinted(id, req)
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/replay"
 	"github.com/meridian-gw/meridian/internal/retryafter"
 	"github.com/meridian-gw/meridian/internal/session"
+	"github.com/meridian-gw/meridian/internal/sessiontree"
 )
 
 // Config configures a Gateway.
@@ -102,6 +103,7 @@ type Gateway struct {
 	closing context.Context
 	stop    context.CancelFunc
 	pool    *pool.Pool
+	tree    *sessiontree.Tree
 }
 
 // New returns a Gateway.
@@ -141,6 +143,7 @@ func New(cfg Config) *Gateway {
 		log:     cfg.Logger,
 		slots:   admission.New(cfg.MaxConcurrent, cfg.QueueTimeout),
 		pool:    pool.New(cfg.MaxLive, cfg.IdleTTL, cfg.Logger),
+		tree:    sessiontree.New(),
 	}
 }
 
@@ -161,7 +164,9 @@ func (g *Gateway) Messages(ctx context.Context, req Request, id string, out Outp
 	if g.cfg.Sessions != nil {
 		ident := adapter.Detect(req.Header, req.Body).Identify(req.Header, req.Body).WithHints(req.Hints, req.Body).Bounded()
 		if ident.Key != "" {
-			return g.converse(ctx, req, ident, opts, tools, id, out)
+			ctx, leave := g.enterTree(ctx, ident)
+			defer leave()
+			return treeError(ctx, g.converse(ctx, req, ident, opts, tools, id, out))
 		}
 	}
 	return g.oneShot(ctx, req.Body, opts, tools, id, out)

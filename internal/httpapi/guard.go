@@ -42,7 +42,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 }
 
 func needsKey(path string) bool {
-	return strings.HasPrefix(path, "/v1/") || path == "/messages" || strings.HasPrefix(path, "/messages/")
+	return strings.HasPrefix(path, "/v1/") || path == "/messages" || strings.HasPrefix(path, "/messages/") || path == "/inflight"
 }
 
 // presentedKey is the API key a request carries, as x-api-key or a bearer

@@ -135,6 +135,30 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// cancelSession serves POST /v1/sessions/{key}/cancel: the conversation's
+// running turn and the requests of every conversation below it are
+// cancelled; their clients hear why.
+func (s *Server) cancelSession(w http.ResponseWriter, r *http.Request) {
+	key := r.PathValue("key")
+	cancelled, known, err := s.gw.CancelSession(r.Context(), key)
+	switch {
+	case err != nil:
+		s.fail(w, r, err)
+	case !known:
+		writeError(w, r, &gateway.Error{Status: http.StatusNotFound, Type: anthropic.ErrNotFound, Message: "no conversation with key " + strconv.Quote(key)})
+	default:
+		if cancelled == nil {
+			cancelled = []string{}
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"key": key, "cancelled": cancelled})
+	}
+}
+
+// inflight serves GET /inflight: what runs and waits now.
+func (s *Server) inflight(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, s.gw.Inflight())
+}
+
 func modelsError(err error) error {
 	return &gateway.Error{Status: http.StatusServiceUnavailable, Type: anthropic.ErrAPI,
 		Message: "could not list the claude CLI's models: " + err.Error(), RetryAfter: 5 * time.Second}

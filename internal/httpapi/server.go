@@ -149,6 +149,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /v1/models/{id}", s.getModel)
 	mux.HandleFunc("GET /v1/sessions", s.listSessions)
 	mux.HandleFunc("GET /v1/sessions/{key...}", s.getSession)
+	mux.HandleFunc("POST /v1/sessions/{key}/cancel", s.cancelSession)
+	mux.HandleFunc("GET /inflight", s.inflight)
 	mux.HandleFunc("GET /health", s.health)
 	mux.HandleFunc("GET /{$}", s.root)
 	mux.HandleFunc("/", s.notFound)
@@ -159,7 +161,7 @@ func (s *Server) routes() http.Handler {
 func knownPath(p string) bool {
 	switch p {
 	case "/v1/messages", "/messages", "/v1/messages/count_tokens", "/messages/count_tokens",
-		"/v1/chat/completions", "/chat/completions", "/v1/responses", "/responses", "/v1/models", "/v1/sessions", "/health", "/":
+		"/v1/chat/completions", "/chat/completions", "/v1/responses", "/responses", "/v1/models", "/v1/sessions", "/health", "/inflight", "/":
 		return true
 	}
 	return false

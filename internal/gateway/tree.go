@@ -1,0 +1,99 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+
+	"github.com/meridian-gw/meridian/internal/adapter"
+	"github.com/meridian-gw/meridian/internal/anthropic"
+)
+
+// StatusCancelled answers a request that was cancelled on the server's
+// side (its conversation, or one that started it, was cancelled): the
+// client did not go away, so it hears why. SDKs do not retry it.
+const StatusCancelled = 499
+
+// errTreeCancelled is why a request is aborted through the session tree.
+var errTreeCancelled = errors.New("gateway: cancelled with its conversation")
+
+// enterTree registers a conversation request in the session tree for its
+// lifetime. The returned context is cancelled when the request's
+// conversation, or one above it, is cancelled; and when the request's own
+// client goes away, the requests of every conversation below it are
+// cancelled too (a subagent's requests would otherwise run on, holding
+// slots and spending). A shutdown or a finished request cascades nothing.
+func (g *Gateway) enterTree(ctx context.Context, ident adapter.Identity) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	leave := g.tree.Enter(ident.Key, ident.Parent, func() { cancel(errTreeCancelled) })
+	stop := context.AfterFunc(ctx, func() {
+		if context.Cause(ctx) == context.Canceled { // the client left
+			if below := g.tree.Cancel(ident.Key); len(below) > 1 {
+				g.log.Info("the client went away: cancelled the conversations below it", "conversation", ident.Key, "cancelled", below)
+			}
+		}
+	})
+	return ctx, func() {
+		stop()
+		leave()
+		cancel(nil)
+	}
+}
+
+// treeError is the answer of a request the tree cancelled.
+func treeError(ctx context.Context, err error) error {
+	if err != nil && errors.Is(context.Cause(ctx), errTreeCancelled) {
+		return &Error{Status: StatusCancelled, Type: anthropic.ErrInvalidRequest,
+			Message: "this request was cancelled: its conversation, or the one that started it, was cancelled"}
+	}
+	return err
+}
+
+// CancelSession cancels the running requests of conversation key and of
+// every conversation below it. It reports the conversations it cancelled
+// requests of, and whether key is known at all (running, or stored).
+func (g *Gateway) CancelSession(ctx context.Context, key string) (cancelled []string, known bool, err error) {
+	if g.tree.Live(key) {
+		return g.tree.Cancel(key), true, nil
+	}
+	_, known, err = g.Session(ctx, key)
+	if err != nil || !known {
+		return nil, false, err
+	}
+	return g.tree.Cancel(key), true, nil
+}
+
+// Inflight is what runs now.
+type Inflight struct {
+	Backends      map[string]BackendLoad `json:"backends"`
+	Conversations map[string]int         `json:"conversations"`
+	Tree          TreeGauges             `json:"session_tree"`
+}
+
+// BackendLoad is one backend's share of what runs.
+type BackendLoad struct {
+	Running int `json:"running"` // turns holding a slot
+	Queued  int `json:"queued"`  // requests waiting for one
+	Slots   int `json:"slots"`
+	Live    int `json:"live_processes"` // processes, busy and idle
+	Idle    int `json:"idle_processes"`
+}
+
+// TreeGauges are the session tree's live figures.
+type TreeGauges struct {
+	Requests  int    `json:"live_requests"`
+	Linked    int    `json:"linked_requests"`
+	Cancelled uint64 `json:"cancelled_total"`
+}
+
+// Inflight reports the running and queued requests, per backend and per
+// conversation, and the session tree's gauges.
+func (g *Gateway) Inflight() Inflight {
+	running, queued, slots := g.slots.Stats()
+	live, idle := g.pool.Stats()
+	gauges, per := g.tree.Stats()
+	return Inflight{
+		Backends:      map[string]BackendLoad{"claude": {Running: running, Queued: queued, Slots: slots, Live: live, Idle: idle}},
+		Conversations: per,
+		Tree:          TreeGauges{Requests: gauges.Requests, Linked: gauges.Linked, Cancelled: gauges.Cancelled},
+	}
+}

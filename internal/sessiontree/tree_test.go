@@ -1,0 +1,57 @@
+package sessiontree
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestCancelReachesDescendantsOnly(t *testing.T) {
+	tr := New()
+	var aborted []string
+	enter := func(key, parent string) func() {
+		return tr.Enter(key, parent, func() { aborted = append(aborted, key) })
+	}
+	enter("lead", "")
+	enter("lead#a", "lead")
+	enter("lead#b", "lead")
+	enter("grandchild", "lead#a")
+	enter("other", "")
+	leave := enter("sibling-of-lead", "root")
+
+	got := tr.Cancel("lead")
+	if !slices.Equal(got, []string{"grandchild", "lead", "lead#a", "lead#b"}) {
+		t.Fatalf("cancelled %v", got)
+	}
+	slices.Sort(aborted)
+	if !slices.Equal(aborted, got) {
+		t.Fatalf("aborted %v", aborted)
+	}
+	// A child's cancel does not reach up.
+	aborted = nil
+	if got := tr.Cancel("lead#b"); !slices.Equal(got, []string{"lead#b"}) || !slices.Equal(aborted, []string{"lead#b"}) {
+		t.Fatalf("a child's cancel reached %v", got)
+	}
+	// A request that left is no target.
+	leave()
+	if got := tr.Cancel("root"); len(got) != 0 {
+		t.Fatalf("cancelled %v under a conversation with nothing live", got)
+	}
+	g, per := tr.Stats()
+	if g.Requests != 5 || g.Linked != 3 || g.Cancelled != 5 || per["lead"] != 1 {
+		t.Fatalf("stats %+v %v", g, per)
+	}
+}
+
+// Links are the clients' word: a cycle does not hang a cancel.
+func TestCyclesAreBounded(t *testing.T) {
+	tr := New()
+	n := 0
+	tr.Enter("a", "b", func() { n++ })
+	tr.Enter("b", "a", func() { n++ })
+	if got := tr.Cancel("c"); len(got) != 0 || n != 0 {
+		t.Fatalf("a cycle reached %v", got)
+	}
+	if got := tr.Cancel("a"); len(got) != 2 {
+		t.Fatalf("cancel in a cycle: %v", got)
+	}
+}

@@ -66,3 +66,23 @@ func (g *Gateway) info(m session.Mapping) SessionInfo {
 
 // LiveProcesses reports live claude processes in all and idle.
 func (g *Gateway) LiveProcesses() (live, idle int) { return g.pool.Stats() }
+
+// TranscriptsInUse lists the backend sessions whose transcripts are still
+// needed: those stored conversations continue from, and those of live
+// processes (idle or running a turn).
+func (g *Gateway) TranscriptsInUse(ctx context.Context) (map[string]bool, error) {
+	used := map[string]bool{}
+	for _, id := range g.pool.SessionIDs() {
+		used[id] = true
+	}
+	if g.cfg.Sessions != nil {
+		ids, err := g.cfg.Sessions.SessionIDs(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range ids {
+			used[id] = true
+		}
+	}
+	return used, nil
+}

@@ -187,6 +187,22 @@ func (p *Pool) Stats() (live, idle int) {
 	return p.count, len(p.idle)
 }
 
+// SessionIDs lists the backend sessions of every live session, idle or in
+// use.
+func (p *Pool) SessionIDs() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]string, 0, len(p.idle)+len(p.inUse))
+	for _, m := range []map[string]*Live{p.idle, p.inUse} {
+		for _, l := range m {
+			if id := l.Session.ID(); id != "" {
+				out = append(out, id)
+			}
+		}
+	}
+	return out
+}
+
 // Holds reports whether a live session holds a conversation, and whether
 // a turn is using it now.
 func (p *Pool) Holds(key string) (live, busy bool) {

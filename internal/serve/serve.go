@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/answers"
@@ -25,6 +26,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/responses"
 	"github.com/meridian-gw/meridian/internal/session"
 	"github.com/meridian-gw/meridian/internal/store"
+	"github.com/meridian-gw/meridian/internal/transcripts"
 )
 
 // Config is everything the gateway is configured with.
@@ -51,6 +53,9 @@ type Config struct {
 	LogFormat      string
 	Version        string // reported by /health and the startup log
 	StallTimeout   time.Duration
+	// TranscriptGrace keeps a CLI transcript nothing needs this long after
+	// its last write before it is deleted.
+	TranscriptGrace time.Duration
 	// DrainTimeout bounds the drain when ctx ends; Hurry ends it at once.
 	DrainTimeout time.Duration
 	Hurry        <-chan struct{}
@@ -182,6 +187,26 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	}
 	log.Info("meridian listening", "addr", ln.Addr().String(), "version", cfg.Version, "data_dir", cfg.DataDir,
 		"max_concurrent", cfg.MaxConcurrent, "max_live", cfg.MaxLive, "idle_ttl", cfg.IdleTTL, "api_key", cfg.APIKey != "")
+	// Transcripts of forked-away sessions are deleted in the background,
+	// joined before Run returns.
+	cleaner := &transcripts.Cleaner{
+		Dirs: func() []string {
+			env := map[string]string{}
+			for _, kv := range environ {
+				if k, v, ok := strings.Cut(kv, "="); ok {
+					env[k] = v
+				}
+			}
+			return transcripts.ProjectDirs(transcripts.ConfigDir(env), workspace)
+		},
+		InUse: gw.TranscriptsInUse, Grace: cfg.TranscriptGrace, MaxPerPass: transcripts.DefaultMaxPerPass,
+		Now: time.Now, Log: log.With("component", "transcripts"),
+	}
+	cleanCtx, stopCleaning := context.WithCancel(ctx)
+	var cleaning sync.WaitGroup
+	cleaning.Go(func() { cleaner.Run(cleanCtx, transcripts.DefaultEvery) })
+	defer cleaning.Wait()
+	defer stopCleaning()
 	return srv.Serve(ctx, ln)
 }
 

@@ -105,6 +105,25 @@ func (s *Store) List(ctx context.Context, limit int) ([]Mapping, error) {
 	return out, rows.Err()
 }
 
+// SessionIDs lists the CLI sessions every stored conversation continues
+// from: the transcripts a later turn may resume.
+func (s *Store) SessionIDs(ctx context.Context) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT cli_session_id FROM conversations`)
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("list sessions: %w", err)
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
 // Publish stores m as the conversation's new mapping if its version is
 // still prev (0: the conversation must not exist yet), counting the
 // verdict that produced it. It returns the new version, or ErrConflict.

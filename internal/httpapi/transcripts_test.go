@@ -27,7 +27,9 @@ func cleaner(s *stack) *transcripts.Cleaner {
 		}
 	}
 	return &transcripts.Cleaner{
-		Dirs:  func() []string { return transcripts.ProjectDirs(transcripts.ConfigDir(env), filepath.Join(s.DataDir, "workspace")) },
+		Dirs: func() []string {
+			return transcripts.ProjectDirs(transcripts.ConfigDir(env), filepath.Join(s.DataDir, "workspace"))
+		},
 		InUse: s.Gateway.TranscriptsInUse, MaxPerPass: 1000, Now: time.Now, Log: slog.New(slog.DiscardHandler),
 	}
 }
@@ -48,7 +50,9 @@ func transcriptCount(t *testing.T, c *transcripts.Cleaner) int {
 func TestTranscriptsOfResumedTurnsAreCleanedUp(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, stackOptions{sessions: true, noLive: true, maxConcurrent: 4})
-	s.Upstream.Respond(func(r testkit.Request) testkit.Reply { return testkit.Reply{Text: fmt.Sprintf("answer %d", len(r.AllText()))} })
+	s.Upstream.Respond(func(r testkit.Request) testkit.Reply {
+		return testkit.Reply{Text: fmt.Sprintf("answer %d", len(r.AllText()))}
+	})
 	const conversations, turns = 4, 50
 	histories := make([][]sdk.MessageParam, conversations)
 	var wg sync.WaitGroup

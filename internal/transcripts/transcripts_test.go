@@ -52,8 +52,10 @@ func TestPass(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := &Cleaner{
-		Dirs:       func() []string { return []string{dir, filepath.Join(dir, "missing")} },
-		InUse:      func(context.Context) (map[string]bool, error) { return map[string]bool{"kept": true, "live": true}, nil },
+		Dirs: func() []string { return []string{dir, filepath.Join(dir, "missing")} },
+		InUse: func(context.Context) (map[string]bool, error) {
+			return map[string]bool{"kept": true, "live": true}, nil
+		},
 		Grace:      time.Hour,
 		MaxPerPass: 2,
 		Now:        func() time.Time { return now },

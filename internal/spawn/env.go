@@ -18,6 +18,7 @@ const (
 	EnvMaxDepth   = "MERIDIAN_SPAWN_MAX_DEPTH"   // how deep spawns may nest
 	EnvReapWindow = "MERIDIAN_SPAWN_REAP_WINDOW" // how long a silent run may look alive
 	EnvReapGrace  = "MERIDIAN_SPAWN_REAP_GRACE"  // how long a fresh run may show nothing
+	EnvRetention  = "MERIDIAN_SPAWN_RETENTION"   // how long a seen, finished spawn's folder is kept
 )
 
 // ChildEnv is what names a spawn to the processes it runs, so whatever

@@ -182,3 +182,20 @@ func TestAgeTieBreak(t *testing.T) {
 		t.Errorf("active %s, want p2,p9", got)
 	}
 }
+
+func TestPrunable(t *testing.T) {
+	now := time.Unix(10000, 0)
+	done := Spawn{Status: Succeeded, Finished: now.Add(-2 * time.Hour)}
+	if !Prunable(done, true, now, time.Hour) {
+		t.Error("a seen, old spawn is kept")
+	}
+	if Prunable(done, false, now, time.Hour) {
+		t.Error("an owed spawn is pruned")
+	}
+	if Prunable(done, true, now, 3*time.Hour) {
+		t.Error("a spawn within the retention is pruned")
+	}
+	if Prunable(Spawn{Status: Running}, true, now, 0) {
+		t.Error("a running spawn is pruned")
+	}
+}

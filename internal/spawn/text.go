@@ -132,7 +132,17 @@ const (
 	// HeartbeatEvery is how often a worker touches its heartbeat; well
 	// inside the reap window.
 	HeartbeatEvery = 30 * time.Second
+	// DefaultRetention is how long a finished spawn's folder (its report
+	// and logs) is kept once its lead has seen it.
+	DefaultRetention = 7 * 24 * time.Hour
 )
+
+// Prunable reports whether a finished spawn's folder may be deleted: its
+// lead has seen it (a child still owed is kept, whatever its age) and it
+// ended at least retention ago.
+func Prunable(s Spawn, seen bool, now time.Time, retention time.Duration) bool {
+	return s.Status.Terminal() && seen && !s.Finished.IsZero() && now.Sub(s.Finished) >= retention
+}
 
 // ReapDecision is the reaper's verdict: finalize with Status and Reason, or
 // leave the spawn alone.

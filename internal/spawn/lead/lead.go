@@ -43,6 +43,9 @@ type Lead struct {
 	// how young a spawn is left alone.
 	ReapWindow time.Duration
 	ReapGrace  time.Duration
+	// Retention keeps a finished spawn's folder this long once its lead
+	// has seen it (0: spawn.DefaultRetention).
+	Retention time.Duration
 	// CancelWait bounds how long cancel waits for a worker to finalize.
 	CancelWait time.Duration
 	Log        *slog.Logger
@@ -99,7 +102,63 @@ func (l *Lead) Create(ctx context.Context, s Spec) (registry.Row, error) {
 		Spawn:   spawn.Spawn{ParentID: l.ID, Model: s.Model, Cwd: s.Cwd, Desc: s.Desc},
 		Project: l.Project, Depth: l.Depth + 1, Prompt: s.Prompt,
 	}
-	return l.Registry.Create(ctx, row, l.Dir)
+	row, err := l.Registry.Create(ctx, row, l.Dir)
+	if err == nil {
+		// Each new spawn tidies up after old ones.
+		if _, perr := l.PruneFolders(ctx); perr != nil {
+			l.log().Warn("could not prune old spawn folders", "err", perr)
+		}
+	}
+	return row, err
+}
+
+// maxPrune bounds the folders one prune deletes.
+const maxPrune = 100
+
+// PruneFolders deletes the folders of the project's spawns that finished
+// more than Retention ago and that their lead has seen; an owed child's
+// folder is never deleted. The rows stay. It reports how many it deleted.
+func (l *Lead) PruneFolders(ctx context.Context) (int, error) {
+	if l.ReadOnly {
+		return 0, nil
+	}
+	retention := l.Retention
+	if retention <= 0 {
+		retention = spawn.DefaultRetention
+	}
+	rows, err := l.Registry.List(ctx, l.Project)
+	if err != nil {
+		return 0, err
+	}
+	seenBy := map[string]map[string]bool{} // lead → the children it has seen
+	now, n := l.now(), 0
+	for _, row := range rows {
+		if n == maxPrune || !row.Status.Terminal() || row.Dir == "" {
+			continue
+		}
+		seen := row.Kind == registry.KindPrimary // owed to nobody
+		if !seen {
+			consumed, ok := seenBy[row.ParentID]
+			if !ok {
+				if consumed, err = l.Registry.Consumed(ctx, l.Project, row.ParentID); err != nil {
+					return n, err
+				}
+				seenBy[row.ParentID] = consumed
+			}
+			seen = consumed[row.ID]
+		}
+		if !spawn.Prunable(row.Spawn, seen, now, retention) {
+			continue
+		}
+		if _, err := os.Stat(row.Dir); err != nil {
+			continue
+		}
+		if err := os.RemoveAll(row.Dir); err != nil {
+			return n, fmt.Errorf("prune %s: %w", row.ID, err)
+		}
+		n++
+	}
+	return n, nil
 }
 
 // StartPrimary records the caller's own session (meridian claude) as a

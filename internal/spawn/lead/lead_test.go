@@ -497,3 +497,39 @@ func TestPrimary(t *testing.T) {
 	}
 	w.expectOwed("after the session ended")
 }
+
+// Folders of children the lead has seen are pruned once they are older
+// than the retention; an owed child's folder and a running one's stay,
+// and so do all the rows.
+func TestPruneFolders(t *testing.T) {
+	w := newWorld(t)
+	seen1, seen2, owed, running := w.child("seen 1"), w.child("seen 2"), w.child("owed"), w.child("running")
+	for _, r := range []registry.Row{seen1, seen2, owed} {
+		w.finish(r, spawn.Succeeded)
+	}
+	if err := w.lead.Registry.Consume(ctx, "/proj", "", "test", seen1.ID, seen2.ID); err != nil {
+		t.Fatal(err)
+	}
+	w.lead.Retention = time.Hour
+	w.lead.Now = func() time.Time { return time.Now().Add(30 * time.Minute) }
+	if n, err := w.lead.PruneFolders(ctx); err != nil || n != 0 {
+		t.Fatalf("within the retention: pruned %d, %v", n, err)
+	}
+	w.lead.Now = func() time.Time { return time.Now().Add(2 * time.Hour) }
+	if n, err := w.lead.PruneFolders(ctx); err != nil || n != 2 {
+		t.Fatalf("pruned %d, %v", n, err)
+	}
+	for r, want := range map[registry.Row]bool{seen1: false, seen2: false, owed: true, running: true} {
+		if _, err := os.Stat(r.Dir); (err == nil) != want {
+			t.Errorf("%s (%s): folder kept %v, want %v", r.ID, r.Desc, err == nil, want)
+		}
+	}
+	if rows, _ := w.lead.Registry.List(ctx, "/proj"); len(rows) != 4 {
+		t.Fatalf("%d rows left", len(rows))
+	}
+	w.finish(running, spawn.Succeeded)
+	w.lead.ReadOnly = true
+	if n, _ := w.lead.PruneFolders(ctx); n != 0 {
+		t.Fatal("a read-only lead pruned")
+	}
+}

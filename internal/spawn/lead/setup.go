@@ -69,6 +69,9 @@ func FromEnv(env map[string]string, cwd, chdir, dataDir string) (*Lead, error) {
 	if l.ReapGrace, err = EnvDuration(env, spawn.EnvReapGrace, spawn.DefaultReapGrace); err != nil {
 		return nil, err
 	}
+	if l.Retention, err = EnvDuration(env, spawn.EnvRetention, spawn.DefaultRetention); err != nil {
+		return nil, err
+	}
 	return l, nil
 }
 

@@ -39,7 +39,7 @@ func TestFromEnv(t *testing.T) {
 	}
 
 	for key, bad := range map[string]string{spawn.EnvID: "nope", spawn.EnvDepth: "-1", spawn.EnvMaxDepth: "x",
-		spawn.EnvReapWindow: "0s", spawn.EnvReapGrace: "soon"} {
+		spawn.EnvReapWindow: "0s", spawn.EnvReapGrace: "soon", spawn.EnvRetention: "-1h"} {
 		_, err := FromEnv(map[string]string{key: bad}, dir, "", data)
 		if err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("%s=%q: %v", key, bad, err)

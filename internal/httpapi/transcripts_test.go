@@ -20,15 +20,9 @@ import (
 
 // cleaner is the stack's transcript clean-up with no grace period.
 func cleaner(s *stack) *transcripts.Cleaner {
-	env := map[string]string{}
-	for _, kv := range s.env {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			env[k] = v
-		}
-	}
 	return &transcripts.Cleaner{
 		Dirs: func() []string {
-			return transcripts.ProjectDirs(transcripts.ConfigDir(env), filepath.Join(s.DataDir, "workspace"))
+			return transcripts.ProjectDirs(transcripts.ConfigDir(s.env), filepath.Join(s.DataDir, "workspace"))
 		},
 		InUse: s.Gateway.TranscriptsInUse, MaxPerPass: 1000, Now: time.Now, Log: slog.New(slog.DiscardHandler),
 	}

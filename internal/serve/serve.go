@@ -190,15 +190,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	// Transcripts of forked-away sessions are deleted in the background,
 	// joined before Run returns.
 	cleaner := &transcripts.Cleaner{
-		Dirs: func() []string {
-			env := map[string]string{}
-			for _, kv := range environ {
-				if k, v, ok := strings.Cut(kv, "="); ok {
-					env[k] = v
-				}
-			}
-			return transcripts.ProjectDirs(transcripts.ConfigDir(env), workspace)
-		},
+		Dirs:  func() []string { return transcripts.ProjectDirs(transcripts.ConfigDir(environ), workspace) },
 		InUse: gw.TranscriptsInUse, Grace: cfg.TranscriptGrace, MaxPerPass: transcripts.DefaultMaxPerPass,
 		Now: time.Now, Log: log.With("component", "transcripts"),
 	}

@@ -46,13 +46,22 @@ func ProjectDirs(configDir, cwd string) []string {
 	return dirs
 }
 
-// ConfigDir is where the CLI keeps its state for an environment:
-// CLAUDE_CONFIG_DIR, else ~/.claude.
-func ConfigDir(env map[string]string) string {
-	if d := env["CLAUDE_CONFIG_DIR"]; d != "" {
-		return d
+// ConfigDir is where the CLI keeps its state for an environment (as
+// os.Environ gives it; the last entry of a name wins): CLAUDE_CONFIG_DIR,
+// else ~/.claude.
+func ConfigDir(environ []string) string {
+	var config, home string
+	for _, kv := range environ {
+		if v, ok := strings.CutPrefix(kv, "CLAUDE_CONFIG_DIR="); ok {
+			config = v
+		} else if v, ok := strings.CutPrefix(kv, "HOME="); ok {
+			home = v
+		}
 	}
-	return filepath.Join(env["HOME"], ".claude")
+	if config != "" {
+		return config
+	}
+	return filepath.Join(home, ".claude")
 }
 
 // Cleaner deletes unneeded transcripts in a set of project folders.

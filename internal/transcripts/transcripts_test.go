@@ -14,7 +14,7 @@ func TestProjectDirs(t *testing.T) {
 	if got := ProjectDirs("/c", "/data/meridian/workspace"); !slices.Equal(got, []string{"/c/projects/-data-meridian-workspace"}) {
 		t.Fatalf("got %v", got)
 	}
-	if got := ConfigDir(map[string]string{"HOME": "/h"}); got != "/h/.claude" {
+	if got := ConfigDir([]string{"HOME=/h"}); got != "/h/.claude" {
 		t.Fatalf("config dir %s", got)
 	}
 	root := t.TempDir()

@@ -187,7 +187,7 @@ func TestRequestOfACrashedGatewayIsNotRunTwice(t *testing.T) {
 func TestSIGTERMDrainsTheRunningStream(t *testing.T) {
 	t.Parallel()
 	g := newGateway(t)
-	g.up.Always(testkit.Reply{Text: strings.Repeat("word ", 40), ChunkSize: 5, ChunkDelay: 50 * time.Millisecond})
+	g.up.Always(testkit.Reply{Text: strings.Repeat("word ", 80), ChunkSize: 5, ChunkDelay: 50 * time.Millisecond})
 	g.start("--drain-timeout", "30s")
 	streamed := make(chan string, 1)
 	go func() {
@@ -208,24 +208,30 @@ func TestSIGTERMDrainsTheRunningStream(t *testing.T) {
 	if err := g.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	var resp *http.Response
+	// The signal lands asynchronously: the drain has begun once the
+	// gateway refuses a look at its root.
 	if err := testkit.WaitFor(10*time.Second, func() error {
-		r, _, err := g.post(prompt("too late"))
+		r, err := http.Get(g.url + "/")
 		if err != nil {
 			return err
 		}
-		if resp = r; r.StatusCode != http.StatusServiceUnavailable {
-			return fmt.Errorf("a request during the drain got %d", r.StatusCode)
+		r.Body.Close()
+		if r.StatusCode != http.StatusServiceUnavailable {
+			return fmt.Errorf("GET / got %d, not yet draining", r.StatusCode)
 		}
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
+	resp, _, err := g.post(prompt("too late"))
+	if err != nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a request during the drain: %v %v", resp, err)
+	}
 	if resp.Header.Get("Retry-After") == "" {
 		t.Fatal("the drain's 503 carries no Retry-After")
 	}
 	body := <-streamed
-	if !strings.Contains(body, "message_stop") || strings.Count(body, "word") < 40 {
+	if !strings.Contains(body, "message_stop") || strings.Count(body, "word") < 80 {
 		t.Fatalf("the stream did not complete:\n%s", body)
 	}
 	if err := g.cmd.Wait(); err != nil {

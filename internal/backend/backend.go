@@ -32,6 +32,20 @@ type ToolSetter interface {
 	SetTools(ctx context.Context, tools []Tool) error
 }
 
+// Freezer is a Session whose process can be stopped while it waits and
+// resumed before use: a stopped process wakes no timers. Close works on
+// a frozen session.
+type Freezer interface {
+	Freeze() error
+	Thaw() error
+}
+
+// Measurer is a Session that can say how much memory its process holds,
+// in bytes (its proportional share, PSS, where the system tells).
+type Measurer interface {
+	Memory() (int64, error)
+}
+
 // Session is one live conversation process. Turns run one at a time.
 type Session interface {
 	// Turn sends one user message and reports the model's output to emit

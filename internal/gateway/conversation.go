@@ -313,6 +313,11 @@ func (g *Gateway) publish(ctx context.Context, t *turn, sess backend.Session, re
 		return
 	}
 	t.live.Version, t.live.Pin = version, pin
+	// A first turn the client did not name (its key is a fingerprint) is
+	// most often all there will be: titles, summaries, one-shot prompts.
+	// Its process is kept briefly; a turn waiting for tool results is not
+	// a one-off.
+	t.live.OneOff = t.ident.Fingerprint && version == 1 && !res.Paused
 	g.pool.Put(t.live)
 }
 

@@ -55,6 +55,11 @@ type Config struct {
 	// StallTimeout ends a turn whose backend produced nothing for that
 	// long (0: DefaultStallTimeout).
 	StallTimeout time.Duration
+	// LiveMemory bounds the memory idle live processes hold, in bytes (0:
+	// no bound); OneOffTTL keeps a one-off conversation's process (0:
+	// pool.DefaultOneOffTTL).
+	LiveMemory int64
+	OneOffTTL  time.Duration
 
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
@@ -142,8 +147,9 @@ func New(cfg Config) *Gateway {
 		cfg:     cfg,
 		log:     cfg.Logger,
 		slots:   admission.New(cfg.MaxConcurrent, cfg.QueueTimeout),
-		pool:    pool.New(cfg.MaxLive, cfg.IdleTTL, cfg.Logger),
-		tree:    sessiontree.New(),
+		pool: pool.New(pool.Config{Max: cfg.MaxLive, IdleTTL: cfg.IdleTTL, OneOffTTL: cfg.OneOffTTL,
+			Memory: cfg.LiveMemory, Log: cfg.Logger}),
+		tree: sessiontree.New(),
 	}
 }
 

@@ -16,8 +16,11 @@ import (
 
 // Defaults for Config.
 const (
-	DefaultMax     = 32
-	DefaultIdleTTL = 15 * time.Minute
+	DefaultMax         = 32
+	DefaultIdleTTL     = 15 * time.Minute
+	DefaultOneOffTTL   = time.Minute
+	DefaultMaxOneOff   = 2
+	DefaultFreezeAfter = 5 * time.Second
 )
 
 // ErrFull is returned by Reserve when every live session is in use.
@@ -41,14 +44,38 @@ type Live struct {
 	// Reported is the usage that responses of the session's paused turn
 	// already reported, which the turn's final total includes.
 	Reported backend.Usage
+	// OneOff marks a conversation that has had one turn and carries no
+	// identity of the client's: it is kept briefly, and only a few such.
+	OneOff bool
 
 	lastUsed time.Time
+	memory   int64       // bytes, measured when it last became idle
+	frozen   bool        // stopped while idle: it costs no CPU
+	freeze   *time.Timer // freezes it once idle a while
+}
+
+// Config bounds a pool.
+type Config struct {
+	// Max bounds live sessions, idle and in use.
+	Max int
+	// IdleTTL closes an idle session; OneOffTTL one whose conversation is
+	// a one-off, of which at most MaxOneOff are kept.
+	IdleTTL   time.Duration
+	OneOffTTL time.Duration
+	MaxOneOff int
+	// Memory bounds what idle sessions hold, in bytes (0: no bound): over
+	// it, the least recently used idle ones close.
+	Memory int64
+	// FreezeAfter stops an idle session's process once idle this long, if
+	// the backend can (0: DefaultFreezeAfter; negative: never).
+	FreezeAfter time.Duration
+	Log         *slog.Logger
+	Now         func() time.Time
 }
 
 // Pool holds live sessions.
 type Pool struct {
-	max int
-	ttl time.Duration
+	cfg Config
 	now func() time.Time
 	log *slog.Logger
 
@@ -61,19 +88,30 @@ type Pool struct {
 	wg     sync.WaitGroup
 }
 
-// New returns a pool of at most max live sessions, closing idle ones after
-// ttl, and starts its reaper. Close stops it.
-func New(max int, ttl time.Duration, log *slog.Logger) *Pool {
-	if max <= 0 {
-		max = DefaultMax
+// New returns a pool and starts its reaper. Close stops it.
+func New(cfg Config) *Pool {
+	if cfg.Max <= 0 {
+		cfg.Max = DefaultMax
 	}
-	if ttl <= 0 {
-		ttl = DefaultIdleTTL
+	if cfg.IdleTTL <= 0 {
+		cfg.IdleTTL = DefaultIdleTTL
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	if cfg.OneOffTTL <= 0 {
+		cfg.OneOffTTL = min(DefaultOneOffTTL, cfg.IdleTTL)
 	}
-	p := &Pool{max: max, ttl: ttl, now: time.Now, log: log, idle: map[string]*Live{}, inUse: map[string]*Live{}, done: make(chan struct{})}
+	if cfg.MaxOneOff <= 0 {
+		cfg.MaxOneOff = DefaultMaxOneOff
+	}
+	if cfg.FreezeAfter == 0 {
+		cfg.FreezeAfter = DefaultFreezeAfter
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	p := &Pool{cfg: cfg, now: cfg.Now, log: cfg.Log, idle: map[string]*Live{}, inUse: map[string]*Live{}, done: make(chan struct{})}
 	p.wg.Go(p.reap)
 	return p
 }
@@ -87,6 +125,7 @@ func (p *Pool) Take(key string) *Live {
 	if l != nil {
 		delete(p.idle, key)
 		p.inUse[key] = l
+		p.wake(l)
 	}
 	return l
 }
@@ -99,9 +138,12 @@ func (p *Pool) Track(l *Live) {
 	p.inUse[l.Key] = l
 }
 
-// Put returns a session to the pool, idle, after a completed turn. A
-// closed pool keeps nothing: the session is closed.
+// Put returns a session to the pool, idle, after a completed turn. Its
+// memory is measured; idle sessions over the memory bound, and one-offs
+// over theirs, close, the least recently used first. A closed pool keeps
+// nothing: the session is closed.
 func (p *Pool) Put(l *Live) {
+	l.memory = measure(l.Session)
 	p.mu.Lock()
 	l.lastUsed = p.now()
 	if p.inUse[l.Key] == l {
@@ -113,19 +155,19 @@ func (p *Pool) Put(l *Live) {
 		p.closeLive(l)
 		return
 	}
-	old := p.idle[l.Key]
-	if old == l {
-		old = nil
-	}
-	if old != nil {
+	var victims []*Live
+	if old := p.idle[l.Key]; old != nil && old != l {
 		// Cannot happen while turns of a conversation are serialised; if
 		// it does, the newer session wins and the older is closed.
+		victims = append(victims, old)
 		p.count--
 	}
 	p.idle[l.Key] = l
+	p.sleepLater(l)
+	victims = append(victims, p.overBounds()...)
 	p.mu.Unlock()
-	if old != nil {
-		p.closeLive(old)
+	for _, v := range victims {
+		p.closeLive(v)
 	}
 }
 
@@ -147,7 +189,7 @@ func (p *Pool) Discard(l *Live) {
 // Put the session started in it, or Release it.
 func (p *Pool) Reserve(ctx context.Context) error {
 	p.mu.Lock()
-	if p.count < p.max {
+	if p.count < p.cfg.Max {
 		p.count++
 		p.mu.Unlock()
 		return nil
@@ -163,6 +205,7 @@ func (p *Pool) Reserve(ctx context.Context) error {
 		return ErrFull
 	}
 	delete(p.idle, victim.Key)
+	p.stopTimer(victim)
 	p.mu.Unlock()
 	p.log.Info("closing the least recently used idle claude process to make room", "conversation", victim.Key)
 	p.closeLive(victim) // its place passes to the caller
@@ -221,6 +264,7 @@ func (p *Pool) Close() {
 	p.closed = true
 	all := make([]*Live, 0, len(p.idle))
 	for k, l := range p.idle {
+		p.stopTimer(l)
 		all = append(all, l)
 		delete(p.idle, k)
 	}
@@ -234,7 +278,7 @@ func (p *Pool) Close() {
 }
 
 func (p *Pool) reap() {
-	t := time.NewTicker(min(p.ttl/4, 30*time.Second))
+	t := time.NewTicker(min(p.cfg.OneOffTTL/4, 30*time.Second))
 	defer t.Stop()
 	for {
 		select {
@@ -245,7 +289,8 @@ func (p *Pool) reap() {
 		p.mu.Lock()
 		var expired []*Live
 		for k, l := range p.idle {
-			if p.now().Sub(l.lastUsed) >= p.ttl {
+			if p.now().Sub(l.lastUsed) >= p.ttlOf(l) {
+				p.stopTimer(l)
 				expired = append(expired, l)
 				delete(p.idle, k)
 			}
@@ -253,7 +298,7 @@ func (p *Pool) reap() {
 		p.count -= len(expired)
 		p.mu.Unlock()
 		for _, l := range expired {
-			p.log.Info("closing an idle claude process", "conversation", l.Key, "idle_for", p.ttl)
+			p.log.Info("closing an idle claude process", "conversation", l.Key, "idle_for", p.ttlOf(l))
 			p.closeLive(l)
 		}
 	}

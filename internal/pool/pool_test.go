@@ -34,7 +34,7 @@ func live(key string) (*Live, *fakeSession) {
 }
 
 func TestTakePutDiscard(t *testing.T) {
-	p := New(2, time.Hour, nil)
+	p := New(Config{Max: 2, IdleTTL: time.Hour})
 	defer p.Close()
 	if err := p.Reserve(context.Background()); err != nil {
 		t.Fatal(err)
@@ -57,7 +57,7 @@ func TestTakePutDiscard(t *testing.T) {
 }
 
 func TestReserveReclaimsTheLeastRecentlyUsedIdle(t *testing.T) {
-	p := New(2, time.Hour, nil)
+	p := New(Config{Max: 2, IdleTTL: time.Hour})
 	defer p.Close()
 	clock := time.Unix(0, 0)
 	p.now = func() time.Time { return clock }
@@ -96,7 +96,7 @@ func TestReserveReclaimsTheLeastRecentlyUsedIdle(t *testing.T) {
 // tick (ttl/4) after.
 func TestIdleSessionsExpire(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(4, 40*time.Millisecond, nil)
+		p := New(Config{Max: 4, IdleTTL: 40 * time.Millisecond})
 		defer p.Close()
 		_ = p.Reserve(context.Background())
 		l, s := live("a")
@@ -118,7 +118,7 @@ func TestIdleSessionsExpire(t *testing.T) {
 }
 
 func TestCloseClosesIdleSessions(t *testing.T) {
-	p := New(4, time.Hour, nil)
+	p := New(Config{Max: 4, IdleTTL: time.Hour})
 	_ = p.Reserve(context.Background())
 	l, s := live("a")
 	p.Put(l)
@@ -131,7 +131,7 @@ func TestCloseClosesIdleSessions(t *testing.T) {
 // A turn that ends after the pool closed hands back a session nobody will
 // ever close again: the closed pool closes it at once.
 func TestPutAfterCloseClosesTheSession(t *testing.T) {
-	p := New(2, time.Hour, nil)
+	p := New(Config{Max: 2, IdleTTL: time.Hour})
 	if err := p.Reserve(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -53,6 +53,11 @@ type Config struct {
 	LogFormat      string
 	Version        string // reported by /health and the startup log
 	StallTimeout   time.Duration
+	// LiveMemoryMiB bounds what idle claude processes hold (0: the default
+	// for this machine, DefaultLiveMemoryMiB); OneOffTTL keeps a one-off
+	// conversation's process.
+	LiveMemoryMiB int
+	OneOffTTL     time.Duration
 	// TranscriptGrace keeps a CLI transcript nothing needs this long after
 	// its last write before it is deleted.
 	TranscriptGrace time.Duration
@@ -73,6 +78,26 @@ func settleConcurrency(maxConcurrent, maxLive int, chosen bool) (int, error) {
 		return 0, fmt.Errorf("--max-live %d is below --max-concurrent %d: every running turn needs a live process; lower --max-concurrent or raise --max-live", maxLive, maxConcurrent)
 	}
 	return maxLive, nil
+}
+
+// DefaultLiveMemoryMiB is the memory idle claude processes may hold by
+// default: an eighth of the machine's memory, at most 1 GiB. An idle
+// claude holds about 105 MiB (PSS).
+func DefaultLiveMemoryMiB() int {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 1024
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			if f := strings.Fields(rest); len(f) > 0 {
+				if kb, err := strconv.Atoi(f[0]); err == nil {
+					return min(1024, kb>>10/8)
+				}
+			}
+		}
+	}
+	return 1024
 }
 
 // Run assembles the gateway (database, claude driver, gateway, stored
@@ -133,6 +158,8 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		IdleTTL:       cfg.IdleTTL,
 		NoLive:        noLive,
 		StallTimeout:  cfg.StallTimeout,
+		LiveMemory:    int64(cfg.LiveMemoryMiB) << 20,
+		OneOffTTL:     cfg.OneOffTTL,
 		Logger:        log.With("component", "gateway"),
 	})
 	defer gw.Close()

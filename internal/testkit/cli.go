@@ -187,3 +187,23 @@ func RSSKB(pid int) int {
 	}
 	return 0
 }
+
+// CPUTicks returns the CPU time a process has used, in clock ticks (user
+// and system), or 0 if it is gone.
+func CPUTicks(pid int) int {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0
+	}
+	f := bytes.Fields(stat[i+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.Atoi(string(f[11]))
+	s, _ := strconv.Atoi(string(f[12]))
+	return u + s
+}

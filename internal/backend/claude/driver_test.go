@@ -257,3 +257,46 @@ func TestSetToolsThatIsNeverReadBreaksTheProcess(t *testing.T) {
 	}
 	testkit.WaitNoProcesses(t, marker, 5*time.Second)
 }
+
+// A live process frozen while idle uses no CPU, answers its next turn once
+// thawed, and closes while frozen.
+func TestFreezeAndThaw(t *testing.T) {
+	t.Parallel()
+	up := testkit.NewUpstream(t)
+	up.Always(testkit.Reply{Text: "ok"})
+	d, marker := newDriver(t, up)
+	s, err := d.Start(context.Background(), backend.StartOptions{Model: "test-model", Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c collector
+	if _, err := s.Turn(context.Background(), userText("one"), c.emit); err != nil {
+		t.Fatal(err)
+	}
+	if mem, err := s.(backend.Measurer).Memory(); err != nil || mem < 10<<20 {
+		t.Fatalf("memory %d, %v", mem, err)
+	}
+	f := s.(backend.Freezer)
+	if err := f.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	pid := testkit.Processes(marker)[0]
+	before := testkit.CPUTicks(pid)
+	time.Sleep(2 * time.Second)
+	if used := testkit.CPUTicks(pid) - before; used != 0 {
+		t.Fatalf("a frozen process used %d ticks", used)
+	}
+	if err := f.Thaw(); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := s.Turn(context.Background(), userText("two"), c.emit); err != nil || res.Failure != nil {
+		t.Fatalf("after thawing: %+v %v", res, err)
+	}
+	if err := f.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitNoProcesses(t, marker, 5*time.Second)
+}

@@ -51,6 +51,7 @@ type Process struct {
 	inTurn    bool
 	broken    error         // once set, the process takes no more turns
 	listed    chan struct{} // closed when the CLI re-reads the tools SetTools set
+	frozen    bool          // stopped by Freeze
 
 	stderr tailBuffer
 
@@ -372,8 +373,13 @@ func (p *Process) Close() error {
 	p.closeOnce.Do(func() {
 		close(p.stopping)
 		p.mu.Lock()
-		paused := p.paused
+		paused, frozen := p.paused, p.frozen
+		p.frozen = false
 		p.mu.Unlock()
+		if frozen {
+			// A stopped process cannot read its closed stdin and exit.
+			_ = p.proc.Signal(syscall.SIGCONT)
+		}
 		if paused {
 			// The CLI waits inside a turn for tool results that will not
 			// come: end the turn so it can exit.

@@ -1,0 +1,123 @@
+package pool
+
+import (
+	"time"
+
+	"github.com/meridian-gw/meridian/internal/backend"
+)
+
+// measure reads what a session's process holds in memory, or 0 when the
+// backend cannot say.
+func measure(s backend.Session) int64 {
+	m, ok := s.(backend.Measurer)
+	if !ok {
+		return 0
+	}
+	n, err := m.Memory()
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// ttlOf is how long an idle session may stay.
+func (p *Pool) ttlOf(l *Live) time.Duration {
+	if l.OneOff {
+		return p.cfg.OneOffTTL
+	}
+	return p.cfg.IdleTTL
+}
+
+// overBounds takes out of the pool the idle sessions that must close: the
+// least recently used one-offs beyond their number, then the least
+// recently used of all while idle sessions hold more memory than the
+// bound. Called with mu held; the caller closes them.
+func (p *Pool) overBounds() []*Live {
+	var victims []*Live
+	take := func(l *Live) {
+		delete(p.idle, l.Key)
+		p.stopTimer(l)
+		p.count--
+		victims = append(victims, l)
+	}
+	for {
+		var oldest *Live
+		n := 0
+		for _, l := range p.idle {
+			if l.OneOff {
+				n++
+				if oldest == nil || l.lastUsed.Before(oldest.lastUsed) {
+					oldest = l
+				}
+			}
+		}
+		if n <= p.cfg.MaxOneOff {
+			break
+		}
+		p.log.Info("closing a one-off conversation's idle claude process: more one-offs are idle than are kept", "conversation", oldest.Key)
+		take(oldest)
+	}
+	if p.cfg.Memory <= 0 {
+		return victims
+	}
+	for {
+		var held int64
+		var lru *Live
+		for _, l := range p.idle {
+			held += l.memory
+			if lru == nil || l.lastUsed.Before(lru.lastUsed) {
+				lru = l
+			}
+		}
+		if held <= p.cfg.Memory || lru == nil {
+			return victims
+		}
+		p.log.Info("closing the least recently used idle claude process: idle processes hold more than --live-memory",
+			"conversation", lru.Key, "held_mib", held>>20, "bound_mib", p.cfg.Memory>>20)
+		take(lru)
+	}
+}
+
+// sleepLater freezes an idle session's process once it has been idle a
+// while: a stopped process wakes no timers and costs no CPU. Called with
+// mu held.
+func (p *Pool) sleepLater(l *Live) {
+	if p.cfg.FreezeAfter < 0 {
+		return
+	}
+	if _, ok := l.Session.(backend.Freezer); !ok {
+		return
+	}
+	p.stopTimer(l)
+	l.freeze = time.AfterFunc(p.cfg.FreezeAfter, func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.idle[l.Key] != l || l.frozen || p.closed {
+			return
+		}
+		if err := l.Session.(backend.Freezer).Freeze(); err != nil {
+			p.log.Debug("could not freeze an idle claude process", "conversation", l.Key, "err", err)
+			return
+		}
+		l.frozen = true
+	})
+}
+
+// wake thaws a session that is leaving the idle set. Called with mu held.
+func (p *Pool) wake(l *Live) {
+	p.stopTimer(l)
+	if !l.frozen {
+		return
+	}
+	l.frozen = false
+	if err := l.Session.(backend.Freezer).Thaw(); err != nil {
+		p.log.Warn("could not thaw a claude process", "conversation", l.Key, "err", err)
+	}
+}
+
+func (p *Pool) stopTimer(l *Live) {
+	if l.freeze != nil {
+		l.freeze.Stop()
+		l.freeze = nil
+	}
+}

@@ -1,0 +1,136 @@
+package pool
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// heavySession is a session that can be frozen and says how much memory
+// it holds.
+type heavySession struct {
+	fakeSession
+	mem    int64
+	frozen atomic.Bool
+}
+
+func (h *heavySession) Memory() (int64, error) { return h.mem, nil }
+func (h *heavySession) Freeze() error          { h.frozen.Store(true); return nil }
+func (h *heavySession) Thaw() error            { h.frozen.Store(false); return nil }
+
+func heavy(key string, mib int64) (*Live, *heavySession) {
+	s := &heavySession{fakeSession: fakeSession{id: key}, mem: mib << 20}
+	return &Live{Key: key, Session: s}, s
+}
+
+// put starts a session in the pool and returns it idle, a little later
+// than the one before.
+func put(t *testing.T, p *Pool, l *Live) {
+	t.Helper()
+	if err := p.Reserve(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	p.Track(l)
+	time.Sleep(time.Millisecond)
+	p.Put(l)
+}
+
+// Over the memory bound, the least recently used idle sessions close; a
+// session in use is never closed, whatever it holds.
+func TestMemoryBoundClosesLRUIdle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(Config{Max: 10, Memory: 300 << 20})
+		defer p.Close()
+		a, as := heavy("a", 100)
+		b, bs := heavy("b", 100)
+		c, cs := heavy("c", 100)
+		put(t, p, a)
+		put(t, p, b)
+		put(t, p, c)
+		if as.closed.Load() || bs.closed.Load() || cs.closed.Load() {
+			t.Fatal("closed within the bound")
+		}
+		// a is taken for a turn and grows; d arrives: the bound is passed.
+		if p.Take("a") != a {
+			t.Fatal("a not idle")
+		}
+		as.mem = 500 << 20
+		d, ds := heavy("d", 150)
+		put(t, p, d)
+		if as.closed.Load() {
+			t.Fatal("a session in use was closed")
+		}
+		if !bs.closed.Load() || cs.closed.Load() || ds.closed.Load() {
+			t.Fatalf("closed b %v c %v d %v; want only b, the least recently used", bs.closed.Load(), cs.closed.Load(), ds.closed.Load())
+		}
+		// a comes back holding 500 MiB: it alone is over the bound, and as
+		// the least recently used of the rest go first, it goes last.
+		time.Sleep(time.Millisecond)
+		p.Put(a)
+		if !cs.closed.Load() || !ds.closed.Load() || !as.closed.Load() {
+			t.Fatalf("over the bound: closed a %v c %v d %v", as.closed.Load(), cs.closed.Load(), ds.closed.Load())
+		}
+		if n, idle := p.Stats(); n != 0 || idle != 0 {
+			t.Fatalf("stats %d/%d", n, idle)
+		}
+	})
+}
+
+// One-off conversations are kept briefly, and only a few: the least
+// recently used beyond MaxOneOff close at once, the rest after OneOffTTL;
+// an established conversation keeps IdleTTL.
+func TestOneOffsAreKeptBriefly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(Config{Max: 10, IdleTTL: time.Hour, OneOffTTL: time.Minute, MaxOneOff: 2})
+		defer p.Close()
+		var ones []*heavySession
+		for _, k := range []string{"o1", "o2", "o3"} {
+			l, s := heavy(k, 1)
+			l.OneOff = true
+			put(t, p, l)
+			ones = append(ones, s)
+		}
+		est, es := heavy("established", 1)
+		put(t, p, est)
+		if !ones[0].closed.Load() || ones[1].closed.Load() || ones[2].closed.Load() {
+			t.Fatal("want the oldest one-off closed beyond two")
+		}
+		time.Sleep(time.Minute + 16*time.Second) // the reaper looks every quarter TTL
+		synctest.Wait()
+		if !ones[1].closed.Load() || !ones[2].closed.Load() || es.closed.Load() {
+			t.Fatalf("after a minute: one-offs closed %v %v, established closed %v", ones[1].closed.Load(), ones[2].closed.Load(), es.closed.Load())
+		}
+	})
+}
+
+// An idle session is frozen after FreezeAfter and thawed when taken.
+func TestIdleSessionsFreezeAndThaw(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(Config{Max: 2, FreezeAfter: 5 * time.Second})
+		defer p.Close()
+		l, s := heavy("a", 1)
+		put(t, p, l)
+		time.Sleep(4 * time.Second)
+		synctest.Wait()
+		if s.frozen.Load() {
+			t.Fatal("frozen too soon")
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if !s.frozen.Load() {
+			t.Fatal("not frozen after idling")
+		}
+		if p.Take("a") != l || s.frozen.Load() {
+			t.Fatal("taken but still frozen")
+		}
+		// Taken before the timer fires: never frozen while in use.
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if s.frozen.Load() {
+			t.Fatal("frozen while in use")
+		}
+		p.Discard(l)
+	})
+}

@@ -100,8 +100,8 @@ func (g *gatewayProc) kill9() {
 }
 
 // A meridian killed with SIGKILL takes its claude processes along, the
-// idle live one and the busy one alike: the kernel's parent-death signal,
-// not a handler that never runs.
+// idle live one, the busy one and the spare alike: the kernel's
+// parent-death signal, not a handler that never runs.
 func TestKilledGatewayLeavesNoClaude(t *testing.T) {
 	t.Parallel()
 	g := newGateway(t)
@@ -116,9 +116,11 @@ func TestKilledGatewayLeavesNoClaude(t *testing.T) {
 		t.Fatalf("idle conversation: %v %s", err, body)
 	}
 	go func() { _, _, _ = g.post(prompt("busy one"), "X-Claude-Code-Session-Id", "busy") }()
+	// The busy conversation took the spare the first one left; a new
+	// spare waits beside them.
 	if err := testkit.WaitFor(30*time.Second, func() error {
-		if n := len(g.claudes()); n != 2 {
-			return fmt.Errorf("%d claude processes, want one live and one busy", n)
+		if n := len(g.claudes()); n != 3 {
+			return fmt.Errorf("%d claude processes, want one live, one busy and a spare", n)
 		}
 		return nil
 	}); err != nil {
@@ -134,7 +136,7 @@ func TestKilledGatewayLeavesNoClaude(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("both claude processes gone %v after the kill", time.Since(killed).Round(time.Millisecond))
+	t.Logf("all three claude processes gone %v after the kill", time.Since(killed).Round(time.Millisecond))
 }
 
 // A request with a request id that was running when meridian died has an

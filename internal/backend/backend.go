@@ -32,6 +32,20 @@ type ToolSetter interface {
 	SetTools(ctx context.Context, tools []Tool) error
 }
 
+// SpareBackend is a Backend that can start a session ahead of need, for
+// the start-time options only (no system prompt, no tools, no resume): a
+// spare, which a new conversation's first turn takes instead of waiting
+// for a process to start.
+type SpareBackend interface {
+	StartSpare(ctx context.Context, opts StartOptions) (Session, error)
+}
+
+// Binder is a spare session: Bind gives it its conversation's system
+// prompt and tools, once, before its first turn.
+type Binder interface {
+	Bind(system []string, tools []Tool) error
+}
+
 // Freezer is a Session whose process can be stopped while it waits and
 // resumed before use: a stopped process wakes no timers. Close works on
 // a frozen session.

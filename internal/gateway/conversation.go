@@ -244,6 +244,14 @@ func (g *Gateway) obtain(ctx context.Context, t *turn) (backend.Session, error) 
 		g.pool.Discard(live) // another contract, or the conversation moved on elsewhere
 	}
 	t.reused = false
+	if t.pending == nil && t.verdict.Kind == lineage.Diverged {
+		opts := t.opts
+		if l := g.takeSpare(opts, t.ident.Key); l != nil {
+			l.Contract, l.Tools = contract, tools
+			t.live = l
+			return l.Session, nil
+		}
+	}
 	if t.pending != nil {
 		// The paused turn is gone with its process (or cannot take this
 		// request): the calls and their results reach a resumed or fresh
@@ -270,6 +278,9 @@ func (g *Gateway) obtain(ctx context.Context, t *turn) (backend.Session, error) 
 	if err != nil {
 		g.pool.Release()
 		return nil, g.startError(ctx, err)
+	}
+	if opts.Resume == "" {
+		g.refill(opts) // a new conversation's options: spares follow them
 	}
 	t.opts.Dir = opts.Dir
 	t.live = &pool.Live{Key: t.ident.Key, Session: sess, Contract: contract, Tools: tools}

@@ -60,6 +60,9 @@ type Config struct {
 	// pool.DefaultOneOffTTL).
 	LiveMemory int64
 	OneOffTTL  time.Duration
+	// Spares is how many processes wait, started ahead of need, for the
+	// start-time contract recent new conversations used most (0: none).
+	Spares int
 
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
@@ -109,6 +112,7 @@ type Gateway struct {
 	stop    context.CancelFunc
 	pool    *pool.Pool
 	tree    *sessiontree.Tree
+	spares  spares
 }
 
 // New returns a Gateway.
@@ -141,7 +145,7 @@ func New(cfg Config) *Gateway {
 	// would have to evict active work.
 	cfg.MaxConcurrent = min(cfg.MaxConcurrent, cfg.MaxLive)
 	closing, stop := context.WithCancel(context.Background())
-	return &Gateway{
+	g := &Gateway{
 		closing: closing,
 		stop:    stop,
 		cfg:     cfg,
@@ -151,6 +155,11 @@ func New(cfg Config) *Gateway {
 			Memory: cfg.LiveMemory, Log: cfg.Logger}),
 		tree: sessiontree.New(),
 	}
+	if b, ok := cfg.Backend.(backend.SpareBackend); ok && cfg.Spares > 0 {
+		g.spares.kick = make(chan struct{}, 1)
+		g.spares.wg.Go(func() { g.keepSpares(b) })
+	}
+	return g
 }
 
 // NewMessageID returns a fresh id for a response message.

@@ -76,6 +76,7 @@ type BackendLoad struct {
 	Slots   int `json:"slots"`
 	Live    int `json:"live_processes"` // processes, busy and idle
 	Idle    int `json:"idle_processes"`
+	Spares  int `json:"spare_processes"` // of the idle, those no conversation has yet
 }
 
 // TreeGauges are the session tree's live figures.
@@ -91,8 +92,12 @@ func (g *Gateway) Inflight() Inflight {
 	running, queued, slots := g.slots.Stats()
 	live, idle := g.pool.Stats()
 	gauges, per := g.tree.Stats()
+	spares := 0
+	for _, n := range g.pool.Spares() {
+		spares += n
+	}
 	return Inflight{
-		Backends:      map[string]BackendLoad{"claude": {Running: running, Queued: queued, Slots: slots, Live: live, Idle: idle}},
+		Backends:      map[string]BackendLoad{"claude": {Running: running, Queued: queued, Slots: slots, Live: live, Idle: idle, Spares: spares}},
 		Conversations: per,
 		Tree:          TreeGauges{Requests: gauges.Requests, Linked: gauges.Linked, Cancelled: gauges.Cancelled},
 	}

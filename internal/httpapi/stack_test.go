@@ -49,6 +49,7 @@ type stackOptions struct {
 	pingInterval  time.Duration
 	drainTimeout  time.Duration
 	stallTimeout  time.Duration
+	spares        int
 	launcher      claude.Launcher
 	graces        claude.Config // InterruptGrace, ExitGrace, KillGrace
 
@@ -103,6 +104,7 @@ func newStack(t testing.TB, o stackOptions) *stack {
 		MaxLive:       o.maxLive,
 		NoLive:        o.noLive,
 		StallTimeout:  o.stallTimeout,
+		Spares:        o.spares,
 		Logger:        log,
 	}
 	if err := os.MkdirAll(cfg.Workspace, 0o700); err != nil {

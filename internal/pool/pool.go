@@ -47,6 +47,9 @@ type Live struct {
 	// OneOff marks a conversation that has had one turn and carries no
 	// identity of the client's: it is kept briefly, and only a few such.
 	OneOff bool
+	// Spare, while set, is the start-time contract of a session started
+	// ahead of need and not yet any conversation's.
+	Spare string
 
 	lastUsed time.Time
 	memory   int64       // bytes, measured when it last became idle

@@ -58,6 +58,7 @@ type Config struct {
 	// conversation's process.
 	LiveMemoryMiB int
 	OneOffTTL     time.Duration
+	Spares        int
 	// TranscriptGrace keeps a CLI transcript nothing needs this long after
 	// its last write before it is deleted.
 	TranscriptGrace time.Duration
@@ -160,6 +161,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		StallTimeout:  cfg.StallTimeout,
 		LiveMemory:    int64(cfg.LiveMemoryMiB) << 20,
 		OneOffTTL:     cfg.OneOffTTL,
+		Spares:        cfg.Spares,
 		Logger:        log.With("component", "gateway"),
 	})
 	defer gw.Close()

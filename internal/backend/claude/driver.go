@@ -25,13 +25,15 @@ import (
 
 // The driver is a backend and an inspector; its processes are sessions.
 var (
-	_ backend.Backend    = (*Driver)(nil)
-	_ backend.Inspector  = (*Driver)(nil)
-	_ backend.Session    = (*Process)(nil)
-	_ backend.Freezer    = (*Process)(nil)
-	_ backend.Measurer   = (*Process)(nil)
-	_ backend.ToolSetter = (*Process)(nil)
-	_ Launcher           = ExecLauncher{}
+	_ backend.Backend      = (*Driver)(nil)
+	_ backend.Inspector    = (*Driver)(nil)
+	_ backend.SpareBackend = (*Driver)(nil)
+	_ backend.Binder       = (*Process)(nil)
+	_ backend.Session      = (*Process)(nil)
+	_ backend.Freezer      = (*Process)(nil)
+	_ backend.Measurer     = (*Process)(nil)
+	_ backend.ToolSetter   = (*Process)(nil)
+	_ Launcher             = ExecLauncher{}
 )
 
 // Entrypoint is the CLI's CLAUDE_CODE_ENTRYPOINT tag for sessions Meridian
@@ -144,6 +146,22 @@ func (d *Driver) Start(ctx context.Context, opts backend.StartOptions) (backend.
 		// The process is already gone; the first turn reports how it ended.
 		p.log.Debug("could not write initialize", "err", err)
 	}
+	return p, nil
+}
+
+// StartSpare implements backend.SpareBackend: it launches a CLI for the
+// start-time options in opts (model, directory, output limit, thinking,
+// effort) and leaves it waiting, unbound: the system prompt and the client
+// tools travel in initialize, written by Bind when a conversation takes
+// it. The CLI boots while it waits, so the conversation's first turn does
+// not pay for that.
+func (d *Driver) StartSpare(ctx context.Context, opts backend.StartOptions) (backend.Session, error) {
+	opts.System, opts.Tools, opts.Resume, opts.ResumeAt, opts.SessionID = nil, nil, "", "", ""
+	p, err := d.launch(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	p.unbound = true
 	return p, nil
 }
 

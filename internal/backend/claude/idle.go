@@ -8,6 +8,8 @@ import (
 	"os"
 	"strconv"
 	"syscall"
+
+	"github.com/meridian-gw/meridian/internal/backend"
 )
 
 // Freeze implements backend.Freezer: it stops the CLI's process group
@@ -76,4 +78,20 @@ func field(b []byte, name string) (int64, bool) {
 		return n, err == nil
 	}
 	return 0, false
+}
+
+// Bind implements backend.Binder: a spare becomes a conversation's
+// process, with its system prompt and client tools.
+func (p *Process) Bind(system []string, tools []backend.Tool) error {
+	p.mu.Lock()
+	if !p.unbound {
+		p.mu.Unlock()
+		return errors.New("claude: only a spare is bound")
+	}
+	p.unbound = false
+	if len(tools) > 0 {
+		p.tools = newToolset(tools)
+	}
+	p.mu.Unlock()
+	return p.initialize(system)
 }

@@ -52,6 +52,7 @@ type Process struct {
 	broken    error         // once set, the process takes no more turns
 	listed    chan struct{} // closed when the CLI re-reads the tools SetTools set
 	frozen    bool          // stopped by Freeze
+	unbound   bool          // a spare: no initialize written yet
 
 	stderr tailBuffer
 

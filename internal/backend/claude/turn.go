@@ -30,6 +30,10 @@ func (p *Process) Turn(ctx context.Context, in backend.Input, emit func(*backend
 		p.mu.Unlock()
 		return nil, errBusy
 	}
+	if p.unbound {
+		p.mu.Unlock()
+		return nil, errors.New("claude: a spare takes no turn before it is bound")
+	}
 	p.inTurn = true
 	paused, t := p.paused, p.cur
 	p.paused, p.cur = false, nil

@@ -1,0 +1,95 @@
+package pool
+
+// Spares are sessions started ahead of need for a start-time contract, not
+// yet any conversation's. They wait in the idle set (frozen, within the
+// memory bound, closed after IdleTTL like any idle session) under keys no
+// conversation has, until a new conversation with their contract takes
+// one.
+
+// spareKey names a spare in the idle set: no conversation key starts with
+// a NUL byte.
+func spareKey(id string) string { return "\x00spare:" + id }
+
+// Room reports whether one more session of about size bytes fits without
+// closing anything: a place under Max, and memory under the bound.
+func (p *Pool) Room(size int64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || p.count >= p.cfg.Max {
+		return false
+	}
+	if p.cfg.Memory <= 0 {
+		return true
+	}
+	var held int64
+	for _, l := range p.idle {
+		held += l.memory
+	}
+	return held+size <= p.cfg.Memory
+}
+
+// TryReserve takes a place if one is free, closing nothing.
+func (p *Pool) TryReserve() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || p.count >= p.cfg.Max {
+		return false
+	}
+	p.count++
+	return true
+}
+
+// PutSpare adds a session started under a reservation as a spare for the
+// start-time contract l.Spare.
+func (p *Pool) PutSpare(l *Live) {
+	l.Key = spareKey(l.Session.ID())
+	p.Put(l)
+}
+
+// TakeSpare hands a spare of the start-time contract to conversation key,
+// as a session in use; nil when there is none.
+func (p *Pool) TakeSpare(contract, key string) *Live {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, l := range p.idle {
+		if l.Spare != "" && l.Spare == contract {
+			delete(p.idle, k)
+			p.wake(l)
+			l.Key, l.Spare = key, ""
+			p.inUse[key] = l
+			return l
+		}
+	}
+	return nil
+}
+
+// Spares counts the spares of each start-time contract.
+func (p *Pool) Spares() map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[string]int{}
+	for _, l := range p.idle {
+		if l.Spare != "" {
+			out[l.Spare]++
+		}
+	}
+	return out
+}
+
+// DropSpares closes the spares of every start-time contract but keep.
+func (p *Pool) DropSpares(keep string) {
+	p.mu.Lock()
+	var victims []*Live
+	for k, l := range p.idle {
+		if l.Spare != "" && l.Spare != keep {
+			delete(p.idle, k)
+			p.stopTimer(l)
+			p.count--
+			victims = append(victims, l)
+		}
+	}
+	p.mu.Unlock()
+	for _, l := range victims {
+		p.closeLive(l)
+	}
+}

@@ -18,7 +18,7 @@ import (
 // gatewayProc is the meridian binary serving the real claude against a fake
 // upstream, on a data dir that outlives it.
 type gatewayProc struct {
-	t       *testing.T
+	t       testing.TB
 	bin     string
 	env     []string
 	dataDir string
@@ -28,7 +28,7 @@ type gatewayProc struct {
 	url     string
 }
 
-func newGateway(t *testing.T) *gatewayProc {
+func newGateway(t testing.TB) *gatewayProc {
 	t.Helper()
 	up := testkit.NewUpstream(t)
 	env, marker := testkit.ClaudeEnv(t, up.URL)

@@ -118,8 +118,20 @@ func bindServeFlags(fs *pflag.FlagSet, cfg *serve.Config, env map[string]string)
 	duration(&cfg.IdleTTL, "idle-ttl", "MERIDIAN_IDLE_TTL", pool.DefaultIdleTTL, "how long an idle conversation keeps its claude process")
 	duration(&cfg.TurnWait, "turn-wait", "MERIDIAN_TURN_WAIT", gateway.DefaultTurnWait, "longest a turn waits for its conversation's previous turn before a 409")
 	integer(&cfg.LiveMemoryMiB, "live-memory", "MERIDIAN_LIVE_MEMORY", serve.DefaultLiveMemoryMiB(), "MiB that idle claude processes may hold in all (measured, PSS); over it the least recently used idle ones close. Default: an eighth of this machine's memory, at most 1024")
+	boolean := func(p *bool, name, envName string, def bool, usage string) {
+		if v, ok := env[envName]; ok && v != "" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				note(fmt.Errorf("%s=%q: not a boolean", envName, v))
+			} else {
+				def = b
+			}
+		}
+		fs.BoolVar(p, name, def, usage+" ("+envName+")")
+	}
+	boolean(&cfg.FreezeIdle, "freeze-idle", "MERIDIAN_FREEZE_IDLE", true, "stop idle claude processes (SIGSTOP) after 5 s, so they cost no CPU; they resume when used")
 	integer(&cfg.Spares, "spares", "MERIDIAN_SPARES", gateway.DefaultSpares, "claude processes started ahead of need for new conversations, for the model and settings recent ones used most (0: none)")
-	duration(&cfg.OneOffTTL, "one-off-ttl", "MERIDIAN_ONE_OFF_TTL", pool.DefaultOneOffTTL, "how long the process of a conversation that had one turn and no client session id stays idle (two such at most)")
+	duration(&cfg.OneOffTTL, "one-off-ttl", "MERIDIAN_ONE_OFF_TTL", pool.DefaultOneOffTTL, "how long the process of a conversation that had one turn and no client session id stays idle (two such at most; as long as --idle-ttl: like any other)")
 	duration(&cfg.StallTimeout, "stall-timeout", "MERIDIAN_STALL_TIMEOUT", gateway.DefaultStallTimeout, "a turn whose claude produces no output for this long is stopped with a 504 and its process closed")
 	duration(&cfg.TranscriptGrace, "transcript-grace", "MERIDIAN_TRANSCRIPT_GRACE", transcripts.DefaultGrace, "delete the claude transcripts no conversation needs once unused this long")
 	duration(&cfg.DrainTimeout, "drain-timeout", "MERIDIAN_DRAIN_TIMEOUT", httpapi.DefaultDrainTimeout, "on SIGTERM or SIGINT, how long running requests may finish before they are cancelled (a second signal cancels them at once)")

@@ -63,6 +63,8 @@ type Config struct {
 	// Spares is how many processes wait, started ahead of need, for the
 	// start-time contract recent new conversations used most (0: none).
 	Spares int
+	// FreezeIdle stops idle processes after pool.DefaultFreezeAfter.
+	FreezeIdle bool
 
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
@@ -152,7 +154,7 @@ func New(cfg Config) *Gateway {
 		log:     cfg.Logger,
 		slots:   admission.New(cfg.MaxConcurrent, cfg.QueueTimeout),
 		pool: pool.New(pool.Config{Max: cfg.MaxLive, IdleTTL: cfg.IdleTTL, OneOffTTL: cfg.OneOffTTL,
-			Memory: cfg.LiveMemory, Log: cfg.Logger}),
+			Memory: cfg.LiveMemory, FreezeAfter: freezeAfter(cfg.FreezeIdle), Log: cfg.Logger}),
 		tree: sessiontree.New(),
 	}
 	if b, ok := cfg.Backend.(backend.SpareBackend); ok && cfg.Spares > 0 {
@@ -160,6 +162,13 @@ func New(cfg Config) *Gateway {
 		g.spares.wg.Go(func() { g.keepSpares(b) })
 	}
 	return g
+}
+
+func freezeAfter(freeze bool) time.Duration {
+	if freeze {
+		return pool.DefaultFreezeAfter
+	}
+	return -1
 }
 
 // NewMessageID returns a fresh id for a response message.

@@ -105,6 +105,10 @@ func New(cfg Config) *Pool {
 	if cfg.MaxOneOff <= 0 {
 		cfg.MaxOneOff = DefaultMaxOneOff
 	}
+	if cfg.OneOffTTL >= cfg.IdleTTL {
+		// One-offs kept as long as any conversation are like any other.
+		cfg.OneOffTTL, cfg.MaxOneOff = cfg.IdleTTL, cfg.Max
+	}
 	if cfg.FreezeAfter == 0 {
 		cfg.FreezeAfter = DefaultFreezeAfter
 	}

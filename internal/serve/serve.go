@@ -59,6 +59,7 @@ type Config struct {
 	LiveMemoryMiB int
 	OneOffTTL     time.Duration
 	Spares        int
+	FreezeIdle    bool
 	// TranscriptGrace keeps a CLI transcript nothing needs this long after
 	// its last write before it is deleted.
 	TranscriptGrace time.Duration
@@ -162,6 +163,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		LiveMemory:    int64(cfg.LiveMemoryMiB) << 20,
 		OneOffTTL:     cfg.OneOffTTL,
 		Spares:        cfg.Spares,
+		FreezeIdle:    cfg.FreezeIdle,
 		Logger:        log.With("component", "gateway"),
 	})
 	defer gw.Close()

@@ -76,12 +76,13 @@ func (g *gatewayProc) spares() int {
 
 // poolFigures are one side's measurements.
 type poolFigures struct {
-	firstTurn  time.Duration // median first turn of a new conversation, at low load
-	turn2      time.Duration // a two-turn conversation's second turn, after the burst
-	pss        int64         // whole tree after the one-offs and 10 s idle
-	cpu        float64       // whole tree, percent of one core, over the idle window
-	concurrent time.Duration // median wall of 10 new conversations at once
-	alive      int           // claude processes after the burst and 10 s idle
+	firstTurn   time.Duration // median first turn of a new conversation, at low load
+	turn2       time.Duration // a two-turn conversation's second turn, after the one-offs
+	pss         int64         // whole tree after the one-offs and 10 s idle
+	cpu         float64       // whole tree, percent of one core, over the idle window
+	concurrent  time.Duration // median wall of 10 new conversations at once
+	established time.Duration // median wall of their second turns at once
+	alive       int           // claude processes after the one-offs and 10 s idle
 }
 
 // fresh starts a gateway of one side for one phase of the measurement.
@@ -127,24 +128,24 @@ func measurePool(b *testing.B, args []string, runs, oneOffs, idle int, spares bo
 	f.firstTurn = median(firsts)
 	stop(g)
 
-	// One-off prompts (no session id, each its own first message),
-	// then real two-turn conversations whose second turn comes after a
-	// pause; then the tree's memory after 10 s and its CPU while idle.
+	// One-off prompts (no session id, each its own first message), then
+	// the tree's memory after 10 s; then real two-turn conversations whose
+	// second turn comes after a pause, and the CPU of everything left idle.
 	g = fresh(b, args)
 	for i := range oneOffs {
 		g.timed(b, prompt(fmt.Sprintf("one-off %d", i)))
 	}
+	time.Sleep(10 * time.Second)
+	f.pss, f.alive = g.treePSS(), len(g.claudes())
 	var seconds []time.Duration
-	for i := range max(runs/2, 1) {
+	for i := range runs {
 		key := fmt.Sprintf("two-turn-%d", i)
 		g.timed(b, prompt(key+", turn 1"), "X-Claude-Code-Session-Id", key)
 		time.Sleep(6 * time.Second) // the user reads; an idle process is frozen by now
-		two := fmt.Sprintf(`{"model":"test-model","max_tokens":100,"messages":[{"role":"user","content":%q},{"role":"assistant","content":"ok"},{"role":"user","content":"turn 2"}]}`, key+", turn 1")
-		seconds = append(seconds, g.timed(b, two, "X-Claude-Code-Session-Id", key))
+		seconds = append(seconds, g.timed(b, secondTurn(key+", turn 1"), "X-Claude-Code-Session-Id", key))
 	}
 	f.turn2 = median(seconds)
 	time.Sleep(10 * time.Second)
-	f.pss, f.alive = g.treePSS(), len(g.claudes())
 	before := g.treeTicks()
 	time.Sleep(time.Duration(idle) * time.Second)
 	after := g.treeTicks()
@@ -158,7 +159,7 @@ func measurePool(b *testing.B, args []string, runs, oneOffs, idle int, spares bo
 	// Ten new conversations at once, after one has shown the options.
 	g = fresh(b, args)
 	g.timed(b, prompt("warm-up"), "X-Claude-Code-Session-Id", "warm-up")
-	var walls []time.Duration
+	var walls, established []time.Duration
 	for i := range runs {
 		waitSpare(g, spares)
 		var wg sync.WaitGroup
@@ -170,8 +171,21 @@ func measurePool(b *testing.B, args []string, runs, oneOffs, idle int, spares bo
 		}
 		wg.Wait()
 		walls = append(walls, time.Since(t0))
+
+		// The same ten, established now, each send a second turn at once
+		// after a pause.
+		time.Sleep(6 * time.Second)
+		t0 = time.Now()
+		for j := range 10 {
+			wg.Go(func() {
+				key := fmt.Sprintf("conc-%d-%d", i, j)
+				g.timed(b, secondTurn(fmt.Sprintf("concurrent %d-%d", i, j)), "X-Claude-Code-Session-Id", key)
+			})
+		}
+		wg.Wait()
+		established = append(established, time.Since(t0))
 	}
-	f.concurrent = median(walls)
+	f.concurrent, f.established = median(walls), median(established)
 	stop(g)
 	return f
 }
@@ -213,6 +227,14 @@ func BenchmarkPool(b *testing.B) {
 	b.ReportMetric(msOf(now.concurrent), "10-new-wall-ms")
 	b.ReportMetric(msOf(before.concurrent), "10-new-wall-before-ms")
 	b.ReportMetric(float64(now.concurrent)/float64(before.concurrent), "10-new-wall-ratio")
+	b.ReportMetric(msOf(now.established), "10-established-wall-ms")
+	b.ReportMetric(msOf(before.established), "10-established-wall-before-ms")
+}
+
+// secondTurn is a conversation's second request: its first prompt, the
+// fake upstream's answer, and a new prompt.
+func secondTurn(first string) string {
+	return fmt.Sprintf(`{"model":"test-model","max_tokens":100,"messages":[{"role":"user","content":%q},{"role":"assistant","content":"ok"},{"role":"user","content":"turn 2"}]}`, first)
 }
 
 func httpGet(url string) (string, error) {

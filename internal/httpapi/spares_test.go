@@ -7,12 +7,14 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
+	"github.com/meridian-gw/meridian/internal/backend/claude"
 	"github.com/meridian-gw/meridian/internal/testkit"
 )
 
@@ -104,4 +106,74 @@ func sessionPid(s *stack, session string) int {
 func toolCount(r testkit.Request) int {
 	tools, _ := r.Body["tools"].([]any)
 	return len(tools)
+}
+
+// gatedLauncher starts real CLIs, but once closed holds every launch until
+// opened again.
+type gatedLauncher struct {
+	held chan struct{} // receives when a launch waits at the gate
+	mu   sync.Mutex
+	gate chan struct{} // closed: launches pass
+	open bool
+}
+
+func (l *gatedLauncher) Launch(spec claude.Spec) (claude.Proc, error) {
+	l.mu.Lock()
+	gate := l.gate
+	l.mu.Unlock()
+	select {
+	case <-gate:
+	default:
+		l.held <- struct{}{}
+		<-gate
+	}
+	return claude.ExecLauncher{}.Launch(spec)
+}
+
+func (l *gatedLauncher) set(open bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case open && !l.open:
+		close(l.gate)
+	case !open && l.open:
+		l.gate = make(chan struct{})
+	}
+	l.open = open
+}
+
+// The spare a conversation takes is replaced off the request path: with
+// every launch held, the conversation's answer arrives while its
+// replacement waits to start, and the replacement starts once launches
+// pass again.
+func TestSpareIsReplacedOffTheRequestPath(t *testing.T) {
+	t.Parallel()
+	launches := &gatedLauncher{held: make(chan struct{}, 4), gate: make(chan struct{})}
+	launches.set(true)
+	s := newStack(t, stackOptions{sessions: true, spares: 1, launcher: launches})
+	t.Cleanup(func() { launches.set(true) }) // before the stack closes: nothing waits at the gate
+	s.Upstream.Always(testkit.Reply{Text: "ok"})
+	if _, err := s.client(option.WithHeader("X-Claude-Code-Session-Id", "a")).Messages.New(context.Background(), simpleParams("first")); err != nil {
+		t.Fatal(err)
+	}
+	spare := waitSpares(t, s, 1)
+	launches.set(false)
+	// Were the replacement on the request path, this answer would wait at
+	// the gate until the deadline.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var resp *http.Response
+	if _, err := s.client(option.WithHeader("X-Claude-Code-Session-Id", "b")).Messages.New(ctx, simpleParams("second"), option.WithResponseInto(&resp)); err != nil {
+		t.Fatal(err)
+	}
+	if pid := sessionPid(s, resp.Header.Get("X-Meridian-Session-Id")); !slices.Contains(spare, pid) {
+		t.Fatalf("the conversation ran in process %d, not the spare %v", pid, spare)
+	}
+	select {
+	case <-launches.held: // the replacement waits at the gate; the answer came first
+	case <-time.After(10 * time.Second):
+		t.Fatal("no replacement was launched")
+	}
+	launches.set(true)
+	waitSpares(t, s, 1)
 }

@@ -235,6 +235,33 @@ func migrations() []string {
 		owner      TEXT    NOT NULL,
 		started_at INTEGER NOT NULL
 	);`,
+		// One row per request for the telemetry pages: counts, names and
+		// times, never message content.
+		`CREATE TABLE requests (
+		id           INTEGER PRIMARY KEY AUTOINCREMENT,
+		at           INTEGER NOT NULL,
+		api          TEXT    NOT NULL,
+		client       TEXT    NOT NULL,
+		conversation TEXT    NOT NULL,
+		profile      TEXT    NOT NULL,
+		model        TEXT    NOT NULL,
+		effective    TEXT    NOT NULL,
+		verdict      TEXT    NOT NULL,
+		live         INTEGER NOT NULL,
+		replay       INTEGER NOT NULL,
+		stream       INTEGER NOT NULL,
+		queue_ns     INTEGER NOT NULL,
+		ttft_ns      INTEGER NOT NULL,
+		total_ns     INTEGER NOT NULL,
+		input        INTEGER NOT NULL,
+		output       INTEGER NOT NULL,
+		cache_read   INTEGER NOT NULL,
+		cache_write  INTEGER NOT NULL,
+		cost         REAL    NOT NULL,
+		status       INTEGER NOT NULL,
+		error_type   TEXT    NOT NULL
+	);
+	CREATE INDEX requests_at ON requests (at);`,
 	}
 }
 

@@ -1,0 +1,172 @@
+// Package telemetry describes what Meridian records about each request and
+// computes the figures its pages and JSON show from those records. It does
+// no I/O: the history package stores records, httpapi serves the figures.
+// No record holds message content: a conversation is a short hash of its
+// key, and the rest is counts, names and times.
+package telemetry
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"sync"
+	"time"
+)
+
+// APIs a request may arrive through.
+const (
+	APIMessages  = "messages"
+	APIChat      = "chat"
+	APIResponses = "responses"
+)
+
+// Tokens are a request's token counts by kind.
+type Tokens struct {
+	Input      int64 `json:"input"`
+	Output     int64 `json:"output"`
+	CacheRead  int64 `json:"cache_read"`
+	CacheWrite int64 `json:"cache_write"`
+}
+
+// Add sums two counts.
+func (t Tokens) Add(o Tokens) Tokens {
+	return Tokens{t.Input + o.Input, t.Output + o.Output, t.CacheRead + o.CacheRead, t.CacheWrite + o.CacheWrite}
+}
+
+// Record is one request as Meridian saw it.
+type Record struct {
+	ID   int64     `json:"id,omitempty"` // assigned by the history
+	Time time.Time `json:"time"`         // when the request arrived
+	API  string    `json:"api"`
+	// Client is the adapter that recognised the client (claude-code,
+	// opencode, generic, …); empty for requests that never got that far.
+	Client string `json:"client,omitempty"`
+	// Conversation is a short hash of the conversation key, never the key.
+	Conversation string `json:"conversation,omitempty"`
+	Profile      string `json:"profile,omitempty"`
+	// Model is what the client asked for; Effective what answered.
+	Model     string `json:"model,omitempty"`
+	Effective string `json:"effective_model,omitempty"`
+	// Verdict is lineage's: new, continues, diverged…; empty for requests
+	// without a conversation.
+	Verdict string `json:"verdict,omitempty"`
+	// Live says the turn ran on the conversation's live process.
+	Live bool `json:"live"`
+	// Replay says the answer came from a saved answer, nothing ran.
+	Replay    bool          `json:"replay"`
+	Stream    bool          `json:"stream"`
+	QueueWait time.Duration `json:"queue_wait_ns"`
+	// TTFT is the time to the first content the client received (0: none).
+	TTFT   time.Duration `json:"ttft_ns"`
+	Total  time.Duration `json:"total_ns"`
+	Tokens Tokens        `json:"tokens"`
+	// Cost is the API-equivalent list price of the tokens in US dollars:
+	// an estimate, and -1 when no price is known for the model.
+	Cost      float64 `json:"cost_usd"`
+	Status    int     `json:"status"`
+	ErrorType string  `json:"error_type,omitempty"`
+}
+
+// ConversationHash shortens a conversation key to a stable label that does
+// not reveal it.
+func ConversationHash(profile, key string) string {
+	if key == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(profile + "\x00" + key))
+	return hex.EncodeToString(sum[:6])
+}
+
+// Trace gathers one request's record while it runs: the HTTP layer opens
+// it, the gateway adds what it decides, and the output notes the first
+// byte. Its methods are safe on a nil Trace, so code that runs without
+// telemetry need not check.
+type Trace struct {
+	mu    sync.Mutex
+	rec   Record
+	start time.Time
+}
+
+// NewTrace opens a trace for a request that arrived at start.
+func NewTrace(api string, start time.Time) *Trace {
+	return &Trace{rec: Record{API: api, Time: start}, start: start}
+}
+
+type traceKey struct{}
+
+// With returns ctx carrying tr.
+func With(ctx context.Context, tr *Trace) context.Context {
+	return context.WithValue(ctx, traceKey{}, tr)
+}
+
+// From returns the trace ctx carries, or nil.
+func From(ctx context.Context) *Trace {
+	tr, _ := ctx.Value(traceKey{}).(*Trace)
+	return tr
+}
+
+func (tr *Trace) update(f func(*Record)) {
+	if tr == nil {
+		return
+	}
+	tr.mu.Lock()
+	f(&tr.rec)
+	tr.mu.Unlock()
+}
+
+// Request notes what the client asked for.
+func (tr *Trace) Request(model string, stream bool) {
+	tr.update(func(r *Record) { r.Model, r.Stream = model, stream })
+}
+
+// Conversation notes the client adapter and the conversation.
+func (tr *Trace) Conversation(client, profile, key string) {
+	tr.update(func(r *Record) {
+		r.Client, r.Profile, r.Conversation = client, profile, ConversationHash(profile, key)
+	})
+}
+
+// Verdict notes lineage's verdict and whether the live process served.
+func (tr *Trace) Verdict(verdict string, live bool) {
+	tr.update(func(r *Record) { r.Verdict, r.Live = verdict, live })
+}
+
+// Queued adds time spent waiting for admission.
+func (tr *Trace) Queued(d time.Duration) {
+	tr.update(func(r *Record) { r.QueueWait += d })
+}
+
+// Answered notes the model that answered and the tokens the turn used.
+func (tr *Trace) Answered(effective string, t Tokens) {
+	tr.update(func(r *Record) {
+		if effective != "" {
+			r.Effective = effective
+		}
+		r.Tokens = r.Tokens.Add(t)
+	})
+}
+
+// Replayed notes an answer served from a saved one.
+func (tr *Trace) Replayed() { tr.update(func(r *Record) { r.Replay = true }) }
+
+// FirstByte notes the first content sent to the client; later calls are
+// ignored.
+func (tr *Trace) FirstByte(at time.Time) {
+	tr.update(func(r *Record) {
+		if r.TTFT == 0 {
+			r.TTFT = max(at.Sub(tr.start), 1)
+		}
+	})
+}
+
+// Finish closes the record with the response's status and error type at
+// end and returns it.
+func (tr *Trace) Finish(status int, errorType string, end time.Time) Record {
+	if tr == nil {
+		return Record{}
+	}
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.rec.Status, tr.rec.ErrorType, tr.rec.Total = status, errorType, end.Sub(tr.start)
+	return tr.rec
+}

@@ -41,8 +41,12 @@ func (s *Server) guard(next http.Handler) http.Handler {
 	})
 }
 
+// needsKey: everything but the probes a client or a supervisor makes
+// before it has a key (the root and /health). The model routes answer
+// without the /v1 prefix too, so a list of protected prefixes would miss
+// some.
 func needsKey(path string) bool {
-	return strings.HasPrefix(path, "/v1/") || path == "/messages" || strings.HasPrefix(path, "/messages/") || path == "/inflight"
+	return path != "/" && path != "/health"
 }
 
 // presentedKey is the API key a request carries, as x-api-key or a bearer

@@ -129,6 +129,17 @@ func TestAPIKeyIsRequiredWhenSet(t *testing.T) {
 
 	resp, b := do(t, http.MethodPost, s.URL+"/v1/messages", body, nil)
 	anthropicError(t, resp, b, 401, "authentication_error", "API key")
+	// Every model route, with and without /v1, and the pages that show
+	// what runs.
+	for _, path := range []string{"/messages", "/chat/completions", "/v1/chat/completions", "/responses", "/v1/responses", "/inflight", "/metrics", "/telemetry/summary"} {
+		method := http.MethodPost
+		if path == "/inflight" || path == "/metrics" || path == "/telemetry/summary" {
+			method = http.MethodGet
+		}
+		if resp, _ := do(t, method, s.URL+path, body, nil); resp.StatusCode != 401 {
+			t.Errorf("%s %s without the key: %d", method, path, resp.StatusCode)
+		}
+	}
 	resp, b = do(t, http.MethodPost, s.URL+"/v1/messages", body, map[string]string{"X-Api-Key": "wrong"})
 	anthropicError(t, resp, b, 401, "authentication_error", "API key")
 	resp, _ = do(t, http.MethodPost, s.URL+"/v1/messages", body, map[string]string{"Authorization": "Bearer sekrit"})

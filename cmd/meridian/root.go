@@ -12,11 +12,13 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/meridian-gw/meridian/internal/config"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/httpapi"
 	"github.com/meridian-gw/meridian/internal/pool"
 	"github.com/meridian-gw/meridian/internal/responses"
 	"github.com/meridian-gw/meridian/internal/serve"
+	"github.com/meridian-gw/meridian/internal/telemetry/history"
 	"github.com/meridian-gw/meridian/internal/transcripts"
 )
 
@@ -133,6 +135,9 @@ func bindServeFlags(fs *pflag.FlagSet, cfg *serve.Config, env map[string]string)
 	integer(&cfg.Spares, "spares", "MERIDIAN_SPARES", gateway.DefaultSpares, "claude processes started ahead of need for new conversations, for the model and settings recent ones used most (0: none)")
 	duration(&cfg.OneOffTTL, "one-off-ttl", "MERIDIAN_ONE_OFF_TTL", pool.DefaultOneOffTTL, "how long the process of a conversation that had one turn and no client session id stays idle (two such at most; as long as --idle-ttl: like any other)")
 	duration(&cfg.StallTimeout, "stall-timeout", "MERIDIAN_STALL_TIMEOUT", gateway.DefaultStallTimeout, "a turn whose claude produces no output for this long is stopped with a 504 and its process closed")
+	duration(&cfg.TelemetryMaxAge, "telemetry-max-age", "MERIDIAN_TELEMETRY_MAX_AGE", history.DefaultMaxAge, "how long the per-request telemetry records are kept")
+	integer(&cfg.TelemetryMaxRows, "telemetry-max-rows", "MERIDIAN_TELEMETRY_MAX_ROWS", history.DefaultMaxRows, "most per-request telemetry records kept; the oldest go first")
+	cfg.ConfigPath = config.Path(env)
 	duration(&cfg.TranscriptGrace, "transcript-grace", "MERIDIAN_TRANSCRIPT_GRACE", transcripts.DefaultGrace, "delete the claude transcripts no conversation needs once unused this long")
 	duration(&cfg.DrainTimeout, "drain-timeout", "MERIDIAN_DRAIN_TIMEOUT", httpapi.DefaultDrainTimeout, "on SIGTERM or SIGINT, how long running requests may finish before they are cancelled (a second signal cancels them at once)")
 

@@ -13,11 +13,16 @@ import (
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/meridian-gw/meridian/internal/pricing"
 )
 
 // Config is every setting the file may hold.
 type Config struct {
 	Harness Harness `toml:"harness"`
+	// Pricing overrides or adds list prices (US dollars per million
+	// tokens) by model id prefix, for the cost estimates.
+	Pricing map[string]pricing.Price `toml:"pricing"`
 }
 
 // Harness holds the settings of the agent CLIs meridian launches for a lead.

@@ -15,6 +15,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/lineage"
 	"github.com/meridian-gw/meridian/internal/pool"
 	"github.com/meridian-gw/meridian/internal/session"
+	"github.com/meridian-gw/meridian/internal/telemetry"
 )
 
 // publishTimeout bounds the store write after a turn; it runs even when the
@@ -174,10 +175,9 @@ func (g *Gateway) runTurn(ctx context.Context, t *turn, id string, out Output) e
 	if len(in.Results) > 0 {
 		r.reported = usageOf(t.live.Reported) // the paused turn's earlier responses
 	}
-	res, err := g.turn(ctx, sess, in, func(ev *backend.Event) error {
-		g.observe(ev)
-		return r.handle(ev)
-	})
+	tr := telemetry.From(ctx)
+	tr.Verdict(t.verdict.Kind.String(), t.reused)
+	res, err := g.turn(ctx, sess, in, g.emitter(tr, r))
 	logAttrs := []any{"conversation", t.ident.Key, "client", t.ident.Client, "verdict", t.verdict.Kind.String(),
 		"live", t.reused, "session", sess.ID(), "model", r.start.Model, "took", g.cfg.Now().Sub(began)}
 	switch {
@@ -186,6 +186,7 @@ func (g *Gateway) runTurn(ctx context.Context, t *turn, id string, out Output) e
 		// Published before the response ends: a client that sends its
 		// results the moment it has the calls must find them recorded.
 		r.closeMessageUsage()
+		tr.Answered(r.start.Model, tokensOf(r.usage))
 		t.live.Reported = backendUsage(plus(r.reported, r.usage))
 		g.publish(ctx, t, sess, res, &r.reply, pendingPin(r.calls))
 		return r.finishPaused()
@@ -222,6 +223,7 @@ func (g *Gateway) runTurn(ctx context.Context, t *turn, id string, out Output) e
 	g.log.Info("turn done", append(logAttrs, "stop", res.StopReason, "input_bytes", res.InputBytes,
 		"input_tokens", res.Usage.InputTokens, "output_tokens", res.Usage.OutputTokens,
 		"cache_read", res.Usage.CacheReadInputTokens, "cache_write", res.Usage.CacheCreationInputTokens)...)
+	tr.Answered(r.start.Model, tokensOf(usageOf(res.Usage)))
 	t.live.Reported = backend.Usage{}
 	g.publish(ctx, t, sess, res, &r.reply, res.Pin) // before the last byte, as above
 	return r.finish(res)

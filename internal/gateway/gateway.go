@@ -23,6 +23,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/retryafter"
 	"github.com/meridian-gw/meridian/internal/session"
 	"github.com/meridian-gw/meridian/internal/sessiontree"
+	"github.com/meridian-gw/meridian/internal/telemetry"
 )
 
 // Config configures a Gateway.
@@ -185,8 +186,13 @@ func (g *Gateway) Messages(ctx context.Context, req Request, id string, out Outp
 	}
 	tools, _ := toolsOf(req.Body)
 	opts.Tools = tools.list
-	if g.cfg.Sessions != nil {
+	tr := telemetry.From(ctx)
+	tr.Request(req.Body.Model, req.Body.Stream)
+	if g.cfg.Sessions == nil {
+		tr.Conversation(adapter.Detect(req.Header, req.Body).Name(), g.cfg.Profile, "")
+	} else {
 		ident := adapter.Detect(req.Header, req.Body).Identify(req.Header, req.Body).WithHints(req.Hints, req.Body).Bounded()
+		tr.Conversation(ident.Client, g.cfg.Profile, ident.Key)
 		if ident.Key != "" {
 			ctx, leave := g.enterTree(ctx, ident)
 			defer leave()
@@ -216,15 +222,14 @@ func (g *Gateway) oneShot(ctx context.Context, req *anthropic.MessagesRequest, o
 
 	r := newRelay(out, Start{ID: id, Model: req.Model}, req, sess.ID)
 	r.tools, r.answer = tools, sess.Answer
-	res, err := g.turn(ctx, sess, backend.Input{Content: replay.Render(req.Messages)}, func(ev *backend.Event) error {
-		g.observe(ev)
-		return r.handle(ev)
-	})
+	tr := telemetry.From(ctx)
+	res, err := g.turn(ctx, sess, backend.Input{Content: replay.Render(req.Messages)}, g.emitter(tr, r))
 	switch {
 	case err == nil && res.Paused:
 		// Nobody can continue this turn (the request has no identity): the
 		// client's results will come with a request that replays it all.
 		g.log.Info("turn handed client tool calls", "session", sess.ID(), "calls", len(r.calls))
+		tr.Answered(r.start.Model, tokensOf(r.usage))
 		return r.finishPaused()
 	case errors.Is(err, errEnough):
 		err = r.finishEarly()
@@ -241,6 +246,7 @@ func (g *Gateway) oneShot(ctx context.Context, req *anthropic.MessagesRequest, o
 			"retry_after", e.RetryAfter, "wait_source", e.WaitSource, "error", res.Failure.Message)
 		return e
 	}
+	tr.Answered(r.start.Model, tokensOf(usageOf(res.Usage)))
 	g.log.Info("turn done", "session", res.SessionID, "model", r.start.Model, "stop", res.StopReason, "took", g.cfg.Now().Sub(began),
 		"input_tokens", res.Usage.InputTokens, "output_tokens", res.Usage.OutputTokens,
 		"cache_read", res.Usage.CacheReadInputTokens, "cache_write", res.Usage.CacheCreationInputTokens)
@@ -351,7 +357,9 @@ func Ignored(req *anthropic.MessagesRequest) []string {
 }
 
 func (g *Gateway) admit(ctx context.Context) (func(), error) {
+	began := g.cfg.Now()
 	release, err := g.slots.Acquire(ctx)
+	telemetry.From(ctx).Queued(g.cfg.Now().Sub(began))
 	if err == nil {
 		return release, nil
 	}

@@ -77,6 +77,8 @@ type BackendLoad struct {
 	Live    int `json:"live_processes"` // processes, busy and idle
 	Idle    int `json:"idle_processes"`
 	Spares  int `json:"spare_processes"` // of the idle, those no conversation has yet
+	// IdleMemory is what the idle processes hold (PSS, in bytes).
+	IdleMemory int64 `json:"idle_memory_bytes"`
 }
 
 // TreeGauges are the session tree's live figures.
@@ -97,7 +99,8 @@ func (g *Gateway) Inflight() Inflight {
 		spares += n
 	}
 	return Inflight{
-		Backends:      map[string]BackendLoad{"claude": {Running: running, Queued: queued, Slots: slots, Live: live, Idle: idle, Spares: spares}},
+		Backends: map[string]BackendLoad{"claude": {Running: running, Queued: queued, Slots: slots, Live: live, Idle: idle, Spares: spares,
+			IdleMemory: g.pool.IdleMemory()}},
 		Conversations: per,
 		Tree:          TreeGauges{Requests: gauges.Requests, Linked: gauges.Linked, Cancelled: gauges.Cancelled},
 	}

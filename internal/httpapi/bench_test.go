@@ -185,6 +185,39 @@ func besideMessages(b *testing.B, route benchRoute, name string) {
 	b.ReportMetric(float64(over)/float64(max(msgOver, time.Microsecond)), "x-messages-overhead")
 }
 
+// BenchmarkRelayTelemetry measures the Messages relay with the request
+// history and metrics on beside the same relay with them off, interleaved
+// in one run, and reports the ratio of their overheads over the baseline.
+func BenchmarkRelayTelemetry(b *testing.B) {
+	off := benchStack(b)
+	on := newStack(b, stackOptions{claudePath: "in-process", launcher: testkit.NewInProcessCLI(benchChunks()),
+		maxConcurrent: 256, telemetry: true})
+	base := baseline(b)
+	c := newBenchClient()
+	for _, u := range []string{off.URL, on.URL, base} {
+		latencies(b, c, u, 50)
+	}
+	b.ResetTimer()
+	var offs, ons, bl []time.Duration
+	for i := 0; i < b.N; i++ {
+		offs = append(offs, latencies(b, c, off.URL, 1)...)
+		ons = append(ons, latencies(b, c, on.URL, 1)...)
+		bl = append(bl, latencies(b, c, base, 1)...)
+	}
+	b.StopTimer()
+	for _, d := range [][]time.Duration{offs, ons, bl} {
+		slices.Sort(d)
+	}
+	median := func(d []time.Duration) time.Duration { return d[len(d)/2] }
+	overOff, overOn := median(offs)-median(bl), median(ons)-median(bl)
+	b.ReportMetric(ms(median(ons)), "telemetry-p50-ms")
+	b.ReportMetric(ms(median(offs)), "off-p50-ms")
+	b.ReportMetric(ms(overOn), "telemetry-overhead-p50-ms")
+	b.ReportMetric(ms(overOff), "off-overhead-p50-ms")
+	b.ReportMetric(float64(overOn)/float64(max(overOff, time.Microsecond)), "x-off-overhead")
+	b.ReportMetric(float64(median(ons))/float64(median(offs)), "x-off-p50")
+}
+
 // BenchmarkRelayThroughput runs many clients at once and reports streamed
 // responses per second, for Meridian and for the baseline, side by side.
 func BenchmarkRelayThroughput(b *testing.B) {

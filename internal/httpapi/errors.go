@@ -10,6 +10,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/anthropic"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/openai"
+	"github.com/meridian-gw/meridian/internal/telemetry"
 )
 
 // openAIRequest reports whether a request speaks OpenAI, whose errors take
@@ -28,6 +29,7 @@ func openAIRequest(r *http.Request) bool {
 // writeError renders an error envelope in the request's protocol, with its
 // status and, for statuses that carry one, Retry-After.
 func writeError(w http.ResponseWriter, r *http.Request, e *gateway.Error) {
+	telemetry.From(r.Context()).Failed(e.Status, e.Type)
 	retryAfterHeader(w.Header(), e)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(e.Status)

@@ -85,6 +85,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req gateway.Requ
 	err := settled(r, s.gw.Messages(r.Context(), req, id, out))
 	// No ping may commit the stream while an error is being answered.
 	out.stopPings()
+	noteFailure(r, err)
 	if err == nil || out.fail(err) {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/anthropic"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/journal"
+	"github.com/meridian-gw/meridian/internal/telemetry"
 )
 
 // Headers of request identity and replay.
@@ -61,6 +62,7 @@ func (s *Server) once(w http.ResponseWriter, r *http.Request, raw []byte, req *a
 		return // the client left while it waited
 	case saved != nil:
 		s.log.Info("answered from a saved answer: the request was a retry", "path", r.URL.Path, "bytes", len(saved.Body))
+		telemetry.From(r.Context()).Replayed()
 		replayAnswer(w, saved)
 		return
 	}

@@ -14,8 +14,13 @@ import (
 	"github.com/meridian-gw/meridian/internal/answers"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/journal"
+	"github.com/meridian-gw/meridian/internal/logring"
+	"github.com/meridian-gw/meridian/internal/metrics"
 	"github.com/meridian-gw/meridian/internal/openai"
+	"github.com/meridian-gw/meridian/internal/pricing"
 	"github.com/meridian-gw/meridian/internal/responses"
+	"github.com/meridian-gw/meridian/internal/telemetry"
+	"github.com/meridian-gw/meridian/internal/telemetry/history"
 )
 
 // Config configures a Server.
@@ -49,6 +54,14 @@ type Config struct {
 	Answers     *answers.Cache
 	AnswerBytes int
 	Journal     *journal.Journal
+
+	// History keeps a record of each model request, Metrics counts them
+	// for /metrics, Prices estimates their cost and Logs holds the recent
+	// log lines; any may be nil (then that page answers 404).
+	History *history.History
+	Metrics *metrics.Metrics
+	Prices  *pricing.Table
+	Logs    *logring.Ring
 
 	Gateway *gateway.Gateway
 	Logger  *slog.Logger
@@ -152,6 +165,10 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /v1/sessions/{key}/cancel", s.cancelSession)
 	mux.HandleFunc("GET /inflight", s.inflight)
 	mux.HandleFunc("GET /health", s.health)
+	mux.HandleFunc("GET /metrics", s.metrics)
+	mux.HandleFunc("GET /telemetry/summary", s.telemetrySummary)
+	mux.HandleFunc("GET /telemetry/requests", s.telemetryRequests)
+	mux.HandleFunc("GET /telemetry/logs", s.telemetryLogs)
 	mux.HandleFunc("GET /{$}", s.root)
 	mux.HandleFunc("/", s.notFound)
 	return s.track(s.recoverer(s.logRequests(s.guard(mux))))
@@ -207,6 +224,11 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
+		if api := modelAPI(r); api != "" {
+			tr := telemetry.NewTrace(api, start)
+			r = r.WithContext(telemetry.With(r.Context(), tr))
+			defer func() { s.record(r, tr, sw.status) }()
+		}
 		next.ServeHTTP(sw, r)
 		level := slog.LevelInfo
 		if r.URL.Path == "/health" || r.Method == http.MethodHead {

@@ -20,10 +20,14 @@ import (
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/httpapi"
 	"github.com/meridian-gw/meridian/internal/journal"
+	"github.com/meridian-gw/meridian/internal/logring"
+	"github.com/meridian-gw/meridian/internal/metrics"
 	"github.com/meridian-gw/meridian/internal/openai"
+	"github.com/meridian-gw/meridian/internal/pricing"
 	"github.com/meridian-gw/meridian/internal/responses"
 	"github.com/meridian-gw/meridian/internal/session"
 	"github.com/meridian-gw/meridian/internal/store"
+	"github.com/meridian-gw/meridian/internal/telemetry/history"
 	"github.com/meridian-gw/meridian/internal/testkit"
 )
 
@@ -35,6 +39,7 @@ type stack struct {
 	Marker   string // finds the CLI processes this stack started
 	Gateway  *gateway.Gateway
 	DataDir  string
+	History  *history.History // with telemetry
 	env      []string
 	stop     func() // stops the server and joins everything; also run at cleanup
 }
@@ -55,10 +60,12 @@ type stackOptions struct {
 
 	// sessions makes conversations durable (SQLite in the data dir).
 	sessions bool
-	turnWait time.Duration
-	leaseTTL time.Duration
-	maxLive  int
-	noLive   bool
+	// telemetry keeps the request history and /metrics.
+	telemetry bool
+	turnWait  time.Duration
+	leaseTTL  time.Duration
+	maxLive   int
+	noLive    bool
 	// share runs this stack as another meridian process beside an
 	// existing one: same upstream, CLI config dir and data dir.
 	share *stack
@@ -144,6 +151,25 @@ func newStack(t testing.TB, o stackOptions) *stack {
 		}
 		hcfg.Answers, hcfg.AnswerBytes = answers.New(lim, nil), lim.EntryBytes
 	}
+	var hist *history.History
+	if o.telemetry {
+		tdb := db
+		if tdb == nil {
+			var err error
+			if tdb, err = store.Open(context.Background(), filepath.Join(dataDir, "meridian.db")); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { tdb.Close() })
+		}
+		hist = history.Open(tdb, history.Limits{}, log, nil)
+		t.Cleanup(hist.Close) // after the server has stopped (cleanups run last first)
+		hcfg.History, hcfg.Logs = hist, logring.New(0)
+		hcfg.Prices, _ = pricing.New(map[string]pricing.Price{"test-model": {Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75}})
+		hcfg.Metrics = metrics.New(func(context.Context) metrics.Load {
+			b := gw.Inflight().Backends["claude"]
+			return metrics.Load{Running: b.Running, Queued: b.Queued, Slots: b.Slots, Live: b.Live, Idle: b.Idle, Spares: b.Spares}
+		})
+	}
 	srv, err := httpapi.New(hcfg)
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +201,7 @@ func newStack(t testing.TB, o stackOptions) *stack {
 		}
 	})
 	return &stack{URL: "http://" + ln.Addr().(*net.TCPAddr).String(), Upstream: up, Marker: marker, Gateway: gw,
-		DataDir: dataDir, env: env, stop: stop}
+		DataDir: dataDir, History: hist, env: env, stop: stop}
 }
 
 // openResponses opens the response store in a data dir, with its sealer.

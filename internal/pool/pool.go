@@ -237,6 +237,18 @@ func (p *Pool) Stats() (live, idle int) {
 	return p.count, len(p.idle)
 }
 
+// IdleMemory is what idle sessions and spares hold, as measured when each
+// became idle.
+func (p *Pool) IdleMemory() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var held int64
+	for _, l := range p.idle {
+		held += l.memory
+	}
+	return held
+}
+
 // SessionIDs lists the backend sessions of every live session, idle or in
 // use.
 func (p *Pool) SessionIDs() []string {

@@ -22,6 +22,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/httpapi"
 	"github.com/meridian-gw/meridian/internal/journal"
+	"github.com/meridian-gw/meridian/internal/logring"
 	"github.com/meridian-gw/meridian/internal/openai"
 	"github.com/meridian-gw/meridian/internal/responses"
 	"github.com/meridian-gw/meridian/internal/session"
@@ -66,6 +67,11 @@ type Config struct {
 	// DrainTimeout bounds the drain when ctx ends; Hurry ends it at once.
 	DrainTimeout time.Duration
 	Hurry        <-chan struct{}
+	// ConfigPath is the settings file (pricing overrides); missing is fine.
+	ConfigPath string
+	// TelemetryMaxAge and TelemetryMaxRows bound the request history.
+	TelemetryMaxAge  time.Duration
+	TelemetryMaxRows int
 }
 
 // settleConcurrency makes the two process bounds agree: every running turn
@@ -105,7 +111,8 @@ func DefaultLiveMemoryMiB() int {
 // Run assembles the gateway (database, claude driver, gateway, stored
 // responses, HTTP server) and serves until ctx ends.
 func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) error {
-	log, err := newLogger(cfg.LogLevel, cfg.LogFormat, logTo)
+	logs := logring.New(0)
+	log, err := newLogger(cfg.LogLevel, cfg.LogFormat, io.MultiWriter(logTo, logs))
 	if err != nil {
 		return err
 	}
@@ -179,8 +186,17 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	if err != nil {
 		return err
 	}
+	tel, err := openTelemetry(db, cfg, gw, log)
+	if err != nil {
+		return err
+	}
+	defer tel.history.Close() // after the server: the last records are written
 	lim := answers.DefaultLimits()
 	srv, err := httpapi.New(httpapi.Config{
+		History:      tel.history,
+		Metrics:      tel.metrics,
+		Prices:       tel.prices,
+		Logs:         logs,
 		Answers:      answers.New(lim, nil),
 		AnswerBytes:  lim.EntryBytes,
 		Journal:      journal.New(db, 0, 0, nil),

@@ -85,6 +85,9 @@ type Trace struct {
 	mu    sync.Mutex
 	rec   Record
 	start time.Time
+	// failed is the status of an error answered inside a stream that had
+	// already begun with 200.
+	failed int
 }
 
 // NewTrace opens a trace for a request that arrived at start.
@@ -159,6 +162,12 @@ func (tr *Trace) FirstByte(at time.Time) {
 	})
 }
 
+// Failed notes the error a request was answered with: its status and
+// type. An error inside a stream that began with 200 counts as its status.
+func (tr *Trace) Failed(status int, errorType string) {
+	tr.update(func(r *Record) { tr.failed, r.ErrorType = status, errorType })
+}
+
 // Finish closes the record with the response's status and error type at
 // end and returns it.
 func (tr *Trace) Finish(status int, errorType string, end time.Time) Record {
@@ -167,6 +176,12 @@ func (tr *Trace) Finish(status int, errorType string, end time.Time) Record {
 	}
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	tr.rec.Status, tr.rec.ErrorType, tr.rec.Total = status, errorType, end.Sub(tr.start)
+	if tr.failed != 0 {
+		status = tr.failed
+	}
+	if errorType != "" {
+		tr.rec.ErrorType = errorType
+	}
+	tr.rec.Status, tr.rec.Total = status, end.Sub(tr.start)
 	return tr.rec
 }

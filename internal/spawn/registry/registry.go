@@ -122,6 +122,25 @@ func (r *Registry) List(ctx context.Context, project string) ([]Row, error) {
 	return r.query(ctx, `SELECT `+rowColumns+` FROM spawns WHERE project = ? ORDER BY n`, project)
 }
 
+// CountByStatus counts the spawns of every project by status.
+func (r *Registry) CountByStatus(ctx context.Context) (map[string]int, error) {
+	rows, err := r.db.QueryContext(ctx, `SELECT status, COUNT(*) FROM spawns GROUP BY status`)
+	if err != nil {
+		return nil, fmt.Errorf("spawn registry: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var status string
+		var n int
+		if err := rows.Scan(&status, &n); err != nil {
+			return nil, fmt.Errorf("spawn registry: %w", err)
+		}
+		out[status] = n
+	}
+	return out, rows.Err()
+}
+
 // Children returns a lead's direct children, oldest first. A primary (a
 // session meridian claude started) is nobody's child: no lead is told
 // when it ends.

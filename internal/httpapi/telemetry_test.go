@@ -1,0 +1,164 @@
+package httpapi_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/openai/openai-go/v3"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/meridian-gw/meridian/internal/telemetry"
+	"github.com/meridian-gw/meridian/internal/testkit"
+)
+
+// telemetryTraffic makes four model requests through the real CLI: a new
+// conversation, its streamed continuation (on the live process), a chat
+// completion, and a request the decoder refuses. It returns the stack.
+func telemetryTraffic(t *testing.T) *stack {
+	t.Helper()
+	s := newStack(t, stackOptions{sessions: true, telemetry: true})
+	s.Upstream.Always(testkit.Reply{Text: "ok", Usage: scriptedUsage})
+	conv := option.WithHeader("X-Claude-Code-Session-Id", "telemetry-1")
+	first := simpleParams("first turn")
+	if _, err := s.client(conv).Messages.New(context.Background(), first); err != nil {
+		t.Fatal(err)
+	}
+	second := first
+	second.Messages = append(second.Messages, sdk.NewAssistantMessage(sdk.NewTextBlock("ok")), userMessage("second turn"))
+	st := s.client(conv).Messages.NewStreaming(context.Background(), second)
+	for st.Next() {
+	}
+	if err := st.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.chatClient().Chat.Completions.New(context.Background(), chatParams(openai.UserMessage("hello"))); err != nil {
+		t.Fatal(err)
+	}
+	resp, body := do(t, http.MethodPost, s.URL+"/v1/messages", `{"model":"test-model","max_tokens":10,"messages":"nope"}`, nil)
+	anthropicError(t, resp, body, 400, "invalid_request_error", "messages")
+	if err := s.History.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// Each request leaves one record with what Meridian decided and measured,
+// and the summary and /metrics count the same requests.
+func TestTelemetryRecordsEachRequest(t *testing.T) {
+	t.Parallel()
+	s := telemetryTraffic(t)
+
+	var page struct {
+		Requests []telemetry.Record `json:"requests"`
+	}
+	if resp := getJSON(t, s.URL+"/telemetry/requests", nil, &page); resp.StatusCode != 200 {
+		t.Fatalf("GET /telemetry/requests: %d", resp.StatusCode)
+	}
+	if len(page.Requests) != 4 {
+		t.Fatalf("%d records, want 4: %+v", len(page.Requests), page.Requests)
+	}
+	bad, chat, cont, first := page.Requests[0], page.Requests[1], page.Requests[2], page.Requests[3] // newest first
+	if bad.Status != 400 || bad.ErrorType != "invalid_request_error" || bad.API != telemetry.APIMessages {
+		t.Errorf("refused request: %+v", bad)
+	}
+	if chat.API != telemetry.APIChat || chat.Status != 200 || chat.Tokens.Output != 7 {
+		t.Errorf("chat request: %+v", chat)
+	}
+	if first.Verdict != "diverged" || first.Live || first.Client != "claude-code" || first.Conversation == "" {
+		t.Errorf("first turn: %+v", first)
+	}
+	if cont.Verdict != "continuation" || !cont.Live || !cont.Stream || cont.Conversation != first.Conversation {
+		t.Errorf("continuation: %+v", cont)
+	}
+	// scriptedUsage: 11 input, 5 cache writes, 3 cache reads, 7 output;
+	// test-model is priced 3/15/0.30/3.75 dollars per million tokens.
+	want := telemetry.Tokens{Input: 11, Output: 7, CacheRead: 3, CacheWrite: 5}
+	if cont.Tokens != want || cont.TTFT <= 0 || cont.TTFT > cont.Total || cont.Effective != "test-model" {
+		t.Errorf("continuation figures: %+v", cont)
+	}
+	if wantCost := (11*3 + 7*15 + 3*0.30 + 5*3.75) / 1e6; abs(cont.Cost-wantCost) > 1e-12 {
+		t.Errorf("cost %v, want %v", cont.Cost, wantCost)
+	}
+	for _, r := range page.Requests {
+		if strings.Contains(r.Conversation, "telemetry-1") {
+			t.Errorf("a record names the conversation key: %+v", r)
+		}
+	}
+
+	var sum struct {
+		Totals     telemetry.Totals `json:"totals"`
+		Cumulative telemetry.Totals `json:"cumulative"`
+		LiveRatio  float64          `json:"live_ratio"`
+		CostNote   string           `json:"cost_note"`
+	}
+	getJSON(t, s.URL+"/telemetry/summary?window=1h", nil, &sum)
+	if sum.Totals.Requests != 4 || sum.Totals.Errors != 1 || sum.Cumulative.Requests != 4 || sum.LiveRatio != 1 ||
+		sum.Totals.Tokens.Output != 21 || !strings.Contains(sum.CostNote, "estimate") {
+		t.Errorf("summary %+v", sum)
+	}
+
+	families := scrape(t, s.URL+"/metrics")
+	byStatus, byAPI := map[string]float64{}, map[string]float64{}
+	for _, m := range families["meridian_requests_total"].GetMetric() {
+		byStatus[label(m, "status")] += m.GetCounter().GetValue()
+		byAPI[label(m, "api")] += m.GetCounter().GetValue()
+	}
+	if byStatus["200"] != 3 || byStatus["400"] != 1 || byAPI["chat"] != 1 || byAPI["messages"] != 3 {
+		t.Errorf("meridian_requests_total by status %v, by api %v", byStatus, byAPI)
+	}
+	var output float64
+	for _, m := range families["meridian_tokens_total"].GetMetric() {
+		if label(m, "kind") == "output" {
+			output += m.GetCounter().GetValue()
+		}
+	}
+	if output != 21 {
+		t.Errorf("output tokens %v, want 21", output)
+	}
+	var hist uint64
+	for _, m := range families["meridian_request_duration_seconds"].GetMetric() {
+		hist += m.GetHistogram().GetSampleCount()
+	}
+	if hist != 4 {
+		t.Errorf("duration histogram counted %d requests", hist)
+	}
+	if _, ok := families["meridian_claude_processes"]; !ok {
+		t.Error("no meridian_claude_processes gauge")
+	}
+}
+
+func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, body := do(t, http.MethodGet, url, "", nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET /metrics: %d", resp.StatusCode)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatalf("/metrics does not parse: %v\n%s", err, body)
+	}
+	return families
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+func abs(f float64) float64 {
+	if f < 0 {
+		return -f
+	}
+	return f
+}

@@ -1,0 +1,48 @@
+package serve
+
+import (
+	"context"
+	"database/sql"
+	"log/slog"
+
+	"github.com/meridian-gw/meridian/internal/config"
+	"github.com/meridian-gw/meridian/internal/gateway"
+	"github.com/meridian-gw/meridian/internal/metrics"
+	"github.com/meridian-gw/meridian/internal/pricing"
+	"github.com/meridian-gw/meridian/internal/spawn/registry"
+	"github.com/meridian-gw/meridian/internal/telemetry/history"
+)
+
+// telemetryParts are what the telemetry pages and /metrics read.
+type telemetryParts struct {
+	history *history.History
+	metrics *metrics.Metrics
+	prices  *pricing.Table
+}
+
+// openTelemetry starts the request history on db, prices from the builtin
+// table with the config file's overrides, and the metrics whose gauges
+// read the gateway and the spawn registry.
+func openTelemetry(db *sql.DB, cfg Config, gw *gateway.Gateway, log *slog.Logger) (*telemetryParts, error) {
+	settings, err := config.Load(cfg.ConfigPath)
+	if err != nil {
+		return nil, err
+	}
+	prices, err := pricing.New(settings.Pricing)
+	if err != nil {
+		return nil, err
+	}
+	hist := history.Open(db, history.Limits{MaxAge: cfg.TelemetryMaxAge, MaxRows: cfg.TelemetryMaxRows},
+		log.With("component", "telemetry"), nil)
+	spawns := registry.New(db)
+	m := metrics.New(func(ctx context.Context) metrics.Load {
+		b := gw.Inflight().Backends["claude"]
+		counts, err := spawns.CountByStatus(ctx)
+		if err != nil {
+			log.Debug("metrics: could not count spawns", "err", err)
+		}
+		return metrics.Load{Running: b.Running, Queued: b.Queued, Slots: b.Slots, Live: b.Live, Idle: b.Idle,
+			Spares: b.Spares, IdleMemory: b.IdleMemory, SpawnsByStatus: counts, TelemetryRecordsDropped: hist.Dropped()}
+	})
+	return &telemetryParts{history: hist, metrics: m, prices: prices}, nil
+}

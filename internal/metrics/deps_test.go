@@ -8,5 +8,6 @@ import (
 
 // Dependencies flow downward: metrics reads telemetry records only.
 func TestImportsFlowDownward(t *testing.T) {
-	testkit.CheckImports(t, "internal/telemetry", "github.com/prometheus/client_golang")
+	testkit.CheckImports(t, "internal/telemetry", "github.com/prometheus/client_golang/prometheus",
+		"github.com/prometheus/client_golang/prometheus/collectors", "github.com/prometheus/client_golang/prometheus/promhttp")
 }

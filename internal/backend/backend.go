@@ -198,6 +198,8 @@ type Event struct {
 
 	Status      int
 	LimitStatus string // RateLimit: window status ("allowed", "rejected", …)
+	LimitType   string // RateLimit: which window (five_hour, seven_day, …)
+	Utilization float64
 	RetryDelay  time.Duration
 	ResetsAt    time.Time
 }

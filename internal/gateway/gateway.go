@@ -107,9 +107,12 @@ type Gateway struct {
 	log    *slog.Logger
 	slots  *admission.Limiter
 	window rateWindow
-	health healthCache
-	models modelCache
-	probes sync.WaitGroup // background backend probes
+	// windows keeps the last report of each rate-limit window, for
+	// /providers.
+	windows rateWindows
+	health  healthCache
+	models  modelCache
+	probes  sync.WaitGroup // background backend probes
 	// closing ends the probes when the gateway closes.
 	closing context.Context
 	stop    context.CancelFunc
@@ -388,6 +391,7 @@ func (g *Gateway) observe(ev *backend.Event) {
 	switch ev.Kind {
 	case backend.RateLimit:
 		g.window.observe(ev.ResetsAt)
+		g.windows.observe(ev, g.cfg.Now())
 		if ev.LimitStatus != "allowed" {
 			g.log.Info("rate limit window", "status", ev.LimitStatus, "resets_at", ev.ResetsAt)
 		}

@@ -32,7 +32,14 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				Message: fmt.Sprintf("requests from web pages of other origins (%s) are refused", origin)})
 			return
 		}
-		if s.hasKey && needsKey(r.URL.Path) && !s.keyOK(r) {
+		if s.hasKey && s.signIn(w, r) {
+			return
+		}
+		if s.hasKey && needsKey(r) && !s.keyOK(r) && !s.cookieOK(r) {
+			if wantsHTML(r) {
+				s.signInPage(w, r)
+				return
+			}
 			writeError(w, r, &gateway.Error{Status: http.StatusUnauthorized, Type: anthropic.ErrAuthentication,
 				Message: "invalid or missing API key: send it as x-api-key or Authorization: Bearer"})
 			return
@@ -42,11 +49,18 @@ func (s *Server) guard(next http.Handler) http.Handler {
 }
 
 // needsKey: everything but the probes a client or a supervisor makes
-// before it has a key (the root and /health). The model routes answer
-// without the /v1 prefix too, so a list of protected prefixes would miss
-// some.
-func needsKey(path string) bool {
-	return path != "/" && path != "/health"
+// before it has a key (the root's JSON and /health) and the stylesheet.
+// The model routes answer without the /v1 prefix too, so a list of
+// protected prefixes would miss some. The root's page for a browser shows
+// what runs, so it needs the key too.
+func needsKey(r *http.Request) bool {
+	switch p := r.URL.Path; {
+	case p == "/":
+		return wantsHTML(r)
+	case p == "/health", strings.HasPrefix(p, "/static/"):
+		return false
+	}
+	return true
 }
 
 // presentedKey is the API key a request carries, as x-api-key or a bearer

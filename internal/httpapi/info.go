@@ -14,6 +14,10 @@ import (
 
 // root serves GET and HEAD / (Claude Code probes it when it starts).
 func (s *Server) root(w http.ResponseWriter, r *http.Request) {
+	if wantsHTML(r) {
+		s.landing(w, r)
+		return
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"service": "meridian",
 		"version": s.cfg.Version,

@@ -119,6 +119,60 @@ func TestRootAnswersGetAndHead(t *testing.T) {
 	if resp := getJSON(t, s.URL+"/", nil, &info); resp.StatusCode != 200 || info.Service != "meridian" {
 		t.Fatalf("GET / = %d %+v", resp.StatusCode, info)
 	}
+	// A probe that asks for JSON first gets JSON, even listing HTML too.
+	if resp := getJSON(t, s.URL+"/", map[string]string{"Accept": "application/json, text/html"}, &info); resp.StatusCode != 200 {
+		t.Fatalf("GET / for JSON = %d", resp.StatusCode)
+	}
+	// A browser gets the landing page, self-contained.
+	resp, body := do(t, http.MethodGet, s.URL+"/", "", map[string]string{"Accept": "text/html,application/xhtml+xml"})
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") ||
+		!strings.Contains(string(body), "Meridian is running") || !strings.Contains(resp.Header.Get("Content-Security-Policy"), "default-src 'none'") {
+		t.Fatalf("GET / from a browser = %d %s\n%.300s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	if resp, css := do(t, http.MethodGet, s.URL+"/static/style.css", "", nil); resp.StatusCode != 200 || !strings.Contains(string(css), "prefers-color-scheme: dark") {
+		t.Fatalf("the stylesheet: %d", resp.StatusCode)
+	}
+}
+
+// With a key set, a browser's page needs it (the sign-in page answers
+// 401), while the root's JSON and /health stay open for probes.
+func TestPagesNeedTheKeyProbesDoNot(t *testing.T) {
+	t.Parallel()
+	path, scriptEnv := testkit.FakeClaude(t)
+	s := newStack(t, stackOptions{claudePath: path, env: []string{scriptEnv}, apiKey: "k1"})
+	html := map[string]string{"Accept": "text/html"}
+	for _, p := range []string{"/", "/telemetry", "/providers"} {
+		resp, body := do(t, http.MethodGet, s.URL+p, "", html)
+		if resp.StatusCode != 401 || !strings.Contains(string(body), "Sign in") || strings.Contains(string(body), "k1") {
+			t.Errorf("GET %s without the key = %d %.200s", p, resp.StatusCode, body)
+		}
+	}
+	if resp, _ := do(t, http.MethodGet, s.URL+"/", "", nil); resp.StatusCode != 200 {
+		t.Errorf("the root's JSON needs the key: %d", resp.StatusCode)
+	}
+	// ?key= signs in: a cookie (a digest, not the key) and a redirect
+	// without the key.
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Get(s.URL + "/providers?key=k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	cookie := resp.Header.Get("Set-Cookie")
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/providers" ||
+		!strings.Contains(cookie, "HttpOnly") || !strings.Contains(cookie, "SameSite=Strict") || strings.Contains(cookie, "k1") {
+		t.Fatalf("sign-in: %d to %q, cookie %q", resp.StatusCode, resp.Header.Get("Location"), cookie)
+	}
+	value := strings.SplitN(strings.SplitN(cookie, ";", 2)[0], "=", 2)[1]
+	withCookie := map[string]string{"Accept": "text/html", "Cookie": "meridian_session=" + value}
+	if resp, body := do(t, http.MethodGet, s.URL+"/providers", "", withCookie); resp.StatusCode != 200 || !strings.Contains(string(body), "Providers") {
+		t.Fatalf("with the cookie: %d", resp.StatusCode)
+	}
+	// The cookie opens pages, not model requests.
+	withCookie["Content-Type"] = "application/json"
+	if resp, _ := do(t, http.MethodPost, s.URL+"/v1/messages", `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"x"}]}`, withCookie); resp.StatusCode != 401 {
+		t.Fatalf("a model request with the page cookie: %d", resp.StatusCode)
+	}
 }
 
 func TestAPIKeyIsRequiredWhenSet(t *testing.T) {

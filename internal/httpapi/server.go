@@ -21,6 +21,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/responses"
 	"github.com/meridian-gw/meridian/internal/telemetry"
 	"github.com/meridian-gw/meridian/internal/telemetry/history"
+	"github.com/meridian-gw/meridian/internal/web"
 )
 
 // Config configures a Server.
@@ -80,6 +81,7 @@ type Server struct {
 	log     *slog.Logger
 	gw      *gateway.Gateway
 	handler http.Handler
+	pages   *web.Pages
 	apiKey  [32]byte // digest of the key, compared in constant time
 	hasKey  bool
 	// gate admits requests until the drain begins and counts those
@@ -111,7 +113,11 @@ func New(cfg Config) (*Server, error) {
 	if err := CheckExposure(cfg.Addr, cfg.APIKey); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, gw: cfg.Gateway}
+	pages, err := web.Parse()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, gw: cfg.Gateway, pages: pages}
 	if cfg.APIKey != "" {
 		s.apiKey, s.hasKey = digest(cfg.APIKey), true
 	}
@@ -169,6 +175,10 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /telemetry/summary", s.telemetrySummary)
 	mux.HandleFunc("GET /telemetry/requests", s.telemetryRequests)
 	mux.HandleFunc("GET /telemetry/logs", s.telemetryLogs)
+	mux.HandleFunc("GET /telemetry", s.dashboard)
+	mux.HandleFunc("GET /providers", s.providersPage)
+	mux.HandleFunc("GET /providers/status", s.providersStatus)
+	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(web.Static())))
 	mux.HandleFunc("GET /{$}", s.root)
 	mux.HandleFunc("/", s.notFound)
 	return s.track(s.recoverer(s.logRequests(s.guard(mux))))

@@ -64,6 +64,7 @@ type rateLimitInfo struct {
 	Status        string  `json:"status"`
 	ResetsAt      float64 `json:"resetsAt"` // unix seconds
 	RateLimitType string  `json:"rateLimitType"`
+	Utilization   float64 `json:"utilization"` // 0..1 of the window used
 }
 
 type usageJSON struct {

@@ -100,7 +100,8 @@ func (t *translator) handle(l *line) (*backend.Result, error) {
 	case "rate_limit_event":
 		if l.RateLimitInfo != nil {
 			t.rateLimit = l
-			t.ev = backend.Event{Kind: backend.RateLimit, LimitStatus: l.RateLimitInfo.Status, ResetsAt: unixTime(l.RateLimitInfo.ResetsAt)}
+			t.ev = backend.Event{Kind: backend.RateLimit, LimitStatus: l.RateLimitInfo.Status, ResetsAt: unixTime(l.RateLimitInfo.ResetsAt),
+				LimitType: l.RateLimitInfo.RateLimitType, Utilization: l.RateLimitInfo.Utilization}
 			return nil, t.emit(&t.ev)
 		}
 	}

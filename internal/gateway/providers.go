@@ -1,0 +1,74 @@
+package gateway
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/meridian-gw/meridian/internal/backend"
+)
+
+// RateWindow is the last state the CLI reported for one of the account's
+// rate-limit windows.
+type RateWindow struct {
+	Type        string    `json:"type"` // five_hour, seven_day, … ("default" when the CLI names none)
+	Status      string    `json:"status"`
+	Utilization float64   `json:"utilization"` // 0..1, when reported
+	ResetsAt    time.Time `json:"resets_at,omitzero"`
+	ObservedAt  time.Time `json:"observed_at"`
+}
+
+// rateWindows keeps the last report per window type.
+type rateWindows struct {
+	mu sync.Mutex
+	by map[string]RateWindow
+}
+
+func (w *rateWindows) observe(ev *backend.Event, now time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.by == nil {
+		w.by = map[string]RateWindow{}
+	}
+	t := cmp.Or(ev.LimitType, "default")
+	w.by[t] = RateWindow{Type: t, Status: ev.LimitStatus, Utilization: ev.Utilization, ResetsAt: ev.ResetsAt, ObservedAt: now}
+}
+
+func (w *rateWindows) list() []RateWindow {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]RateWindow, 0, len(w.by))
+	for _, r := range w.by {
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b RateWindow) int { return cmp.Compare(a.Type, b.Type) })
+	return out
+}
+
+// Provider is one backend under one identity, as /providers shows it.
+type Provider struct {
+	Backend string `json:"backend"`
+	// Profile is the identity the backend runs under; one identity's
+	// figures are never mixed with another's.
+	Profile    string        `json:"profile"`
+	Status     string        `json:"status"` // ok, degraded or unavailable
+	CLIFound   bool          `json:"cli_found"`
+	CLIVersion string        `json:"cli_version,omitempty"`
+	Auth       *backend.Auth `json:"auth,omitempty"`
+	Error      string        `json:"error,omitempty"`
+	RateLimits []RateWindow  `json:"rate_limits"`
+	Processes  BackendLoad   `json:"processes"`
+	CheckedAt  time.Time     `json:"checked_at"`
+}
+
+// Providers reports each backend and profile: today one backend under the
+// environment's identity.
+func (g *Gateway) Providers(ctx context.Context) []Provider {
+	h := g.Health(ctx)
+	p := Provider{Backend: "claude", Profile: g.cfg.Profile, Status: h.Status, CLIFound: h.Claude.Found,
+		CLIVersion: h.Claude.Version, Auth: h.Claude.Auth, Error: h.Claude.Error, RateLimits: g.windows.list(),
+		Processes: g.Inflight().Backends["claude"], CheckedAt: g.cfg.Now()}
+	return []Provider{p}
+}

@@ -1,0 +1,228 @@
+package httpapi
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/meridian-gw/meridian/internal/telemetry"
+	"github.com/meridian-gw/meridian/internal/telemetry/history"
+	"github.com/meridian-gw/meridian/internal/web"
+)
+
+// A browser signs in once with ?key=…: the answer sets an HttpOnly,
+// SameSite=Strict cookie holding a digest of the key (never the key) and
+// sends the browser to the same page without it. The cookie is honoured
+// for GET requests only: pages and their JSON, never a model request.
+const sessionCookie = "meridian_session"
+
+func browserToken(key [32]byte) string {
+	sum := sha256.Sum256(append([]byte("meridian browser session\x00"), key[:]...))
+	return hex.EncodeToString(sum[:])
+}
+
+func (s *Server) cookieOK(r *http.Request) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	c, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return false
+	}
+	want := browserToken(s.apiKey)
+	return subtle.ConstantTimeCompare([]byte(c.Value), []byte(want)) == 1
+}
+
+// signIn handles GET …?key=: a right key sets the cookie and redirects to
+// the page without the key; it reports whether it answered.
+func (s *Server) signIn(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method != http.MethodGet || !r.URL.Query().Has("key") {
+		return false
+	}
+	d := digest(r.URL.Query().Get("key"))
+	if subtle.ConstantTimeCompare(d[:], s.apiKey[:]) != 1 {
+		return false
+	}
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: browserToken(s.apiKey), Path: "/",
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: int((30 * 24 * time.Hour).Seconds())})
+	q := r.URL.Query()
+	q.Del("key")
+	to := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
+	http.Redirect(w, r, to.String(), http.StatusSeeOther)
+	return true
+}
+
+// wantsHTML: a browser's navigation asks for HTML first; probes and
+// clients ask for JSON or anything.
+func wantsHTML(r *http.Request) bool {
+	accept := r.Header.Get("Accept")
+	return r.Method == http.MethodGet && strings.Contains(accept, "text/html") && !strings.HasPrefix(accept, "application/json")
+}
+
+// page renders into a buffer first, so a template failure is a clean 500
+// rather than half a page.
+func (s *Server) page(w http.ResponseWriter, r *http.Request, status int, render func(*bytes.Buffer) error) {
+	var buf bytes.Buffer
+	if err := render(&buf); err != nil {
+		s.log.Error("page failed to render", "path", r.URL.Path, "err", err)
+		http.Error(w, "the page failed to render", http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	// Nothing loads from elsewhere: the pages are self-contained.
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+func (s *Server) signInPage(w http.ResponseWriter, r *http.Request) {
+	_, port, _ := net.SplitHostPort(s.cfg.Addr)
+	s.page(w, r, http.StatusUnauthorized, func(b *bytes.Buffer) error { return s.pages.RenderSignIn(b, s.cfg.Version, port) })
+}
+
+// landing is GET / for a browser.
+func (s *Server) landing(w http.ResponseWriter, r *http.Request) {
+	h := s.gw.Health(r.Context())
+	l := web.Landing{Status: h.Status, CLIFound: h.Claude.Found, CLIVersion: h.Claude.Version, Login: "login unknown",
+		Processes: s.gw.Inflight().Backends["claude"], CostToday: "$0", KeyRequired: s.hasKey}
+	if a := h.Claude.Auth; a != nil {
+		l.Login = "not logged in"
+		if a.LoggedIn {
+			l.Login = strings.TrimSpace("logged in " + a.Method)
+		}
+	}
+	if s.cfg.History != nil {
+		now := time.Now()
+		y, m, d := now.Date()
+		midnight := time.Date(y, m, d, 0, 0, 0, 0, now.Location())
+		if recs, err := s.cfg.History.Between(r.Context(), midnight, now.Add(time.Second)); err == nil {
+			var t telemetry.Totals
+			for _, rec := range recs {
+				t.Add(rec)
+			}
+			l.RequestsToday, l.ErrorsToday = t.Requests, t.Errors
+			l.CostToday = web.USD(t.Cost)
+		}
+	}
+	base := "http://" + r.Host
+	l.Hints = []web.Hint{
+		{Client: "Claude Code", Setting: "ANTHROPIC_BASE_URL=" + base},
+		{Client: "Codex", Setting: `model_providers.meridian = { base_url = "` + base + `/v1", wire_api = "responses" }`},
+		{Client: "OpenCode, Crush, Pi (OpenAI-compatible)", Setting: "baseURL " + base + "/v1"},
+		{Client: "Anthropic SDKs", Setting: `base_url="` + base + `"`},
+		{Client: "OpenAI SDKs", Setting: `base_url="` + base + `/v1"`},
+	}
+	s.page(w, r, http.StatusOK, func(b *bytes.Buffer) error { return s.pages.RenderLanding(b, s.cfg.Version, l) })
+}
+
+// providersStatus is GET /providers/status.
+func (s *Server) providersStatus(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"providers": s.gw.Providers(r.Context())})
+}
+
+// providersPage is GET /providers.
+func (s *Server) providersPage(w http.ResponseWriter, r *http.Request) {
+	list := s.gw.Providers(r.Context())
+	s.page(w, r, http.StatusOK, func(b *bytes.Buffer) error { return s.pages.RenderProviders(b, s.cfg.Version, list) })
+}
+
+var dashboardWindows = []struct {
+	name string
+	d    time.Duration
+}{{"1h", time.Hour}, {"24h", 24 * time.Hour}, {"7d", 7 * 24 * time.Hour}, {"30d", 30 * 24 * time.Hour}}
+
+// dashboard is GET /telemetry.
+func (s *Server) dashboard(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.History == nil {
+		s.fail(w, r, telemetryOff())
+		return
+	}
+	q := r.URL.Query()
+	d := web.Dashboard{Tab: q.Get("tab"), Window: q.Get("window"), CostNote: costNote}
+	if !slices.Contains([]string{"overview", "requests", "logs"}, d.Tab) {
+		d.Tab = "overview"
+	}
+	window := 24 * time.Hour
+	if d.Window == "" {
+		d.Window = "24h"
+	}
+	for _, wd := range dashboardWindows {
+		if wd.name == d.Window {
+			window = wd.d
+		}
+	}
+	link := func(tab, win string) string {
+		v := url.Values{"tab": {tab}, "window": {win}}
+		return "/telemetry?" + v.Encode()
+	}
+	for _, wd := range dashboardWindows {
+		d.Windows = append(d.Windows, web.Link{Name: wd.name, Href: link(d.Tab, wd.name), On: wd.name == d.Window})
+	}
+	for _, tab := range []string{"overview", "requests", "logs"} {
+		d.Tabs = append(d.Tabs, web.Link{Name: tab, Href: link(tab, d.Window), On: tab == d.Tab})
+	}
+	now := time.Now()
+	records, err := s.cfg.History.Between(r.Context(), now.Add(-window), now.Add(time.Second))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	d.S = telemetry.Summarize(records, now.Add(-window), now.Add(time.Second), seriesBuckets, time.Local)
+	d.P = s.gw.Inflight().Backends["claude"]
+	switch d.Tab {
+	case "overview":
+		tot, since, err := s.cfg.History.Cumulative(r.Context())
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		d.Cumulative, d.Since = tot, since
+	case "requests":
+		d.F = history.Filter{Client: q.Get("client"), Model: q.Get("model"), Verdict: q.Get("verdict"),
+			MissedCache: q.Get("missed_cache") == "1"}
+		if st := q.Get("status"); st == "ok" || st == "error" {
+			d.F.Status = st
+		}
+		for _, g := range d.S.ByClient {
+			d.Options.Clients = append(d.Options.Clients, g.Name)
+		}
+		for _, g := range d.S.ByModel {
+			d.Options.Models = append(d.Options.Models, g.Name)
+		}
+		for _, g := range d.S.Verdicts {
+			d.Options.Verdicts = append(d.Options.Verdicts, g.Name)
+		}
+		var before int64
+		if v := q.Get("before"); v != "" {
+			before, _ = strconv.ParseInt(v, 10, 64)
+		}
+		const pageSize = 100
+		rows, err := s.cfg.History.Page(r.Context(), d.F, before, pageSize)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		d.Rows = rows
+		if len(rows) == pageSize {
+			older := r.URL.Query()
+			older.Set("before", strconv.FormatInt(rows[len(rows)-1].ID, 10))
+			d.Older = "/telemetry?" + older.Encode()
+		}
+	case "logs":
+		if s.cfg.Logs != nil {
+			d.Logs = s.cfg.Logs.Lines()
+		}
+	}
+	s.page(w, r, http.StatusOK, func(b *bytes.Buffer) error { return s.pages.RenderDashboard(b, s.cfg.Version, d) })
+}

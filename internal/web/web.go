@@ -1,0 +1,232 @@
+// Package web renders Meridian's pages: the landing page, the telemetry
+// dashboard and the providers page. Everything a page needs is in the
+// binary (templates, one stylesheet, charts drawn as inline SVG): the pages
+// work offline, load nothing from elsewhere and run no script.
+package web
+
+import (
+	"embed"
+	"fmt"
+	"html/template"
+	"io"
+	"io/fs"
+	"slices"
+	"time"
+
+	"github.com/meridian-gw/meridian/internal/gateway"
+	"github.com/meridian-gw/meridian/internal/telemetry"
+	"github.com/meridian-gw/meridian/internal/telemetry/history"
+)
+
+//go:embed templates static
+var files embed.FS
+
+// Static is the stylesheet's file system, served under /static/.
+func Static() fs.FS {
+	sub, err := fs.Sub(files, "static")
+	if err != nil {
+		panic(err) // the embedded tree is fixed at build time
+	}
+	return sub
+}
+
+// Pages are the parsed templates, one set per page.
+type Pages struct {
+	sets map[string]*template.Template
+}
+
+func funcMap() template.FuncMap {
+	return template.FuncMap{
+		"percent": func(f float64) string { return fmt.Sprintf("%.0f%%", f*100) },
+		"percentOf": func(n, of int) string {
+			if of == 0 {
+				return "0%"
+			}
+			return fmt.Sprintf("%.0f%%", float64(n)*100/float64(of))
+		},
+		"ms": func(f float64) string {
+			if f == 0 {
+				return "—"
+			}
+			if f >= 1000 {
+				return fmt.Sprintf("%.2f s", f/1000)
+			}
+			return fmt.Sprintf("%.0f ms", f)
+		},
+		"dur": func(d time.Duration) string {
+			switch {
+			case d <= 0:
+				return "—"
+			case d < time.Millisecond:
+				return "<1 ms"
+			case d < time.Second:
+				return fmt.Sprintf("%d ms", d.Milliseconds())
+			}
+			return fmt.Sprintf("%.2f s", d.Seconds())
+		},
+		"usd": USD,
+		"mib": func(b int64) string { return fmt.Sprintf("%d MiB", b>>20) },
+		"clock": func(t time.Time) string {
+			lt := t.Local()
+			if time.Since(t) > 20*time.Hour {
+				return lt.Format("Jan 2 15:04:05")
+			}
+			return lt.Format("15:04:05")
+		},
+		"when": func(t time.Time) string {
+			if t.IsZero() {
+				return "—"
+			}
+			return t.Local().Format("Jan 2 15:04")
+		},
+	}
+}
+
+// USD formats dollars for a page.
+func USD(f float64) string {
+	switch {
+	case f <= 0:
+		return "$0"
+	case f < 0.01:
+		return fmt.Sprintf("$%.4f", f)
+	case f < 100:
+		return fmt.Sprintf("$%.2f", f)
+	}
+	return fmt.Sprintf("$%.0f", f)
+}
+
+// Parse reads the embedded templates.
+func Parse() (*Pages, error) {
+	p := &Pages{sets: map[string]*template.Template{}}
+	for _, name := range []string{"landing", "telemetry", "providers", "signin"} {
+		t, err := template.New(name).Funcs(funcMap()).ParseFS(files, "templates/layout.html", "templates/"+name+".html")
+		if err != nil {
+			return nil, fmt.Errorf("web: %s: %w", name, err)
+		}
+		p.sets[name] = t
+	}
+	return p, nil
+}
+
+// frame is what the layout shows around a page.
+type frame struct {
+	Title, Version, Nav string
+	Body                any
+}
+
+func (p *Pages) render(w io.Writer, page, title, version, nav string, body any) error {
+	return p.sets[page].ExecuteTemplate(w, "layout", frame{Title: title, Version: version, Nav: nav, Body: body})
+}
+
+// Hint tells how to point one client at Meridian.
+type Hint struct{ Client, Setting string }
+
+// Landing is what GET / shows a browser.
+type Landing struct {
+	Status, CLIVersion, Login string
+	CLIFound                  bool
+	Processes                 gateway.BackendLoad
+	RequestsToday             int
+	ErrorsToday               int
+	CostToday                 string
+	Hints                     []Hint
+	KeyRequired               bool
+}
+
+// RenderLanding writes the landing page.
+func (p *Pages) RenderLanding(w io.Writer, version string, l Landing) error {
+	return p.render(w, "landing", "Overview", version, "home", l)
+}
+
+// RenderProviders writes the providers page.
+func (p *Pages) RenderProviders(w io.Writer, version string, list []gateway.Provider) error {
+	return p.render(w, "providers", "Providers", version, "providers", list)
+}
+
+// RenderSignIn writes the page that explains the browser sign-in.
+func (p *Pages) RenderSignIn(w io.Writer, version string, port string) error {
+	return p.render(w, "signin", "Sign in", version, "", port)
+}
+
+// Link is a tab or a window choice.
+type Link struct {
+	Name, Href string
+	On         bool
+}
+
+// Options are the values the request filters offer.
+type Options struct{ Clients, Models, Verdicts []string }
+
+// Charts are a dashboard's rendered charts.
+type Charts struct {
+	Requests, Latency, Tokens, CostByDay, CostByModel, CostByClient template.HTML
+}
+
+// Dashboard is what /telemetry shows.
+type Dashboard struct {
+	Tab, Window   string
+	Tabs, Windows []Link
+	S             telemetry.Summary
+	Cumulative    telemetry.Totals
+	Since         time.Time
+	P             gateway.BackendLoad
+	Charts        Charts
+	CostNote      string
+	// The requests tab.
+	F       history.Filter
+	Options Options
+	Rows    []telemetry.Record
+	Older   string
+	// The logs tab.
+	Logs []string
+}
+
+// RenderDashboard writes the telemetry dashboard, drawing its charts from
+// the summary.
+func (p *Pages) RenderDashboard(w io.Writer, version string, d Dashboard) error {
+	if d.Tab == "overview" {
+		d.Charts = chartsOf(d.S)
+	}
+	return p.render(w, "telemetry", "Telemetry", version, "telemetry", d)
+}
+
+func chartsOf(s telemetry.Summary) Charts {
+	n := len(s.Series)
+	starts := make([]time.Time, n)
+	ok, failed := make([]float64, n), make([]float64, n)
+	ttft50, ttft95, tot50, tot95 := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+	in, out, read, write := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+	for i, b := range s.Series {
+		starts[i] = b.Start
+		ok[i], failed[i] = float64(b.Requests-b.Errors), float64(b.Errors)
+		ttft50[i], ttft95[i], tot50[i], tot95[i] = b.TTFT.P50, b.TTFT.P95, b.Total.P50, b.Total.P95
+		in[i], out[i], read[i], write[i] = float64(b.Tokens.Input), float64(b.Tokens.Output), float64(b.Tokens.CacheRead), float64(b.Tokens.CacheWrite)
+	}
+	var c Charts
+	c.Requests = Bars("requests over time", "", starts, Series{"answered", "s1", ok}, Series{"errors", "err", failed})
+	unit := " ms"
+	if all := append(slices.Clone(tot95), ttft95...); len(all) > 0 && slices.Max(all) >= 2000 {
+		unit = " s"
+		for _, v := range [][]float64{ttft50, ttft95, tot50, tot95} {
+			for i := range v {
+				v[i] /= 1000
+			}
+		}
+	}
+	c.Latency = Lines("latency", unit, starts, Series{"first token p50", "s1", ttft50}, Series{"first token p95", "s4", ttft95},
+		Series{"total p50", "s2", tot50}, Series{"total p95", "s3", tot95})
+	c.Tokens = Bars("tokens over time", "", starts, Series{"input", "s1", in}, Series{"cache read", "s2", read},
+		Series{"cache write", "s3", write}, Series{"output", "s4", out})
+	c.CostByDay = HBars("cost by day", costRows(s.ByDay))
+	c.CostByModel = HBars("cost by model", costRows(s.ByModel))
+	c.CostByClient = HBars("cost by client", costRows(s.ByClient))
+	return c
+}
+
+func costRows(groups []telemetry.Group) []HBar {
+	rows := make([]HBar, 0, len(groups))
+	for _, g := range groups {
+		rows = append(rows, HBar{Name: g.Name, Value: g.Cost, Label: fmt.Sprintf("%s · %d req", USD(g.Cost), g.Requests)})
+	}
+	return rows
+}

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -21,6 +22,7 @@ func (s *Server) root(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"service": "meridian",
 		"version": s.cfg.Version,
+		"pid":     os.Getpid(),
 		"endpoints": []string{
 			"POST /v1/messages", "POST /v1/messages/count_tokens", "POST /v1/chat/completions",
 			"GET /v1/models", "GET /v1/sessions", "GET /health",

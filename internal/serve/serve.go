@@ -5,6 +5,7 @@ package serve
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/answers"
@@ -219,6 +221,9 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		return fmt.Errorf("data dir: %w", err)
 	}
 	ln, err := srv.Listen()
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return portTaken(ctx, cfg, err)
+	}
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/meridian-gw/meridian/internal/probe"
+)
+
+// newStatusCommand wires `meridian status`: exit 0 when a Meridian
+// answers, 1 when nothing listens, 2 when something else holds the port.
+func newStatusCommand(env map[string]string) *cobra.Command {
+	var host, apiKey string
+	var port int
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Ask the instance on the configured port whether it is Meridian and what it is doing",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			url := "http://" + net.JoinHostPort(host, strconv.Itoa(port))
+			r, err := probe.Probe(cmd.Context(), url, apiKey)
+			if errors.Is(err, probe.ErrNothing) {
+				if asJSON {
+					_ = json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{"url": url, "listening": false})
+				} else {
+					fmt.Fprintf(cmd.OutOrStdout(), "No Meridian: %v. Start one with `meridian`.\n", err)
+				}
+				return exitCode(1)
+			}
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(r); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprint(cmd.OutOrStdout(), r.Text())
+			}
+			if !r.Meridian {
+				return exitCode(2)
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&host, "host", envOr(env, "MERIDIAN_HOST", "127.0.0.1"), "address the instance listens on (MERIDIAN_HOST)")
+	defPort, _ := strconv.Atoi(envOr(env, "MERIDIAN_PORT", "3456"))
+	fs.IntVar(&port, "port", defPort, "port the instance listens on (MERIDIAN_PORT)")
+	fs.StringVar(&apiKey, "api-key", env["MERIDIAN_API_KEY"], "the instance's API key, to read its request figures (MERIDIAN_API_KEY)")
+	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return cmd
+}

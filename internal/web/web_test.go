@@ -1,0 +1,48 @@
+package web
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/meridian-gw/meridian/internal/telemetry"
+	"github.com/meridian-gw/meridian/internal/testkit"
+)
+
+func TestImportsFlowDownward(t *testing.T) {
+	testkit.CheckImports(t, "internal/gateway", "internal/telemetry", "internal/telemetry/history")
+}
+
+// Names from requests (a model, a client) reach the page escaped: a
+// hostile model name cannot become markup.
+func TestPagesEscapeWhatClientsSent(t *testing.T) {
+	p, err := Parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	hostile := `<script>alert(1)</script>`
+	rec := telemetry.Record{Time: now.Add(-time.Minute), API: telemetry.APIMessages, Client: hostile, Model: hostile, Status: 200, Cost: 0.01}
+	s := telemetry.Summarize([]telemetry.Record{rec}, now.Add(-time.Hour), now, 12, time.UTC)
+	for _, tab := range []string{"overview", "requests"} {
+		var b bytes.Buffer
+		if err := p.RenderDashboard(&b, "test", Dashboard{Tab: tab, S: s, Rows: []telemetry.Record{rec}}); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(b.String(), "<script>") {
+			t.Fatalf("%s tab: a client's name became markup", tab)
+		}
+		if !strings.Contains(b.String(), "&lt;script&gt;") {
+			t.Fatalf("%s tab: the name is missing", tab)
+		}
+	}
+}
+
+func TestNiceMax(t *testing.T) {
+	for in, want := range map[float64]float64{0: 1, 0.3: 0.5, 3: 5, 7: 10, 12: 20, 1500: 2000} {
+		if got := niceMax(in); got != want {
+			t.Errorf("niceMax(%v) = %v, want %v", in, got, want)
+		}
+	}
+}

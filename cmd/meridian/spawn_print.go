@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/meridian-gw/meridian/internal/spawn"
 	"github.com/meridian-gw/meridian/internal/spawn/lead"
@@ -181,4 +182,17 @@ func waitView(res lead.WaitResult) waitJSON {
 		v.OwedSpawns = append(v.OwedSpawns, viewOf(r, ""))
 	}
 	return v
+}
+
+// terminalOf says whether w is a terminal, and its width in columns.
+func terminalOf(w io.Writer) (bool, int) {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false, 0
+	}
+	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	if err != nil {
+		return false, 0
+	}
+	return true, int(ws.Col)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/spawn/lead"
 	"github.com/meridian-gw/meridian/internal/spawn/registry"
 	"github.com/meridian-gw/meridian/internal/spawn/runner"
+	"github.com/meridian-gw/meridian/internal/spawn/statusline"
 	"github.com/meridian-gw/meridian/internal/store"
 )
 
@@ -108,9 +109,28 @@ func (sc *spawnContext) wait(cmd *cobra.Command, l *lead.Lead, o lead.WaitOption
 		return errors.New("--timeout must not be negative")
 	}
 	out := cmd.OutOrStdout()
+	terminal, width := terminalOf(out)
+	live := statusline.New(out, terminal, width)
+	defer live.Clear()
 	if !sc.json {
+		// One line per running child, under the reports as they come.
+		o.Running = func(rows []registry.Row) {
+			children := make([]statusline.Child, len(rows))
+			for i, r := range rows {
+				c := statusline.Child{ID: r.ID, Desc: r.Desc}
+				if !r.Started.IsZero() {
+					c.Elapsed = time.Since(r.Started)
+				}
+				if p, ok := runner.Artifacts(r.Dir).ReadProgress(); ok {
+					c.Tokens, c.LastTool, c.Tools = p.InTok+p.OutTok, p.LastTool, p.Tools
+				}
+				children[i] = c
+			}
+			live.Show(children)
+		}
 		// Text follows the runs as they end; owed children come first.
 		o.Finished = func(f lead.Finished) {
+			live.Clear()
 			fmt.Fprint(out, spawn.Header(f.Row.Spawn, l.Cwd))
 			if f.Report != "" {
 				fmt.Fprintf(out, "\n%s\n", strings.TrimRight(f.Report, "\n"))
@@ -131,6 +151,7 @@ func (sc *spawnContext) wait(cmd *cobra.Command, l *lead.Lead, o lead.WaitOption
 		}
 	}
 	res, err := l.Wait(cmd.Context(), o)
+	live.Clear()
 	if err != nil {
 		return err
 	}

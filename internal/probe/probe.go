@@ -16,7 +16,7 @@ import (
 	"time"
 )
 
-// ErrNothing: nothing listens on the address.
+// ErrNothing means nothing listens on the address.
 var ErrNothing = errors.New("nothing is listening")
 
 // Report is what an instance says about itself.

@@ -36,6 +36,9 @@ type WaitOptions struct {
 	// Finished, if set, hears of each waited run as it ends, so text
 	// output can follow the runs.
 	Finished func(Finished)
+	// Running, if set, hears about once a second of the waited runs still
+	// active, for live status lines.
+	Running func([]registry.Row)
 }
 
 // Finished is a waited run that ended, with its report.
@@ -166,7 +169,12 @@ func (l *Lead) waitRuns(ctx context.Context, o WaitOptions, pending map[string]b
 		defer cancel()
 	}
 	renewed, reconciled := time.Now(), time.Now()
+	wake := CollectRecheck
+	if o.Running != nil {
+		wake = time.Second
+	}
 	for left := len(order); ; {
+		var running []registry.Row
 		for _, id := range order {
 			if !pending[id] {
 				continue
@@ -176,6 +184,7 @@ func (l *Lead) waitRuns(ctx context.Context, o WaitOptions, pending map[string]b
 				return err
 			}
 			if !row.Status.Terminal() {
+				running = append(running, row)
 				continue
 			}
 			pending[id] = false
@@ -191,6 +200,9 @@ func (l *Lead) waitRuns(ctx context.Context, o WaitOptions, pending map[string]b
 		}
 		if left == 0 {
 			return nil
+		}
+		if o.Running != nil {
+			o.Running(running)
 		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("wait interrupted: %w", ctx.Err())
@@ -209,7 +221,7 @@ func (l *Lead) waitRuns(ctx context.Context, o WaitOptions, pending map[string]b
 			l.Reconcile(ctx)
 			reconciled = time.Now()
 		}
-		if _, err := watch.Wait(until, CollectPoll, CollectRecheck, nil); err != nil {
+		if _, err := watch.Wait(until, CollectPoll, wake, nil); err != nil {
 			return err
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -168,7 +169,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	stopBeat := w.beat(art)
 	defer stopBeat()
 
-	driver := claude.New(claude.Config{Path: w.ClaudePath, Env: w.Env, Tap: out, Stderr: errLog, Logger: w.Log})
+	prog := &progress{art: art}
+	driver := claude.New(claude.Config{Path: w.ClaudePath, Env: w.Env, Tap: io.MultiWriter(out, prog), Stderr: errLog, Logger: w.Log})
 	sess, err := driver.Start(context.WithoutCancel(ctx), backend.StartOptions{
 		Model: row.Model, Dir: row.Cwd, Autonomous: true,
 	})

@@ -77,8 +77,12 @@ type BackendLoad struct {
 	Live    int `json:"live_processes"` // processes, busy and idle
 	Idle    int `json:"idle_processes"`
 	Spares  int `json:"spare_processes"` // of the idle, those no conversation has yet
-	// IdleMemory is what the idle processes hold (PSS, in bytes).
+	// IdleMemory is what the idle processes hold (PSS, in bytes), as
+	// measured when each became idle.
 	IdleMemory int64 `json:"idle_memory_bytes"`
+	// Memory is what all live processes hold (PSS, in bytes), measured
+	// when asked (Load only).
+	Memory int64 `json:"memory_bytes,omitempty"`
 }
 
 // TreeGauges are the session tree's live figures.
@@ -86,6 +90,14 @@ type TreeGauges struct {
 	Requests  int    `json:"live_requests"`
 	Linked    int    `json:"linked_requests"`
 	Cancelled uint64 `json:"cancelled_total"`
+}
+
+// Load is the claude backend's load with the memory of every live
+// process measured now (a read of /proc per process).
+func (g *Gateway) Load() BackendLoad {
+	b := g.Inflight().Backends["claude"]
+	b.Memory = g.pool.Memory()
+	return b
 }
 
 // Inflight reports the running and queued requests, per backend and per

@@ -179,7 +179,7 @@ func (s *Server) dashboard(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.S = telemetry.Summarize(records, now.Add(-window), now.Add(time.Second), seriesBuckets, time.Local)
-	d.P = s.gw.Inflight().Backends["claude"]
+	d.P = s.gw.Load()
 	switch d.Tab {
 	case "overview":
 		tot, since, err := s.cfg.History.Cumulative(r.Context())

@@ -166,8 +166,9 @@ func newStack(t testing.TB, o stackOptions) *stack {
 		hcfg.History, hcfg.Logs = hist, logring.New(0)
 		hcfg.Prices, _ = pricing.New(map[string]pricing.Price{"test-model": {Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75}})
 		hcfg.Metrics = metrics.New(func(context.Context) metrics.Load {
-			b := gw.Inflight().Backends["claude"]
-			return metrics.Load{Running: b.Running, Queued: b.Queued, Slots: b.Slots, Live: b.Live, Idle: b.Idle, Spares: b.Spares}
+			b := gw.Load()
+			return metrics.Load{Running: b.Running, Queued: b.Queued, Slots: b.Slots, Live: b.Live, Idle: b.Idle, Spares: b.Spares,
+				IdleMemory: b.IdleMemory, Memory: b.Memory}
 		})
 	}
 	srv, err := httpapi.New(hcfg)

@@ -123,7 +123,7 @@ func (s *Server) telemetrySummary(w http.ResponseWriter, r *http.Request) {
 	if !since.IsZero() {
 		out.Cumulative.Since = &since
 	}
-	out.Processes = s.gw.Inflight().Backends["claude"]
+	out.Processes = s.gw.Load()
 	out.CostNote, out.Dropped = costNote, s.cfg.History.Dropped()
 	writeJSON(w, http.StatusOK, out)
 }

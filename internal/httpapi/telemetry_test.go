@@ -131,6 +131,11 @@ func TestTelemetryRecordsEachRequest(t *testing.T) {
 	if _, ok := families["meridian_claude_processes"]; !ok {
 		t.Error("no meridian_claude_processes gauge")
 	}
+	// The conversation's process is alive and idle: its memory is measured
+	// from /proc at the scrape (an idle claude holds about 100 MiB).
+	if mem := families["meridian_claude_memory_bytes"].GetMetric(); len(mem) != 1 || mem[0].GetGauge().GetValue() < 20<<20 {
+		t.Errorf("meridian_claude_memory_bytes = %v", mem)
+	}
 }
 
 func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {

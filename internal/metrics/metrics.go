@@ -23,6 +23,7 @@ type Load struct {
 	Running, Queued, Slots  int
 	Live, Idle, Spares      int
 	IdleMemory              int64
+	Memory                  int64
 	SpawnsByStatus          map[string]int
 	TelemetryRecordsDropped int64
 }
@@ -114,6 +115,7 @@ type loadCollector struct {
 var (
 	descProcesses = prometheus.NewDesc("meridian_claude_processes", "claude processes by state: busy (running a turn or holding client tool calls), idle, spare (started ahead of need).", []string{"state"}, nil)
 	descIdleMem   = prometheus.NewDesc("meridian_claude_idle_memory_bytes", "Memory (PSS) the idle claude processes and spares hold, as measured when each became idle.", nil, nil)
+	descMem       = prometheus.NewDesc("meridian_claude_memory_bytes", "Memory (PSS: shared pages divided among their users) that all live claude processes hold, busy and idle, measured at the scrape.", nil, nil)
 	descRunning   = prometheus.NewDesc("meridian_admission_running", "Turns holding a claude process slot.", nil, nil)
 	descQueued    = prometheus.NewDesc("meridian_admission_queued", "Requests waiting for a claude process slot.", nil, nil)
 	descSlots     = prometheus.NewDesc("meridian_admission_slots", "claude process slots (--max-concurrent).", nil, nil)
@@ -122,7 +124,7 @@ var (
 )
 
 func (c *loadCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descProcesses, descIdleMem, descRunning, descQueued, descSlots, descSpawns, descDropped} {
+	for _, d := range []*prometheus.Desc{descProcesses, descIdleMem, descMem, descRunning, descQueued, descSlots, descSpawns, descDropped} {
 		ch <- d
 	}
 }
@@ -138,6 +140,7 @@ func (c *loadCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descProcesses, float64(l.Idle-l.Spares), "idle")
 	gauge(descProcesses, float64(l.Spares), "spare")
 	gauge(descIdleMem, float64(l.IdleMemory))
+	gauge(descMem, float64(l.Memory))
 	gauge(descRunning, float64(l.Running))
 	gauge(descQueued, float64(l.Queued))
 	gauge(descSlots, float64(l.Slots))

@@ -249,6 +249,24 @@ func (p *Pool) IdleMemory() int64 {
 	return held
 }
 
+// Memory measures now what every live process holds, busy and idle (0
+// for a backend that cannot say). The files are read outside the lock.
+func (p *Pool) Memory() int64 {
+	p.mu.Lock()
+	sessions := make([]backend.Session, 0, len(p.idle)+len(p.inUse))
+	for _, m := range []map[string]*Live{p.idle, p.inUse} {
+		for _, l := range m {
+			sessions = append(sessions, l.Session)
+		}
+	}
+	p.mu.Unlock()
+	var total int64
+	for _, s := range sessions {
+		total += measure(s)
+	}
+	return total
+}
+
 // SessionIDs lists the backend sessions of every live session, idle or in
 // use.
 func (p *Pool) SessionIDs() []string {

@@ -36,13 +36,13 @@ func openTelemetry(db *sql.DB, cfg Config, gw *gateway.Gateway, log *slog.Logger
 		log.With("component", "telemetry"), nil)
 	spawns := registry.New(db)
 	m := metrics.New(func(ctx context.Context) metrics.Load {
-		b := gw.Inflight().Backends["claude"]
+		b := gw.Load()
 		counts, err := spawns.CountByStatus(ctx)
 		if err != nil {
 			log.Debug("metrics: could not count spawns", "err", err)
 		}
 		return metrics.Load{Running: b.Running, Queued: b.Queued, Slots: b.Slots, Live: b.Live, Idle: b.Idle,
-			Spares: b.Spares, IdleMemory: b.IdleMemory, SpawnsByStatus: counts, TelemetryRecordsDropped: hist.Dropped()}
+			Spares: b.Spares, IdleMemory: b.IdleMemory, Memory: b.Memory, SpawnsByStatus: counts, TelemetryRecordsDropped: hist.Dropped()}
 	})
 	return &telemetryParts{history: hist, metrics: m, prices: prices}, nil
 }

@@ -69,6 +69,22 @@ func newRootCommand(environ []string, hurry <-chan struct{}) *cobra.Command {
 	return root
 }
 
+// twin is a flag's default from its environment twin: the variable's
+// value when set and valid; def otherwise, noting a value that does not
+// parse as what (a description, "an integer").
+func twin[T any](env map[string]string, name string, def T, parse func(string) (T, error), what string, note func(error)) T {
+	v, ok := env[name]
+	if !ok || v == "" {
+		return def
+	}
+	x, err := parse(v)
+	if err != nil {
+		note(fmt.Errorf("%s=%q: not %s", name, v, what))
+		return def
+	}
+	return x
+}
+
 // bindServeFlags declares the serve flags; each has an environment twin
 // that sets its default, and the flag wins over the variable.
 func bindServeFlags(fs *pflag.FlagSet, cfg *serve.Config, env map[string]string) error {
@@ -79,21 +95,10 @@ func bindServeFlags(fs *pflag.FlagSet, cfg *serve.Config, env map[string]string)
 		}
 	}
 	str := func(p *string, name, envName, def, usage string) {
-		if v, ok := env[envName]; ok && v != "" {
-			def = v
-		}
-		fs.StringVar(p, name, def, usage+" ("+envName+")")
+		fs.StringVar(p, name, twin(env, envName, def, func(v string) (string, error) { return v, nil }, "", note), usage+" ("+envName+")")
 	}
 	integer := func(p *int, name, envName string, def int, usage string) {
-		if v, ok := env[envName]; ok && v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				note(fmt.Errorf("%s=%q: not an integer", envName, v))
-			} else {
-				def = n
-			}
-		}
-		fs.IntVar(p, name, def, usage+" ("+envName+")")
+		fs.IntVar(p, name, twin(env, envName, def, strconv.Atoi, "an integer", note), usage+" ("+envName+")")
 	}
 	str(&cfg.Host, "host", "MERIDIAN_HOST", "127.0.0.1", "address to listen on")
 	integer(&cfg.Port, "port", "MERIDIAN_PORT", 3456, "port to listen on")
@@ -105,15 +110,7 @@ func bindServeFlags(fs *pflag.FlagSet, cfg *serve.Config, env map[string]string)
 	str(&cfg.LogFormat, "log-format", "MERIDIAN_LOG_FORMAT", "text", "text or json")
 
 	duration := func(p *time.Duration, name, envName string, def time.Duration, usage string) {
-		if v, ok := env[envName]; ok && v != "" {
-			d, err := time.ParseDuration(v)
-			if err != nil {
-				note(fmt.Errorf("%s=%q: not a duration (e.g. 30s)", envName, v))
-			} else {
-				def = d
-			}
-		}
-		fs.DurationVar(p, name, def, usage+" ("+envName+")")
+		fs.DurationVar(p, name, twin(env, envName, def, time.ParseDuration, "a duration (e.g. 30s)", note), usage+" ("+envName+")")
 	}
 	duration(&cfg.QueueTimeout, "queue-timeout", "MERIDIAN_QUEUE_TIMEOUT", gateway.DefaultQueueTimeout, "longest a request waits for a free claude slot before a 529")
 	integer(&cfg.MaxLive, "max-live", "MERIDIAN_MAX_LIVE", pool.DefaultMax, "most claude processes kept alive for their conversations (each idle one holds about 0.2 GB); 0 keeps none and resumes every turn")
@@ -121,15 +118,7 @@ func bindServeFlags(fs *pflag.FlagSet, cfg *serve.Config, env map[string]string)
 	duration(&cfg.TurnWait, "turn-wait", "MERIDIAN_TURN_WAIT", gateway.DefaultTurnWait, "longest a turn waits for its conversation's previous turn before a 409")
 	integer(&cfg.LiveMemoryMiB, "live-memory", "MERIDIAN_LIVE_MEMORY", serve.DefaultLiveMemoryMiB(), "MiB that idle claude processes may hold in all (measured, PSS); over it the least recently used idle ones close. Default: an eighth of this machine's memory, at most 1024")
 	boolean := func(p *bool, name, envName string, def bool, usage string) {
-		if v, ok := env[envName]; ok && v != "" {
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				note(fmt.Errorf("%s=%q: not a boolean", envName, v))
-			} else {
-				def = b
-			}
-		}
-		fs.BoolVar(p, name, def, usage+" ("+envName+")")
+		fs.BoolVar(p, name, twin(env, envName, def, strconv.ParseBool, "a boolean", note), usage+" ("+envName+")")
 	}
 	boolean(&cfg.FreezeIdle, "freeze-idle", "MERIDIAN_FREEZE_IDLE", true, "stop idle claude processes (SIGSTOP) after 5 s, so they cost no CPU; they resume when used")
 	integer(&cfg.Spares, "spares", "MERIDIAN_SPARES", gateway.DefaultSpares, "claude processes started ahead of need for new conversations, for the model and settings recent ones used most (0: none)")

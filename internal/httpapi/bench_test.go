@@ -120,6 +120,16 @@ func routeLatencies(b *testing.B, c *http.Client, url string, r benchRoute, n in
 	return out
 }
 
+// medians sorts each side's durations and returns their medians.
+func medians(sides ...[]time.Duration) []time.Duration {
+	out := make([]time.Duration, len(sides))
+	for i, d := range sides {
+		slices.Sort(d)
+		out[i] = d[len(d)/2]
+	}
+	return out
+}
+
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // BenchmarkRelayLatency measures one streamed response at a time, side by
@@ -173,13 +183,10 @@ func besideMessages(b *testing.B, route benchRoute, name string) {
 		bl = append(bl, latencies(b, c, base, 1)...)
 	}
 	b.StopTimer()
-	for _, d := range [][]time.Duration{other, msgs, bl} {
-		slices.Sort(d)
-	}
-	median := func(d []time.Duration) time.Duration { return d[len(d)/2] }
-	over, msgOver := median(other)-median(bl), median(msgs)-median(bl)
-	b.ReportMetric(ms(median(other)), name+"-p50-ms")
-	b.ReportMetric(ms(median(msgs)), "messages-p50-ms")
+	m := medians(other, msgs, bl)
+	over, msgOver := m[0]-m[2], m[1]-m[2]
+	b.ReportMetric(ms(m[0]), name+"-p50-ms")
+	b.ReportMetric(ms(m[1]), "messages-p50-ms")
 	b.ReportMetric(ms(over), name+"-overhead-p50-ms")
 	b.ReportMetric(ms(msgOver), "messages-overhead-p50-ms")
 	b.ReportMetric(float64(over)/float64(max(msgOver, time.Microsecond)), "x-messages-overhead")
@@ -205,17 +212,14 @@ func BenchmarkRelayTelemetry(b *testing.B) {
 		bl = append(bl, latencies(b, c, base, 1)...)
 	}
 	b.StopTimer()
-	for _, d := range [][]time.Duration{offs, ons, bl} {
-		slices.Sort(d)
-	}
-	median := func(d []time.Duration) time.Duration { return d[len(d)/2] }
-	overOff, overOn := median(offs)-median(bl), median(ons)-median(bl)
-	b.ReportMetric(ms(median(ons)), "telemetry-p50-ms")
-	b.ReportMetric(ms(median(offs)), "off-p50-ms")
+	m := medians(offs, ons, bl)
+	overOff, overOn := m[0]-m[2], m[1]-m[2]
+	b.ReportMetric(ms(m[1]), "telemetry-p50-ms")
+	b.ReportMetric(ms(m[0]), "off-p50-ms")
 	b.ReportMetric(ms(overOn), "telemetry-overhead-p50-ms")
 	b.ReportMetric(ms(overOff), "off-overhead-p50-ms")
 	b.ReportMetric(float64(overOn)/float64(max(overOff, time.Microsecond)), "x-off-overhead")
-	b.ReportMetric(float64(median(ons))/float64(median(offs)), "x-off-p50")
+	b.ReportMetric(float64(m[1])/float64(m[0]), "x-off-p50")
 }
 
 // BenchmarkRelayThroughput runs many clients at once and reports streamed

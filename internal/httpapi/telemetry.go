@@ -44,8 +44,13 @@ func (s *Server) record(r *http.Request, tr *telemetry.Trace, status int) {
 		status, errType = statusClientGone, "client_gone"
 	}
 	rec := tr.Finish(status, errType, time.Now())
-	rec.Cost = -1
-	if s.cfg.Prices != nil {
+	// No tokens cost nothing, priced or not; tokens of a model without a
+	// price are marked unpriced (-1).
+	rec.Cost = 0
+	if rec.Tokens != (telemetry.Tokens{}) {
+		rec.Cost = -1
+	}
+	if s.cfg.Prices != nil && rec.Cost < 0 {
 		if usd, ok := s.cfg.Prices.Estimate(cmp.Or(rec.Effective, rec.Model), rec.Tokens.Input, rec.Tokens.Output,
 			rec.Tokens.CacheRead, rec.Tokens.CacheWrite); ok {
 			rec.Cost = usd

@@ -253,3 +253,15 @@ func (l *Leases) unlock(k string, lk *keyLock) {
 	<-lk.token
 	l.unref(k, lk)
 }
+
+// Held counts the turn leases of a profile that are held now, by any
+// meridian on this database.
+func (l *Leases) Held(ctx context.Context, profile string) (int, error) {
+	var n int
+	err := l.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM turn_leases WHERE profile = ? AND expires_at >= ?`,
+		profile, l.now().UnixMilli()).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("turn leases of %q: %w", profile, err)
+	}
+	return n, nil
+}

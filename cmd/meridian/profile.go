@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/meridian-gw/meridian/internal/backend"
+	"github.com/meridian-gw/meridian/internal/backend/claude"
+	"github.com/meridian-gw/meridian/internal/profile"
+	"github.com/meridian-gw/meridian/internal/session"
+	"github.com/meridian-gw/meridian/internal/store"
+)
+
+// profileView is a profile as list and add print it: never its secret.
+type profileView struct {
+	profile.Profile
+	Default bool          `json:"default"`
+	Auth    *backend.Auth `json:"auth,omitempty"`
+	Error   string        `json:"error,omitempty"`
+}
+
+// newProfileCommand wires `meridian profile`.
+func newProfileCommand(env map[string]string, environ []string) *cobra.Command {
+	var dataDir, claudePath string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "profile",
+		Short: "Claude accounts side by side: add, list, log in, remove, choose the default",
+		Long: `A profile is a named auth context for the claude CLI with its own config dir under the data dir
+(profiles/NAME/), so logins, transcripts and settings never mix. Kinds: login (the CLI's own login
+flow, in your terminal), token (a long-lived token from 'claude setup-token') and api (an API key,
+optionally with --base-url). Tokens and keys are read from standard input, never from the command
+line, and kept in files only you can read. The implicit profile "default" uses the environment.`,
+	}
+	cmd.PersistentFlags().StringVar(&dataDir, "data-dir", envOr(env, "MERIDIAN_DATA_DIR", defaultDataDir(env)), "where Meridian keeps its state (MERIDIAN_DATA_DIR)")
+	cmd.PersistentFlags().StringVar(&claudePath, "claude-path", envOr(env, "MERIDIAN_CLAUDE_PATH", "claude"), "the claude CLI binary (MERIDIAN_CLAUDE_PATH)")
+	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print JSON")
+	st := func() *profile.Store { return profile.Open(dataDir) }
+	show := func(c *cobra.Command, v any, text string) error {
+		if asJSON {
+			return printJSON(c, v)
+		}
+		fmt.Fprintln(c.OutOrStdout(), text)
+		return nil
+	}
+
+	var kind, baseURL string
+	var priority int
+	add := &cobra.Command{
+		Use:   "add NAME --kind login|token|api",
+		Short: "Add a profile (token and api: the secret on standard input; login: the CLI's login in your terminal)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			p := profile.Profile{Name: args[0], Kind: profile.Kind(kind), Priority: priority, BaseURL: baseURL}
+			secret := ""
+			if p.Kind == profile.Token || p.Kind == profile.API {
+				what := map[profile.Kind]string{profile.Token: "token from `claude setup-token`", profile.API: "API key"}[p.Kind]
+				s, err := profile.ReadSecret(os.Stdin, c.ErrOrStderr(), what)
+				if err != nil {
+					return err
+				}
+				secret = s
+			}
+			if err := st().Add(p, secret); err != nil {
+				return err
+			}
+			if p.Kind == profile.Login {
+				if err := runLogin(c, st(), p, claudePath, environ); err != nil {
+					return fmt.Errorf("profile %s was added, but its login did not finish (run `meridian profile login %s`): %w", p.Name, p.Name, err)
+				}
+			}
+			return show(c, profileView{Profile: p}, fmt.Sprintf("added profile %s (%s, priority %d)", p.Name, p.Kind, p.Priority))
+		},
+	}
+	add.Flags().StringVar(&kind, "kind", "", "login, token or api")
+	add.Flags().IntVar(&priority, "priority", 0, "order for failover: lower goes first")
+	add.Flags().StringVar(&baseURL, "base-url", "", "an api profile's API base URL")
+	_ = add.MarkFlagRequired("kind")
+
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "The profiles: name, kind, priority, default, and the login state claude reports in each",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			l, err := st().Read()
+			if err != nil {
+				return err
+			}
+			views := make([]profileView, len(l.Profiles))
+			var wg sync.WaitGroup
+			for i, p := range l.Profiles {
+				views[i] = profileView{Profile: p, Default: p.Name == l.Default}
+				wg.Go(func() { views[i].Auth, views[i].Error = authIn(c.Context(), st(), p, claudePath, environ) })
+			}
+			wg.Wait()
+			if asJSON {
+				return printJSON(c, views)
+			}
+			tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tKIND\tPRIORITY\tDEFAULT\tLOGIN")
+			for _, v := range views {
+				login := v.Error
+				if v.Auth != nil {
+					login = "not logged in"
+					if v.Auth.LoggedIn {
+						login = "logged in (" + v.Auth.Method + ")"
+					}
+				}
+				def := ""
+				if v.Default {
+					def = "yes"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", v.Name, v.Kind, v.Priority, def, login)
+			}
+			return tw.Flush()
+		},
+	}
+
+	login := &cobra.Command{
+		Use:   "login NAME",
+		Short: "Log a login profile in again, with the CLI's own flow in your terminal",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			l, err := st().Read()
+			if err != nil {
+				return err
+			}
+			p, ok := l.Get(args[0])
+			if !ok {
+				return fmt.Errorf("%w: %s", profile.ErrUnknown, args[0])
+			}
+			if err := runLogin(c, st(), p, claudePath, environ); err != nil {
+				return err
+			}
+			return show(c, profileView{Profile: p}, "logged in profile "+p.Name)
+		},
+	}
+
+	remove := &cobra.Command{
+		Use:   "remove NAME",
+		Short: "Remove a profile, its secret and its config dir (refused while a turn runs on it)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			busy := func(name string) (bool, error) {
+				db, err := store.Open(c.Context(), filepath.Join(dataDir, "meridian.db"))
+				if err != nil {
+					return false, err
+				}
+				defer db.Close()
+				n, err := session.NewLeases(db, 0, nil).Held(c.Context(), name)
+				return n > 0, err
+			}
+			if err := st().Remove(args[0], busy); err != nil {
+				return err
+			}
+			return show(c, map[string]string{"removed": args[0]}, "removed profile "+args[0])
+		},
+	}
+
+	def := &cobra.Command{
+		Use:   "default NAME",
+		Short: "Use NAME for requests that name no profile",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := st().SetDefault(args[0]); err != nil {
+				return err
+			}
+			return show(c, map[string]string{"default": args[0]}, "default profile: "+args[0])
+		},
+	}
+	cmd.AddCommand(add, list, login, remove, def)
+	return cmd
+}
+
+// authIn asks the CLI, in the profile's context, whether it is logged in.
+func authIn(ctx context.Context, s *profile.Store, p profile.Profile, claudePath string, environ []string) (*backend.Auth, string) {
+	env, err := s.Env(p, environ)
+	if err != nil {
+		return nil, err.Error()
+	}
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	a, err := claude.New(claude.Config{Path: claudePath, Env: env}).Auth(ctx)
+	if err != nil {
+		return nil, "unknown: " + err.Error()
+	}
+	return &a, ""
+}
+
+// runLogin runs the CLI's login for a profile on the user's terminal.
+func runLogin(c *cobra.Command, s *profile.Store, p profile.Profile, claudePath string, environ []string) error {
+	cmd, err := s.LoginCommand(c.Context(), p, claudePath, environ)
+	if err != nil {
+		return err
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, c.OutOrStdout(), c.ErrOrStderr()
+	return cmd.Run()
+}

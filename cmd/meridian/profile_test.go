@@ -1,0 +1,168 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/meridian-gw/meridian/internal/session"
+	"github.com/meridian-gw/meridian/internal/store"
+	"github.com/meridian-gw/meridian/internal/testkit"
+)
+
+// profileCLI runs `meridian profile …` on a data dir, stdin given.
+type profileCLI struct {
+	t       *testing.T
+	bin     string
+	dataDir string
+	env     []string
+}
+
+func (p profileCLI) run(stdin string, args ...string) (string, int) {
+	p.t.Helper()
+	cmd := exec.Command(p.bin, append(append([]string{"profile"}, args...), "--data-dir", p.dataDir, "--claude-path", testkit.ClaudePath(p.t))...)
+	cmd.Env = p.env
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		return string(out), exit.ExitCode()
+	case err != nil:
+		p.t.Fatal(err)
+	}
+	return string(out), 0
+}
+
+// `meridian profile` through the binary: secrets from stdin into 0600
+// files, never in list output; default; remove, refused while a turn
+// holds the profile.
+func TestProfileCommands(t *testing.T) {
+	t.Parallel()
+	p := profileCLI{t: t, bin: buildBinary(t), dataDir: t.TempDir(),
+		env: []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()}}
+	const keyA, tokenB = "sk-ant-test-SECRET-A", "sk-ant-oat-SECRET-B"
+	if out, code := p.run(keyA+"\n", "add", "work", "--kind", "api", "--priority", "1"); code != 0 || !strings.Contains(out, "added profile work") {
+		t.Fatalf("add work: %d %s", code, out)
+	}
+	if out, code := p.run(tokenB, "add", "home", "--kind", "token", "--priority", "2", "--json"); code != 0 || strings.Contains(out, "SECRET") {
+		t.Fatalf("add home: %d %s", code, out)
+	}
+	if out, code := p.run("", "add", "nokey", "--kind", "api"); code == 0 || !strings.Contains(out, "secret on standard input") {
+		t.Fatalf("add without a secret: %d %s", code, out)
+	}
+	out, code := p.run("", "list", "--json")
+	var views []struct {
+		Name    string `json:"name"`
+		Kind    string `json:"kind"`
+		Default bool   `json:"default"`
+		Auth    *struct {
+			LoggedIn bool   `json:"logged_in"`
+			Method   string `json:"method"`
+		} `json:"auth"`
+	}
+	if err := json.Unmarshal([]byte(out), &views); err != nil || code != 0 || len(views) != 3 {
+		t.Fatalf("list --json: %d %v\n%s", code, err, out)
+	}
+	if strings.Contains(out, "SECRET") {
+		t.Fatalf("list shows a secret:\n%s", out)
+	}
+	// The CLI, asked in each profile's context, sees that profile's credential.
+	if views[1].Name != "work" || views[1].Auth == nil || !views[1].Auth.LoggedIn || views[1].Auth.Method != "api_key" ||
+		views[2].Name != "home" || views[2].Auth == nil || views[2].Auth.Method != "oauth_token" || !views[0].Default {
+		t.Fatalf("list: %s", out)
+	}
+	for _, f := range []string{"profiles/profiles.json", "profiles/.secrets/work", "profiles/.secrets/home"} {
+		st, err := os.Stat(filepath.Join(p.dataDir, f))
+		if err != nil || st.Mode().Perm() != 0o600 {
+			t.Fatalf("%s: %v %v", f, st.Mode(), err)
+		}
+	}
+	if list, _ := os.ReadFile(filepath.Join(p.dataDir, "profiles/profiles.json")); bytes.Contains(list, []byte("SECRET")) {
+		t.Fatalf("profiles.json holds a secret")
+	}
+	if out, code := p.run("", "default", "work"); code != 0 || !strings.Contains(out, "default profile: work") {
+		t.Fatalf("default: %d %s", code, out)
+	}
+
+	// A turn holds the profile: remove is refused, and works once it ends.
+	db, err := store.Open(context.Background(), filepath.Join(p.dataDir, "meridian.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	lease, err := session.NewLeases(db, time.Minute, nil).Acquire(context.Background(), "work", "conv-1", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, code := p.run("", "remove", "work"); code == 0 || !strings.Contains(out, "a turn runs on it") {
+		t.Fatalf("remove while busy: %d %s", code, out)
+	}
+	lease.Release()
+	if out, code := p.run("", "remove", "work", "--json"); code != 0 || !strings.Contains(out, `"removed":"work"`) {
+		t.Fatalf("remove: %d %s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(p.dataDir, "profiles/.secrets/work")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the secret outlived its profile: %v", err)
+	}
+}
+
+// A login profile runs the CLI's own login in its config dir on the
+// user's terminal: under a pseudo-terminal it gets as far as offering the
+// browser sign-in, offline.
+func TestProfileLoginUnderATerminal(t *testing.T) {
+	t.Parallel()
+	dataDir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, buildBinary(t), "profile", "add", "pro", "--kind", "login", "--data-dir", dataDir, "--claude-path", testkit.ClaudePath(t))
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir(), "TERM=xterm"}
+	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 30, Cols: 120})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	var mu sync.Mutex
+	var screen bytes.Buffer
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := tty.Read(buf)
+			mu.Lock()
+			screen.Write(buf[:n])
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	err = testkit.WaitFor(45*time.Second, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if !strings.Contains(screen.String(), "Paste code here") {
+			return errors.New("no sign-in prompt yet")
+		}
+		return nil
+	})
+	mu.Lock()
+	shown := screen.String()
+	mu.Unlock()
+	if err != nil || !strings.Contains(shown, "https://claude.ai/oauth/authorize") {
+		t.Fatalf("the login flow did not offer the browser sign-in: %v\n%q", err, shown)
+	}
+	_, _ = tty.Write([]byte{3}) // Ctrl-C: the user gives up
+	_ = cmd.Wait()
+	if _, err := os.Stat(filepath.Join(dataDir, "profiles", "pro")); err != nil {
+		t.Fatalf("the profile's config dir: %v", err)
+	}
+}

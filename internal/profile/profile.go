@@ -1,0 +1,313 @@
+// Package profile keeps Meridian's profiles: named auth contexts for the
+// claude CLI, each isolated in its own config dir under the data dir, so
+// logins, transcripts and settings never mix. The list lives in
+// profiles/profiles.json; a token or key lives only in a file of mode 0600
+// under profiles/.secrets/, never in the list, the settings file, a log or
+// an answer. Writers in several meridian processes take a lock and
+// replace files whole.
+package profile
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+)
+
+// Kind is how a profile authenticates.
+type Kind string
+
+// Kinds.
+const (
+	// Env uses whatever the environment gives the CLI: the implicit
+	// default profile, as Meridian ran before profiles.
+	Env Kind = "env"
+	// Login is a subscription login made with the CLI's own flow in the
+	// profile's config dir.
+	Login Kind = "login"
+	// Token is a long-lived token from `claude setup-token`, given to the
+	// CLI as CLAUDE_CODE_OAUTH_TOKEN.
+	Token Kind = "token"
+	// API is an API key, with an optional base URL.
+	API Kind = "api"
+)
+
+// DefaultName is the implicit profile of kind env.
+const DefaultName = "default"
+
+// Profile is one auth context.
+type Profile struct {
+	Name     string `json:"name"`
+	Kind     Kind   `json:"kind"`
+	Priority int    `json:"priority"` // lower goes first
+	BaseURL  string `json:"base_url,omitempty"`
+}
+
+// List is what profiles.json holds.
+type List struct {
+	Default  string    `json:"default"`
+	Profiles []Profile `json:"profiles"`
+}
+
+// Get finds a profile by name.
+func (l List) Get(name string) (Profile, bool) {
+	i := slices.IndexFunc(l.Profiles, func(p Profile) bool { return p.Name == name })
+	if i < 0 {
+		return Profile{}, false
+	}
+	return l.Profiles[i], true
+}
+
+// Names lists the profiles' names.
+func (l List) Names() []string {
+	out := make([]string, len(l.Profiles))
+	for i, p := range l.Profiles {
+		out[i] = p.Name
+	}
+	return out
+}
+
+// Errors.
+var (
+	ErrExists   = errors.New("profile: a profile of that name exists")
+	ErrUnknown  = errors.New("profile: no profile of that name")
+	ErrBusy     = errors.New("profile: a turn runs on it")
+	ErrImplicit = errors.New("profile: the default env profile is implicit and stays")
+)
+
+var validName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`)
+
+// Store is the profiles under one data dir.
+type Store struct {
+	dir string // <data dir>/profiles
+}
+
+// Open returns the store of a data dir; nothing is created until a write.
+func Open(dataDir string) *Store { return &Store{dir: filepath.Join(dataDir, "profiles")} }
+
+// ConfigDir is a profile's CLAUDE_CONFIG_DIR.
+func (s *Store) ConfigDir(name string) string { return filepath.Join(s.dir, name) }
+
+func (s *Store) listPath() string              { return filepath.Join(s.dir, "profiles.json") }
+func (s *Store) secretPath(name string) string { return filepath.Join(s.dir, ".secrets", name) }
+
+// Read returns the list; without a file, the implicit default alone.
+func (s *Store) Read() (List, error) {
+	b, err := os.ReadFile(s.listPath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return implicit(), nil
+	}
+	if err != nil {
+		return List{}, fmt.Errorf("profiles: %w", err)
+	}
+	var l List
+	if err := json.Unmarshal(b, &l); err != nil {
+		return List{}, fmt.Errorf("profiles: %s: %w", s.listPath(), err)
+	}
+	if _, ok := l.Get(DefaultName); !ok {
+		l.Profiles = append([]Profile{{Name: DefaultName, Kind: Env}}, l.Profiles...)
+	}
+	if l.Default == "" {
+		l.Default = DefaultName
+	}
+	sortByPriority(l.Profiles)
+	return l, nil
+}
+
+func implicit() List {
+	return List{Default: DefaultName, Profiles: []Profile{{Name: DefaultName, Kind: Env}}}
+}
+
+func sortByPriority(ps []Profile) {
+	slices.SortStableFunc(ps, func(a, b Profile) int {
+		if a.Priority != b.Priority {
+			return a.Priority - b.Priority
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+}
+
+// Add records a profile and, for token and api kinds, its secret.
+func (s *Store) Add(p Profile, secret string) error {
+	if !validName.MatchString(p.Name) {
+		return fmt.Errorf("profile name %q: use 1 to 32 lowercase letters, digits, - and _, starting with a letter or digit", p.Name)
+	}
+	switch p.Kind {
+	case Login:
+		if secret != "" {
+			return errors.New("profile: a login profile takes no secret")
+		}
+	case Token, API:
+		if strings.TrimSpace(secret) == "" {
+			return fmt.Errorf("profile: a %s profile needs its secret on standard input", p.Kind)
+		}
+	default:
+		return fmt.Errorf("profile kind %q: want login, token or api", p.Kind)
+	}
+	if p.BaseURL != "" && p.Kind != API {
+		return errors.New("profile: only an api profile takes --base-url")
+	}
+	return s.update(func(l *List) error {
+		if _, ok := l.Get(p.Name); ok {
+			return fmt.Errorf("%w: %s", ErrExists, p.Name)
+		}
+		if err := os.MkdirAll(s.ConfigDir(p.Name), 0o700); err != nil {
+			return fmt.Errorf("profile dir: %w", err)
+		}
+		if secret != "" {
+			if err := os.MkdirAll(filepath.Dir(s.secretPath(p.Name)), 0o700); err != nil {
+				return fmt.Errorf("profile secrets: %w", err)
+			}
+			if err := writeFile(s.secretPath(p.Name), []byte(strings.TrimSpace(secret)), 0o600); err != nil {
+				return err
+			}
+		}
+		l.Profiles = append(l.Profiles, p)
+		return nil
+	})
+}
+
+// Remove deletes a profile, its secret and its config dir; busy, when set,
+// says whether a turn runs on it (then nothing is removed).
+func (s *Store) Remove(name string, busy func(string) (bool, error)) error {
+	if name == DefaultName {
+		return ErrImplicit
+	}
+	return s.update(func(l *List) error {
+		if _, ok := l.Get(name); !ok {
+			return fmt.Errorf("%w: %s (known: %s)", ErrUnknown, name, strings.Join(l.Names(), ", "))
+		}
+		if busy != nil {
+			b, err := busy(name)
+			if err != nil {
+				return err
+			}
+			if b {
+				return fmt.Errorf("%w: %s; try again when it has finished", ErrBusy, name)
+			}
+		}
+		l.Profiles = slices.DeleteFunc(l.Profiles, func(p Profile) bool { return p.Name == name })
+		if l.Default == name {
+			l.Default = DefaultName
+		}
+		if err := os.Remove(s.secretPath(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("profile secret: %w", err)
+		}
+		return os.RemoveAll(s.ConfigDir(name))
+	})
+}
+
+// SetDefault makes name the profile requests use when they name none.
+func (s *Store) SetDefault(name string) error {
+	return s.update(func(l *List) error {
+		if _, ok := l.Get(name); !ok {
+			return fmt.Errorf("%w: %s (known: %s)", ErrUnknown, name, strings.Join(l.Names(), ", "))
+		}
+		l.Default = name
+		return nil
+	})
+}
+
+// update runs f on the list under the writers' lock and replaces the file
+// whole when f succeeds.
+func (s *Store) update(f func(*List) error) error {
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		return fmt.Errorf("profiles: %w", err)
+	}
+	unlock, err := lock(filepath.Join(s.dir, ".lock"))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	l, err := s.Read()
+	if err != nil {
+		return err
+	}
+	if err := f(&l); err != nil {
+		return err
+	}
+	sortByPriority(l.Profiles)
+	b, err := json.MarshalIndent(l, "", "  ")
+	if err != nil {
+		return fmt.Errorf("profiles: %w", err)
+	}
+	return writeFile(s.listPath(), append(b, '\n'), 0o600)
+}
+
+// Env is the CLI's environment for a profile: base, with the profile's
+// config dir and credentials. For every kind but env, credentials the
+// base carries are dropped, so another identity cannot leak in.
+func (s *Store) Env(p Profile, base []string) ([]string, error) {
+	if p.Kind == Env {
+		return base, nil
+	}
+	drop := []string{"CLAUDE_CONFIG_DIR", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_BASE_URL"}
+	env := slices.DeleteFunc(slices.Clone(base), func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(drop, k)
+	})
+	env = append(env, "CLAUDE_CONFIG_DIR="+s.ConfigDir(p.Name))
+	switch p.Kind {
+	case Token, API:
+		secret, err := os.ReadFile(s.secretPath(p.Name))
+		if err != nil {
+			return nil, fmt.Errorf("profile %s: its secret: %w", p.Name, err)
+		}
+		if p.Kind == Token {
+			env = append(env, "CLAUDE_CODE_OAUTH_TOKEN="+string(secret))
+		} else {
+			env = append(env, "ANTHROPIC_API_KEY="+string(secret))
+			if p.BaseURL != "" {
+				env = append(env, "ANTHROPIC_BASE_URL="+p.BaseURL)
+			}
+		}
+	}
+	return env, nil
+}
+
+// writeFile replaces path whole: a temporary file beside it, synced, then
+// renamed over it.
+func writeFile(path string, b []byte, mode os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("profiles: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return fmt.Errorf("profiles: %w", err)
+	}
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return fmt.Errorf("profiles: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("profiles: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("profiles: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("profiles: %w", err)
+	}
+	return nil
+}
+
+func lock(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("profiles lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("profiles lock: %w", err)
+	}
+	return func() { f.Close() }, nil
+}

@@ -1,0 +1,60 @@
+package profile
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// ReadSecret reads a token or key from in: a line typed at a terminal
+// (prompted on prompt, not echoed), or everything piped in. A secret never
+// comes from the command line, where other users' ps would show it.
+func ReadSecret(in *os.File, prompt io.Writer, what string) (string, error) {
+	fd := int(in.Fd())
+	old, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	if err != nil {
+		// Not a terminal: the secret is piped in.
+		b, err := io.ReadAll(io.LimitReader(in, 64<<10))
+		if err != nil {
+			return "", fmt.Errorf("read the %s: %w", what, err)
+		}
+		return strings.TrimSpace(string(b)), nil
+	}
+	fmt.Fprintf(prompt, "Paste the %s, then Enter (it is not shown): ", what)
+	quiet := *old
+	quiet.Lflag &^= unix.ECHO
+	if err := unix.IoctlSetTermios(fd, unix.TCSETS, &quiet); err != nil {
+		return "", fmt.Errorf("terminal: %w", err)
+	}
+	defer func() {
+		_ = unix.IoctlSetTermios(fd, unix.TCSETS, old)
+		fmt.Fprintln(prompt)
+	}()
+	line, err := bufio.NewReader(in).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("read the %s: %w", what, err)
+	}
+	return strings.TrimSpace(line), nil
+}
+
+// LoginCommand is the CLI's own login flow in a profile's config dir, to
+// run attached to the user's terminal.
+func (s *Store) LoginCommand(ctx context.Context, p Profile, claudePath string, base []string) (*exec.Cmd, error) {
+	if p.Kind != Login {
+		return nil, fmt.Errorf("profile %s is of kind %s: only a login profile logs in (add a token or key again instead)", p.Name, p.Kind)
+	}
+	env, err := s.Env(p, base)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, claudePath, "auth", "login")
+	cmd.Env = env
+	return cmd, nil
+}

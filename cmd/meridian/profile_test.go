@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -164,5 +165,50 @@ func TestProfileLoginUnderATerminal(t *testing.T) {
 	_ = cmd.Wait()
 	if _, err := os.Stat(filepath.Join(dataDir, "profiles", "pro")); err != nil {
 		t.Fatalf("the profile's config dir: %v", err)
+	}
+}
+
+// serve runs under the default profile: the CLI authenticates with that
+// profile's key (not the environment's), keeps its transcripts in the
+// profile's config dir, and the key shows in no answer, log page or argv.
+func TestServeUsesTheDefaultProfile(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	g.up.Always(testkit.Reply{Text: "ok"})
+	p := profileCLI{t: t, bin: g.bin, dataDir: g.dataDir, env: g.env}
+	const key = "sk-ant-profile-SECRET-KEY"
+	if out, code := p.run(key, "add", "work", "--kind", "api", "--base-url", g.up.URL); code != 0 {
+		t.Fatalf("add: %s", out)
+	}
+	if out, code := p.run("", "default", "work"); code != 0 {
+		t.Fatalf("default: %s", out)
+	}
+	g.start()
+	resp, body, err := g.post(prompt("under a profile"), "X-Claude-Code-Session-Id", "prof-1")
+	if err != nil || resp.StatusCode != 200 || strings.Contains(body, key) {
+		t.Fatalf("request: %v %s", err, body)
+	}
+	reqs := g.up.Requests()
+	if got := reqs[len(reqs)-1].Header.Get("X-Api-Key"); got != key {
+		t.Fatalf("the upstream saw key %q, not the profile's", got)
+	}
+	// The transcript is in the profile's config dir.
+	matches, _ := filepath.Glob(filepath.Join(g.dataDir, "profiles", "work", "projects", "*", "*.jsonl"))
+	if len(matches) == 0 {
+		t.Fatal("no transcript in the profile's config dir")
+	}
+	// No secret in argv of any process, nor in the pages and JSON.
+	for _, pid := range append(g.claudes(), g.cmd.Process.Pid) {
+		if argv, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline")); bytes.Contains(argv, []byte("SECRET")) {
+			t.Fatalf("process %d has the key on its command line", pid)
+		}
+	}
+	for _, path := range []string{"/providers/status", "/telemetry/logs", "/health", "/v1/sessions", "/telemetry/requests"} {
+		if _, b := httpGetT(t, g.url+path); strings.Contains(b, "SECRET") {
+			t.Fatalf("%s shows the key", path)
+		}
+	}
+	if _, b := httpGetT(t, g.url+"/providers/status"); !strings.Contains(b, `"profile":"work"`) {
+		t.Fatalf("providers: %s", b)
 	}
 }

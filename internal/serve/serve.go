@@ -26,6 +26,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/journal"
 	"github.com/meridian-gw/meridian/internal/logring"
 	"github.com/meridian-gw/meridian/internal/openai"
+	"github.com/meridian-gw/meridian/internal/profile"
 	"github.com/meridian-gw/meridian/internal/responses"
 	"github.com/meridian-gw/meridian/internal/session"
 	"github.com/meridian-gw/meridian/internal/store"
@@ -150,13 +151,23 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	}
 	defer db.Close()
 
+	// The CLI runs under the default profile: the environment's identity,
+	// or the one `meridian profile default` chose.
+	prof, cliEnv, err := defaultProfile(cfg.DataDir, environ)
+	if err != nil {
+		return err
+	}
+	if prof.Name != profile.DefaultName {
+		log.Info("serving under profile "+prof.Name, "profile", prof.Name, "kind", prof.Kind)
+	}
 	driver := claude.New(claude.Config{
 		Path:     cfg.ClaudePath,
-		Env:      environ,
+		Env:      cliEnv,
 		SelfAddr: addr,
 		Logger:   log.With("component", "claude"),
 	})
 	gw := gateway.New(gateway.Config{
+		Profile:       prof.Name,
 		Backend:       driver,
 		Inspector:     driver,
 		Workspace:     workspace,
@@ -233,7 +244,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		log.Info("using claude CLI", "path", path)
 	}
 	for _, k := range []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"} {
-		if slices.ContainsFunc(environ, func(kv string) bool { v, ok := strings.CutPrefix(kv, k+"="); return ok && v != "" }) {
+		if prof.Kind == profile.Env && slices.ContainsFunc(environ, func(kv string) bool { v, ok := strings.CutPrefix(kv, k+"="); return ok && v != "" }) {
 			log.Info("the claude CLI will authenticate with "+k+" from this environment, not your claude login", "variable", k)
 		}
 	}
@@ -242,7 +253,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	// Transcripts of forked-away sessions are deleted in the background,
 	// joined before Run returns.
 	cleaner := &transcripts.Cleaner{
-		Dirs:  func() []string { return transcripts.ProjectDirs(transcripts.ConfigDir(environ), workspace) },
+		Dirs:  func() []string { return transcripts.ProjectDirs(transcripts.ConfigDir(cliEnv), workspace) },
 		InUse: gw.TranscriptsInUse, Grace: cfg.TranscriptGrace, MaxPerPass: transcripts.DefaultMaxPerPass,
 		Now: time.Now, Log: log.With("component", "transcripts"),
 	}

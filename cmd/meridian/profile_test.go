@@ -180,6 +180,10 @@ func TestServeUsesTheDefaultProfile(t *testing.T) {
 	if out, code := p.run(key, "add", "work", "--kind", "api", "--base-url", g.up.URL); code != 0 {
 		t.Fatalf("add: %s", out)
 	}
+	const key2 = "sk-ant-home-SECRET-KEY"
+	if out, code := p.run(key2, "add", "home", "--kind", "api", "--base-url", g.up.URL, "--priority", "2"); code != 0 {
+		t.Fatalf("add home: %s", out)
+	}
 	if out, code := p.run("", "default", "work"); code != 0 {
 		t.Fatalf("default: %s", out)
 	}
@@ -197,6 +201,26 @@ func TestServeUsesTheDefaultProfile(t *testing.T) {
 	if len(matches) == 0 {
 		t.Fatal("no transcript in the profile's config dir")
 	}
+
+	// A request may name another profile: it runs with that profile's key,
+	// its transcript stays in that profile's dir, and the answer says so.
+	resp, body, err = g.post(prompt("under home"), "X-Claude-Code-Session-Id", "prof-2", "X-Meridian-Profile", "home")
+	if err != nil || resp.StatusCode != 200 || resp.Header.Get("X-Meridian-Profile") != "home" {
+		t.Fatalf("a request for home: %v %v %s", err, resp.Header, body)
+	}
+	reqs = g.up.Requests()
+	if got := reqs[len(reqs)-1].Header.Get("X-Api-Key"); got != key2 {
+		t.Fatalf("the upstream saw key %q, not home's", got)
+	}
+	home, _ := filepath.Glob(filepath.Join(g.dataDir, "profiles", "home", "projects", "*", "*.jsonl"))
+	work, _ := filepath.Glob(filepath.Join(g.dataDir, "profiles", "work", "projects", "*", "*.jsonl"))
+	if len(home) != 1 || len(work) != 1 {
+		t.Fatalf("transcripts: home %v, work %v", home, work)
+	}
+	resp, body, _ = g.post(prompt("nobody"), "X-Meridian-Profile", "nobody")
+	if resp.StatusCode != 400 || !strings.Contains(body, "default, work, home") {
+		t.Fatalf("an unknown profile: %d %s", resp.StatusCode, body)
+	}
 	// No secret in argv of any process, nor in the pages and JSON.
 	for _, pid := range append(g.claudes(), g.cmd.Process.Pid) {
 		if argv, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline")); bytes.Contains(argv, []byte("SECRET")) {
@@ -208,7 +232,7 @@ func TestServeUsesTheDefaultProfile(t *testing.T) {
 			t.Fatalf("%s shows the key", path)
 		}
 	}
-	if _, b := httpGetT(t, g.url+"/providers/status"); !strings.Contains(b, `"profile":"work"`) {
+	if _, b := httpGetT(t, g.url+"/providers/status"); !strings.Contains(b, `"profile":"work"`) || !strings.Contains(b, `"profile":"home"`) {
 		t.Fatalf("providers: %s", b)
 	}
 }

@@ -100,6 +100,24 @@ func (g *Gateway) Load() BackendLoad {
 	return b
 }
 
+// SumLoad adds up the loads of several gateways (one per profile), their
+// memory measured now.
+func SumLoad(gws []*Gateway) BackendLoad {
+	var sum BackendLoad
+	for _, gw := range gws {
+		b := gw.Load()
+		sum.Running += b.Running
+		sum.Queued += b.Queued
+		sum.Slots += b.Slots
+		sum.Live += b.Live
+		sum.Idle += b.Idle
+		sum.Spares += b.Spares
+		sum.IdleMemory += b.IdleMemory
+		sum.Memory += b.Memory
+	}
+	return sum
+}
+
 // Inflight reports the running and queued requests, per backend and per
 // conversation, and the session tree's gauges.
 func (g *Gateway) Inflight() Inflight {

@@ -33,7 +33,7 @@ func (s *Server) root(w http.ResponseWriter, r *http.Request) {
 // health serves GET /health: 200 when requests can be served, 503 when the
 // CLI is missing or not logged in.
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
-	h := s.gw.Health(r.Context())
+	h := s.gwFor(r.Context()).Health(r.Context())
 	status := http.StatusOK
 	if h.Status == "unavailable" {
 		status = http.StatusServiceUnavailable
@@ -58,7 +58,7 @@ func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) {
 // client speaks Anthropic (it sends anthropic-version or x-api-key), else
 // in the OpenAI shape.
 func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
-	models, err := s.gw.Models(r.Context())
+	models, err := s.gwFor(r.Context()).Models(r.Context())
 	if err != nil {
 		s.fail(w, r, modelsError(err))
 		return
@@ -85,7 +85,7 @@ func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
 
 // getModel serves GET /v1/models/{id}.
 func (s *Server) getModel(w http.ResponseWriter, r *http.Request) {
-	models, err := s.gw.Models(r.Context())
+	models, err := s.gwFor(r.Context()).Models(r.Context())
 	if err != nil {
 		s.fail(w, r, modelsError(err))
 		return
@@ -116,7 +116,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = min(n, 1000)
 	}
-	list, err := s.gw.Sessions(r.Context(), limit)
+	list, err := s.gwFor(r.Context()).Sessions(r.Context(), limit)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -130,7 +130,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 // getSession serves GET /v1/sessions/{key}.
 func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
 	key := r.PathValue("key")
-	info, ok, err := s.gw.Session(r.Context(), key)
+	info, ok, err := s.gwFor(r.Context()).Session(r.Context(), key)
 	switch {
 	case err != nil:
 		s.fail(w, r, err)
@@ -146,7 +146,7 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
 // cancelled; their clients hear why.
 func (s *Server) cancelSession(w http.ResponseWriter, r *http.Request) {
 	key := r.PathValue("key")
-	cancelled, known, err := s.gw.CancelSession(r.Context(), key)
+	cancelled, known, err := s.gwFor(r.Context()).CancelSession(r.Context(), key)
 	switch {
 	case err != nil:
 		s.fail(w, r, err)
@@ -161,8 +161,8 @@ func (s *Server) cancelSession(w http.ResponseWriter, r *http.Request) {
 }
 
 // inflight serves GET /inflight: what runs and waits now.
-func (s *Server) inflight(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, s.gw.Inflight())
+func (s *Server) inflight(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.gwFor(r.Context()).Inflight())
 }
 
 func modelsError(err error) error {

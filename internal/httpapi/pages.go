@@ -95,7 +95,7 @@ func (s *Server) signInPage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) landing(w http.ResponseWriter, r *http.Request) {
 	h := s.gw.Health(r.Context())
 	l := web.Landing{Status: h.Status, CLIFound: h.Claude.Found, CLIVersion: h.Claude.Version, Login: "login unknown",
-		Processes: s.gw.Inflight().Backends["claude"], CostToday: "$0", KeyRequired: s.hasKey}
+		Processes: s.load(), CostToday: "$0", KeyRequired: s.hasKey}
 	if a := h.Claude.Auth; a != nil {
 		l.Login = "not logged in"
 		if a.LoggedIn {
@@ -128,12 +128,12 @@ func (s *Server) landing(w http.ResponseWriter, r *http.Request) {
 
 // providersStatus is GET /providers/status.
 func (s *Server) providersStatus(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"providers": s.gw.Providers(r.Context())})
+	writeJSON(w, http.StatusOK, map[string]any{"providers": s.providers(r.Context())})
 }
 
 // providersPage is GET /providers.
 func (s *Server) providersPage(w http.ResponseWriter, r *http.Request) {
-	list := s.gw.Providers(r.Context())
+	list := s.providers(r.Context())
 	s.page(w, r, http.StatusOK, func(b *bytes.Buffer) error { return s.pages.RenderProviders(b, s.cfg.Version, list) })
 }
 
@@ -179,7 +179,7 @@ func (s *Server) dashboard(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.S = telemetry.Summarize(records, now.Add(-window), now.Add(time.Second), seriesBuckets, time.Local)
-	d.P = s.gw.Load()
+	d.P = s.load()
 	switch d.Tab {
 	case "overview":
 		tot, since, err := s.cfg.History.Cumulative(r.Context())

@@ -99,9 +99,10 @@ func (s *Server) background(w http.ResponseWriter, r *http.Request, c *responseC
 	greq := c.greq
 	greq.Header = r.Header.Clone() // the job outlives the request
 	out := newLogOutput(c.meta)
+	gw := s.gwFor(r.Context())
 	log, err := s.cfg.Jobs.Start(c.id, out.current, func(ctx context.Context, log *responses.EventLog) {
 		out.attach(log)
-		err := s.gw.Messages(ctx, greq, c.id, out)
+		err := gw.Messages(ctx, greq, c.id, out)
 		cancelled := errors.Is(context.Cause(ctx), responses.ErrCancelled)
 		if err != nil && ctx.Err() != nil && !cancelled {
 			err = &gateway.Error{Status: http.StatusServiceUnavailable, Type: anthropic.ErrAPI, Message: "meridian shut down before this response finished; send the request again"}

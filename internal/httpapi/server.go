@@ -64,8 +64,11 @@ type Config struct {
 	Prices  *pricing.Table
 	Logs    *logring.Ring
 
-	Gateway *gateway.Gateway
-	Logger  *slog.Logger
+	// Gateway serves requests that name no profile; Profiles are every
+	// profile's gateway in priority order (X-Meridian-Profile chooses).
+	Gateway  *gateway.Gateway
+	Profiles []Profile
+	Logger   *slog.Logger
 }
 
 // Defaults for Config.
@@ -181,7 +184,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(web.Static())))
 	mux.HandleFunc("GET /{$}", s.root)
 	mux.HandleFunc("/", s.notFound)
-	return s.track(s.recoverer(s.logRequests(s.guard(mux))))
+	return s.track(s.recoverer(s.logRequests(s.guard(s.chooseProfile(mux)))))
 }
 
 // knownPaths answer 405 rather than 404 to a wrong method.

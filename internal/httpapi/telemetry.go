@@ -128,7 +128,7 @@ func (s *Server) telemetrySummary(w http.ResponseWriter, r *http.Request) {
 	if !since.IsZero() {
 		out.Cumulative.Since = &since
 	}
-	out.Processes = s.gw.Load()
+	out.Processes = s.load()
 	out.CostNote, out.Dropped = costNote, s.cfg.History.Dropped()
 	writeJSON(w, http.StatusOK, out)
 }

@@ -1,19 +1,101 @@
 package serve
 
-import "github.com/meridian-gw/meridian/internal/profile"
+import (
+	"context"
+	"fmt"
 
-// defaultProfile is the profile requests run under and the CLI's
-// environment in it.
-func defaultProfile(dataDir string, environ []string) (profile.Profile, []string, error) {
+	"github.com/meridian-gw/meridian/internal/gateway"
+	"github.com/meridian-gw/meridian/internal/httpapi"
+	"github.com/meridian-gw/meridian/internal/profile"
+	"github.com/meridian-gw/meridian/internal/transcripts"
+)
+
+// servedProfile is one profile with the gateway that serves it.
+type servedProfile struct {
+	p   profile.Profile
+	env []string // the CLI's environment in it
+	gw  *gateway.Gateway
+}
+
+// servedProfiles are every profile's gateways, in priority order, and the
+// default's.
+type servedProfiles struct {
+	list []servedProfile
+	def  servedProfile
+}
+
+// startProfiles starts a gateway per profile with start.
+func startProfiles(dataDir string, environ []string, start func(name string, env []string) *gateway.Gateway) (*servedProfiles, error) {
 	st := profile.Open(dataDir)
 	l, err := st.Read()
 	if err != nil {
-		return profile.Profile{}, nil, err
+		return nil, err
 	}
-	p, ok := l.Get(l.Default)
-	if !ok {
-		p, _ = l.Get(profile.DefaultName)
+	s := &servedProfiles{}
+	for _, p := range l.Profiles {
+		env, err := st.Env(p, environ)
+		if err != nil {
+			s.close()
+			return nil, fmt.Errorf("profile %s: %w", p.Name, err)
+		}
+		sp := servedProfile{p: p, env: env, gw: start(p.Name, env)}
+		s.list = append(s.list, sp)
+		if p.Name == l.Default {
+			s.def = sp
+		}
 	}
-	env, err := st.Env(p, environ)
-	return p, env, err
+	if s.def.gw == nil {
+		s.def = s.list[0] // Read always lists the implicit default
+	}
+	return s, nil
+}
+
+func (s *servedProfiles) close() {
+	for _, sp := range s.list {
+		sp.gw.Close()
+	}
+}
+
+func (s *servedProfiles) gateways() []*gateway.Gateway {
+	out := make([]*gateway.Gateway, len(s.list))
+	for i, sp := range s.list {
+		out[i] = sp.gw
+	}
+	return out
+}
+
+// http lists the profiles for the HTTP server, in priority order.
+func (s *servedProfiles) http() []httpapi.Profile {
+	out := make([]httpapi.Profile, len(s.list))
+	for i, sp := range s.list {
+		out[i] = httpapi.Profile{Name: sp.p.Name, Gateway: sp.gw}
+	}
+	return out
+}
+
+// transcriptDirs are the project folders of the workspace in every
+// profile's config dir.
+func (s *servedProfiles) transcriptDirs(workspace string) func() []string {
+	return func() []string {
+		var dirs []string
+		for _, sp := range s.list {
+			dirs = append(dirs, transcripts.ProjectDirs(transcripts.ConfigDir(sp.env), workspace)...)
+		}
+		return dirs
+	}
+}
+
+// transcriptsInUse joins what every profile's conversations need.
+func (s *servedProfiles) transcriptsInUse(ctx context.Context) (map[string]bool, error) {
+	all := map[string]bool{}
+	for _, sp := range s.list {
+		in, err := sp.gw.TranscriptsInUse(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for k := range in {
+			all[k] = true
+		}
+	}
+	return all, nil
 }

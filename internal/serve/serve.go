@@ -151,42 +151,44 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	}
 	defer db.Close()
 
-	// The CLI runs under the default profile: the environment's identity,
-	// or the one `meridian profile default` chose.
-	prof, cliEnv, err := defaultProfile(cfg.DataDir, environ)
+	// One gateway per profile, each with its own CLI environment, live
+	// processes and spares; requests name one or get the default.
+	profiles, err := startProfiles(cfg.DataDir, environ, func(name string, env []string) *gateway.Gateway {
+		driver := claude.New(claude.Config{
+			Path:     cfg.ClaudePath,
+			Env:      env,
+			SelfAddr: addr,
+			Logger:   log.With("component", "claude", "profile", name),
+		})
+		return gateway.New(gateway.Config{
+			Profile:       name,
+			Backend:       driver,
+			Inspector:     driver,
+			Workspace:     workspace,
+			MaxConcurrent: cfg.MaxConcurrent,
+			QueueTimeout:  cfg.QueueTimeout,
+			Sessions:      session.NewStore(db, nil),
+			Leases:        session.NewLeases(db, 0, log.With("component", "session")),
+			TurnWait:      cfg.TurnWait,
+			MaxLive:       cfg.MaxLive,
+			IdleTTL:       cfg.IdleTTL,
+			NoLive:        noLive,
+			StallTimeout:  cfg.StallTimeout,
+			LiveMemory:    int64(cfg.LiveMemoryMiB) << 20,
+			OneOffTTL:     cfg.OneOffTTL,
+			Spares:        cfg.Spares,
+			FreezeIdle:    cfg.FreezeIdle,
+			Logger:        log.With("component", "gateway", "profile", name),
+		})
+	})
 	if err != nil {
 		return err
 	}
+	defer profiles.close()
+	gw, prof := profiles.def.gw, profiles.def.p
 	if prof.Name != profile.DefaultName {
-		log.Info("serving under profile "+prof.Name, "profile", prof.Name, "kind", prof.Kind)
+		log.Info("requests that name no profile run under profile "+prof.Name, "profile", prof.Name, "kind", prof.Kind)
 	}
-	driver := claude.New(claude.Config{
-		Path:     cfg.ClaudePath,
-		Env:      cliEnv,
-		SelfAddr: addr,
-		Logger:   log.With("component", "claude"),
-	})
-	gw := gateway.New(gateway.Config{
-		Profile:       prof.Name,
-		Backend:       driver,
-		Inspector:     driver,
-		Workspace:     workspace,
-		MaxConcurrent: cfg.MaxConcurrent,
-		QueueTimeout:  cfg.QueueTimeout,
-		Sessions:      session.NewStore(db, nil),
-		Leases:        session.NewLeases(db, 0, log.With("component", "session")),
-		TurnWait:      cfg.TurnWait,
-		MaxLive:       cfg.MaxLive,
-		IdleTTL:       cfg.IdleTTL,
-		NoLive:        noLive,
-		StallTimeout:  cfg.StallTimeout,
-		LiveMemory:    int64(cfg.LiveMemoryMiB) << 20,
-		OneOffTTL:     cfg.OneOffTTL,
-		Spares:        cfg.Spares,
-		FreezeIdle:    cfg.FreezeIdle,
-		Logger:        log.With("component", "gateway"),
-	})
-	defer gw.Close()
 	stored, err := responses.Open(ctx, db, responses.Config{MaxCount: cfg.MaxStored, MaxBytes: cfg.MaxStoredBytes})
 	if err != nil {
 		return err
@@ -199,7 +201,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	if err != nil {
 		return err
 	}
-	tel, err := openTelemetry(db, cfg, gw, log)
+	tel, err := openTelemetry(db, cfg, profiles.gateways(), log)
 	if err != nil {
 		return err
 	}
@@ -223,6 +225,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		Hurry:        cfg.Hurry,
 		Version:      cfg.Version,
 		Gateway:      gw,
+		Profiles:     profiles.http(),
 		Logger:       log.With("component", "http"),
 	})
 	if err != nil {
@@ -238,7 +241,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	if err != nil {
 		return err
 	}
-	if path, err := driver.Locate(); err != nil {
+	if path, err := claude.New(claude.Config{Path: cfg.ClaudePath}).Locate(); err != nil {
 		log.Warn("claude CLI not available: requests will fail with 503 until it is", "err", err)
 	} else {
 		log.Info("using claude CLI", "path", path)
@@ -253,8 +256,8 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	// Transcripts of forked-away sessions are deleted in the background,
 	// joined before Run returns.
 	cleaner := &transcripts.Cleaner{
-		Dirs:  func() []string { return transcripts.ProjectDirs(transcripts.ConfigDir(cliEnv), workspace) },
-		InUse: gw.TranscriptsInUse, Grace: cfg.TranscriptGrace, MaxPerPass: transcripts.DefaultMaxPerPass,
+		Dirs:  profiles.transcriptDirs(workspace),
+		InUse: profiles.transcriptsInUse, Grace: cfg.TranscriptGrace, MaxPerPass: transcripts.DefaultMaxPerPass,
 		Now: time.Now, Log: log.With("component", "transcripts"),
 	}
 	cleanCtx, stopCleaning := context.WithCancel(ctx)

@@ -120,6 +120,7 @@ func bindServeFlags(fs *pflag.FlagSet, cfg *serve.Config, env map[string]string)
 	boolean := func(p *bool, name, envName string, def bool, usage string) {
 		fs.BoolVar(p, name, twin(env, envName, def, strconv.ParseBool, "a boolean", note), usage+" ("+envName+")")
 	}
+	boolean(&cfg.Failover, "failover", "MERIDIAN_FAILOVER", false, "move a request refused for a rate limit or overload, before any output, to the next profile by priority that is not benched")
 	boolean(&cfg.FreezeIdle, "freeze-idle", "MERIDIAN_FREEZE_IDLE", true, "stop idle claude processes (SIGSTOP) after 5 s, so they cost no CPU; they resume when used")
 	integer(&cfg.Spares, "spares", "MERIDIAN_SPARES", gateway.DefaultSpares, "claude processes started ahead of need for new conversations, for the model and settings recent ones used most (0: none)")
 	duration(&cfg.OneOffTTL, "one-off-ttl", "MERIDIAN_ONE_OFF_TTL", pool.DefaultOneOffTTL, "how long the process of a conversation that had one turn and no client session id stays idle (two such at most; as long as --idle-ttl: like any other)")

@@ -175,6 +175,9 @@ func freezeAfter(freeze bool) time.Duration {
 	return -1
 }
 
+// Profile is the profile this gateway serves.
+func (g *Gateway) Profile() string { return g.cfg.Profile }
+
 // NewMessageID returns a fresh id for a response message.
 func NewMessageID() string { return "msg_" + rand.Text() }
 

@@ -63,7 +63,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 // the error is answered and ok is false.
 func (s *Server) collect(w http.ResponseWriter, r *http.Request, req gateway.Request, id string) (out *collected, ok bool) {
 	out = &collected{}
-	if err := s.gwFor(r.Context()).Messages(r.Context(), req, id, out); err != nil {
+	if err := s.answer(w, r, req, id, out); err != nil {
 		s.fail(w, r, err)
 		return nil, false
 	}
@@ -82,7 +82,7 @@ func (s *Server) collect(w http.ResponseWriter, r *http.Request, req gateway.Req
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, req gateway.Request, id string, enc sseEncoder) error {
 	out := newSSEWriter(w, enc, s.cfg.PingInterval)
 	defer out.stopPings()
-	err := settled(r, s.gwFor(r.Context()).Messages(r.Context(), req, id, out))
+	err := settled(r, s.answer(w, r, req, id, out))
 	// No ping may commit the stream while an error is being answered.
 	out.stopPings()
 	noteFailure(r, err)

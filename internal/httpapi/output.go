@@ -24,9 +24,15 @@ type collected struct {
 	start   gateway.Start
 	finish  gateway.Finish
 	session string
+	began   bool
 }
 
+// started: nothing reaches the client before the whole answer, but a turn
+// that began may have spent; failover retries only one that did not.
+func (o *collected) started() bool { return o.began }
+
 func (o *collected) Start(st gateway.Start) error {
+	o.began = true
 	o.start = st
 	o.session = st.SessionID
 	return nil

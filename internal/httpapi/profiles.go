@@ -2,10 +2,13 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
+	"github.com/meridian-gw/meridian/internal/anthropic"
 	"github.com/meridian-gw/meridian/internal/gateway"
 )
 
@@ -13,6 +16,10 @@ import (
 type Profile struct {
 	Name    string
 	Gateway *gateway.Gateway
+	// Fallback: failover may move requests of other profiles here. The
+	// environment's implicit profile may have no login of its own, so it
+	// answers only requests that chose it.
+	Fallback bool
 }
 
 // headerProfile chooses a request's profile; responses name the one that
@@ -79,4 +86,45 @@ func (s *Server) providers(ctx context.Context) []gateway.Provider {
 		out = append(out, gw.Providers(ctx)...)
 	}
 	return out
+}
+
+// answer runs a model request on its profile. With failover, a refusal
+// for a rate limit or overload before anything reached the client benches
+// that profile until its wait has passed and the request goes to the next
+// profile by priority that is not benched; when all are benched the client
+// gets 429 with the earliest reopening as its wait.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, req gateway.Request, id string, out gateway.Output) error {
+	ctx := r.Context()
+	chosen := s.gwFor(ctx)
+	if !s.cfg.Failover || len(s.cfg.Profiles) < 2 {
+		return chosen.Messages(ctx, req, id, out)
+	}
+	var names []string
+	byName := map[string]*gateway.Gateway{}
+	for _, p := range s.cfg.Profiles {
+		byName[p.Name] = p.Gateway
+		if p.Fallback {
+			names = append(names, p.Name)
+		}
+	}
+	st, retryable := out.(interface{ started() bool })
+	order, reopen := s.bench.Order(chosen.Profile(), names, time.Now())
+	for _, name := range order {
+		w.Header().Set(headerProfile, name)
+		err := byName[name].Messages(ctx, req, id, out)
+		var ge *gateway.Error
+		if !errors.As(err, &ge) || (ge.Status != http.StatusTooManyRequests && ge.Status != anthropic.StatusOverloaded) ||
+			!retryable || st.started() || ctx.Err() != nil {
+			return err
+		}
+		until := s.bench.Put(name, time.Now(), ge.RetryAfter)
+		s.log.Warn("profile refused the request for its rate limit: benched, trying the next profile",
+			"profile", name, "status", ge.Status, "benched_until", until)
+		if reopen.IsZero() || until.Before(reopen) {
+			reopen = until
+		}
+	}
+	wait := time.Until(reopen)
+	return &gateway.Error{Status: http.StatusTooManyRequests, Type: anthropic.ErrRateLimit, RetryAfter: wait,
+		Message: fmt.Sprintf("every profile is rate-limited; the first reopens in %s", wait.Round(time.Second))}
 }

@@ -94,7 +94,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, c *responseCall
 // responseJSON answers with the whole response object.
 func (s *Server) responseJSON(w http.ResponseWriter, r *http.Request, c *responseCall) {
 	out := &collected{}
-	err := s.gwFor(r.Context()).Messages(r.Context(), c.greq, c.id, out)
+	err := s.answer(w, r, c.greq, c.id, out)
 	var resp openai.Response
 	if err == nil {
 		resp, err = c.meta.Complete(out.start.Model, out.finish.Content, out.finish.StopReason, out.finish.Usage)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/answers"
+	"github.com/meridian-gw/meridian/internal/failover"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/journal"
 	"github.com/meridian-gw/meridian/internal/logring"
@@ -68,6 +69,9 @@ type Config struct {
 	// profile's gateway in priority order (X-Meridian-Profile chooses).
 	Gateway  *gateway.Gateway
 	Profiles []Profile
+	// Failover moves a request refused for a rate limit, before anything
+	// reached its client, to the next profile that is not benched.
+	Failover bool
 	Logger   *slog.Logger
 }
 
@@ -85,7 +89,8 @@ type Server struct {
 	gw      *gateway.Gateway
 	handler http.Handler
 	pages   *web.Pages
-	apiKey  [32]byte // digest of the key, compared in constant time
+	bench   failover.Bench // profiles refused for their rate limits, until when
+	apiKey  [32]byte       // digest of the key, compared in constant time
 	hasKey  bool
 	// gate admits requests until the drain begins and counts those
 	// running: Serve returns only after the last.

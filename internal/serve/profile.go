@@ -68,7 +68,7 @@ func (s *servedProfiles) gateways() []*gateway.Gateway {
 func (s *servedProfiles) http() []httpapi.Profile {
 	out := make([]httpapi.Profile, len(s.list))
 	for i, sp := range s.list {
-		out[i] = httpapi.Profile{Name: sp.p.Name, Gateway: sp.gw}
+		out[i] = httpapi.Profile{Name: sp.p.Name, Gateway: sp.gw, Fallback: sp.p.Kind != profile.Env}
 	}
 	return out
 }

@@ -70,6 +70,8 @@ type Config struct {
 	// DrainTimeout bounds the drain when ctx ends; Hurry ends it at once.
 	DrainTimeout time.Duration
 	Hurry        <-chan struct{}
+	// Failover moves rate-limited requests to the next profile.
+	Failover bool
 	// ConfigPath is the settings file (pricing overrides); missing is fine.
 	ConfigPath string
 	// TelemetryMaxAge and TelemetryMaxRows bound the request history.
@@ -226,6 +228,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		Version:      cfg.Version,
 		Gateway:      gw,
 		Profiles:     profiles.http(),
+		Failover:     cfg.Failover,
 		Logger:       log.With("component", "http"),
 	})
 	if err != nil {

@@ -34,15 +34,7 @@ func (p profileCLI) run(stdin string, args ...string) (string, int) {
 	cmd := exec.Command(p.bin, append(append([]string{"profile"}, args...), "--data-dir", p.dataDir, "--claude-path", testkit.ClaudePath(p.t))...)
 	cmd.Env = p.env
 	cmd.Stdin = strings.NewReader(stdin)
-	out, err := cmd.CombinedOutput()
-	var exit *exec.ExitError
-	switch {
-	case errors.As(err, &exit):
-		return string(out), exit.ExitCode()
-	case err != nil:
-		p.t.Fatal(err)
-	}
-	return string(out), 0
+	return combined(p.t, cmd)
 }
 
 // `meridian profile` through the binary: secrets from stdin into 0600

@@ -24,6 +24,13 @@ func status(t *testing.T, bin, port string, args ...string) (string, int) {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"status", "--port", port}, args...)...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()}
+	return combined(t, cmd)
+}
+
+// combined runs cmd and returns its output and exit code; failing to run
+// it at all fails the test.
+func combined(t *testing.T, cmd *exec.Cmd) (string, int) {
+	t.Helper()
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	switch {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/creack/pty"
 
+	"github.com/meridian-gw/meridian/internal/profile"
 	"github.com/meridian-gw/meridian/internal/session"
 	"github.com/meridian-gw/meridian/internal/store"
 	"github.com/meridian-gw/meridian/internal/testkit"
@@ -226,5 +228,55 @@ func TestServeUsesTheDefaultProfile(t *testing.T) {
 	}
 	if _, b := httpGetT(t, g.url+"/providers/status"); !strings.Contains(b, `"profile":"work"`) || !strings.Contains(b, `"profile":"home"`) {
 		t.Fatalf("providers: %s", b)
+	}
+}
+
+// /health reports each profile's login: a profile that is not logged in
+// degrades the answer (and is unavailable when asked for by name), while
+// the default still serves.
+func TestHealthPerProfile(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	p := profileCLI{t: t, bin: g.bin, dataDir: g.dataDir, env: g.env}
+	if out, code := p.run("sk-ant-work", "add", "work", "--kind", "api", "--base-url", g.up.URL); code != 0 {
+		t.Fatalf("add work: %s", out)
+	}
+	// A login profile whose login never happened (added directly: the
+	// command would start the CLI's interactive flow).
+	if err := profile.Open(g.dataDir).Add(profile.Profile{Name: "pro", Kind: profile.Login}, ""); err != nil {
+		t.Fatal(err)
+	}
+	g.start()
+	code, body := httpGetT(t, g.url+"/health")
+	var h struct {
+		Status   string `json:"status"`
+		Profiles []struct {
+			Name   string `json:"name"`
+			Status string `json:"status"`
+			Claude struct {
+				Auth *struct {
+					LoggedIn bool `json:"logged_in"`
+				} `json:"auth"`
+			} `json:"claude"`
+		} `json:"profiles"`
+	}
+	if err := json.Unmarshal([]byte(body), &h); err != nil || code != 200 || h.Status != "degraded" || len(h.Profiles) != 3 {
+		t.Fatalf("/health = %d %v\n%s", code, err, body)
+	}
+	for _, ph := range h.Profiles {
+		loggedIn := ph.Claude.Auth != nil && ph.Claude.Auth.LoggedIn
+		if (ph.Name == "pro") == loggedIn || (ph.Name == "pro") != (ph.Status == "unavailable") {
+			t.Errorf("profile %s: status %s, logged in %v", ph.Name, ph.Status, loggedIn)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodGet, g.url+"/health", nil)
+	req.Header.Set("X-Meridian-Profile", "pro")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("/health for pro: %d", resp.StatusCode)
 	}
 }

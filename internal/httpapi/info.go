@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/anthropic"
@@ -30,17 +31,45 @@ func (s *Server) root(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// health serves GET /health: 200 when requests can be served, 503 when the
-// CLI is missing or not logged in.
+// profileHealth is one profile's part of GET /health.
+type profileHealth struct {
+	Name string `json:"name"`
+	gateway.Health
+}
+
+// health serves GET /health: 200 when the chosen (or default) profile can
+// serve requests, 503 when its CLI is missing or not logged in. With
+// several profiles each reports its own login: another profile logged out
+// makes the answer "degraded", never unavailable.
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
-	h := s.gwFor(r.Context()).Health(r.Context())
+	chosen := s.gwFor(r.Context())
+	h := chosen.Health(r.Context())
+	body := struct {
+		gateway.Health
+		Profiles []profileHealth `json:"profiles,omitempty"`
+	}{Health: h}
+	if len(s.cfg.Profiles) > 1 {
+		// Each profile's probe is cached and single-flight in its gateway;
+		// the checks run side by side, each with the caller's patience.
+		body.Profiles = make([]profileHealth, len(s.cfg.Profiles))
+		var wg sync.WaitGroup
+		for i, p := range s.cfg.Profiles {
+			wg.Go(func() { body.Profiles[i] = profileHealth{Name: p.Name, Health: p.Gateway.Health(r.Context())} })
+		}
+		wg.Wait()
+		for _, ph := range body.Profiles {
+			if ph.Status != "ok" && body.Status == "ok" {
+				body.Status = "degraded"
+			}
+		}
+	}
 	status := http.StatusOK
 	if h.Status == "unavailable" {
 		status = http.StatusServiceUnavailable
 		// Every 503 says when to look again.
 		retryAfterHeader(w.Header(), gateway.Unavailable("the claude CLI is not usable"))
 	}
-	writeJSON(w, status, h)
+	writeJSON(w, status, body)
 }
 
 // countTokens serves POST /v1/messages/count_tokens with an estimate: the

@@ -47,6 +47,10 @@ func (w *rateWindows) list() []RateWindow {
 	return out
 }
 
+// RateWindows is what the CLI last reported about the profile's rate-limit
+// windows (rate_limit_event lines), oldest type first.
+func (g *Gateway) RateWindows() []RateWindow { return g.windows.list() }
+
 // Provider is one backend under one identity, as /providers shows it.
 type Provider struct {
 	Backend string `json:"backend"`

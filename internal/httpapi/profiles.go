@@ -128,3 +128,26 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, req gateway.Requ
 	return &gateway.Error{Status: http.StatusTooManyRequests, Type: anthropic.ErrRateLimit, RetryAfter: wait,
 		Message: fmt.Sprintf("every profile is rate-limited; the first reopens in %s", wait.Round(time.Second))}
 }
+
+// profileQuota is one profile's part of GET /v1/usage/quota.
+type profileQuota struct {
+	Profile string               `json:"profile"`
+	Windows []gateway.RateWindow `json:"windows"`
+}
+
+// quota serves GET /v1/usage/quota: per profile, the rate-limit windows
+// the CLI last reported (their type, status, share used, reset) and when.
+// The CLI reports them with a subscription login, on the turns it runs;
+// nothing is asked of it here, so a profile without recent turns shows
+// what its last turn saw, or nothing.
+func (s *Server) quota(w http.ResponseWriter, r *http.Request) {
+	var out []profileQuota
+	gws := s.gateways()
+	if gw, ok := r.Context().Value(profileKey{}).(*gateway.Gateway); ok {
+		gws = []*gateway.Gateway{gw}
+	}
+	for _, gw := range gws {
+		out = append(out, profileQuota{Profile: gw.Profile(), Windows: gw.RateWindows()})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"profiles": out, "as_of": time.Now().UTC(), "source": "rate_limit_event"})
+}

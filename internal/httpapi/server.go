@@ -178,6 +178,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /v1/sessions/{key...}", s.getSession)
 	mux.HandleFunc("POST /v1/sessions/{key}/cancel", s.cancelSession)
 	mux.HandleFunc("GET /inflight", s.inflight)
+	mux.HandleFunc("GET /v1/usage/quota", s.quota)
 	mux.HandleFunc("GET /health", s.health)
 	mux.HandleFunc("GET /metrics", s.metrics)
 	mux.HandleFunc("GET /telemetry/summary", s.telemetrySummary)

@@ -2,9 +2,11 @@ package httpapi_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -13,6 +15,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/telemetry"
 	"github.com/meridian-gw/meridian/internal/testkit"
 )
@@ -166,4 +169,40 @@ func abs(f float64) float64 {
 		return -f
 	}
 	return f
+}
+
+// The rate-limit windows the CLI reports on a turn reach /v1/usage/quota
+// and /providers/status, per profile, with when they were seen. (A
+// scripted CLI: the real one reports them only with a subscription login.)
+func TestQuotaShowsTheReportedWindows(t *testing.T) {
+	t.Parallel()
+	resets := time.Now().Add(3 * time.Hour).Unix()
+	window := fmt.Sprintf(`{"type":"rate_limit_event","rate_limit_info":{"status":"allowed_warning","resetsAt":%d,"rateLimitType":"five_hour","utilization":0.8},"session_id":"fake-session"}`, resets)
+	path, scriptEnv := testkit.FakeClaude(t, "@user", testkit.FakeInit, window, testkit.FakeMessageStart, testkit.FakeTextStart,
+		testkit.FakeTextDelta("ok"), testkit.FakeTextStop, testkit.FakeMessageDelta, testkit.FakeMessageStop, testkit.FakeResult)
+	s := newStack(t, stackOptions{claudePath: path, env: []string{scriptEnv}})
+	var q struct {
+		Profiles []struct {
+			Profile string               `json:"profile"`
+			Windows []gateway.RateWindow `json:"windows"`
+		} `json:"profiles"`
+	}
+	getJSON(t, s.URL+"/v1/usage/quota", nil, &q)
+	if len(q.Profiles) != 1 || len(q.Profiles[0].Windows) != 0 {
+		t.Fatalf("before any turn: %+v", q)
+	}
+	if _, err := s.client().Messages.New(context.Background(), simpleParams("hi")); err != nil {
+		t.Fatal(err)
+	}
+	getJSON(t, s.URL+"/v1/usage/quota", nil, &q)
+	if len(q.Profiles) != 1 || q.Profiles[0].Profile != "default" || len(q.Profiles[0].Windows) != 1 {
+		t.Fatalf("after a turn: %+v", q)
+	}
+	w := q.Profiles[0].Windows[0]
+	if w.Type != "five_hour" || w.Status != "allowed_warning" || w.Utilization != 0.8 || w.ResetsAt.Unix() != resets || w.ObservedAt.IsZero() {
+		t.Fatalf("window %+v", w)
+	}
+	if _, body := do(t, http.MethodGet, s.URL+"/providers/status", "", nil); !strings.Contains(string(body), `"five_hour"`) {
+		t.Fatalf("providers: %s", body)
+	}
 }

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/meridian-gw/meridian/internal/testkit"
 )
@@ -97,5 +99,54 @@ func TestFailoverMovesToTheNextProfile(t *testing.T) {
 	}
 	if strings.Contains(body, "SECRET") {
 		t.Fatal("an answer shows a key")
+	}
+}
+
+// A benched profile is used again once its wait has passed: the CLI, left
+// one retry, reports the upstream's retry-after (2 s) as its wait, and the
+// bench lasts that long.
+func TestBenchedProfileIsUsedAgainAfterItsWait(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	const keyA, keyB = "sk-ant-a2-SECRET", "sk-ant-b2-SECRET"
+	var aLimited atomic.Bool
+	aLimited.Store(true)
+	g.up.Respond(func(r testkit.Request) testkit.Reply {
+		if r.Header.Get("X-Api-Key") == keyA && aLimited.Load() {
+			return testkit.Reply{Status: 429, ErrorType: "rate_limit_error", ErrorMessage: "slow down", Headers: map[string]string{"retry-after": "2"}}
+		}
+		return testkit.Reply{Text: "answered"}
+	})
+	g.env = append(g.env, "CLAUDE_CODE_MAX_RETRIES=1") // the later entry wins
+	p := profileCLI{t: t, bin: g.bin, dataDir: g.dataDir, env: g.env}
+	for _, add := range [][]string{{keyA, "a", "1"}, {keyB, "b", "2"}} {
+		if out, code := p.run(add[0], "add", add[1], "--kind", "api", "--base-url", g.up.URL, "--priority", add[2]); code != 0 {
+			t.Fatalf("add %s: %s", add[1], out)
+		}
+	}
+	if out, code := p.run("", "default", "a"); code != 0 {
+		t.Fatalf("default: %s", out)
+	}
+	g.start("--failover")
+	resp, _, err := g.post(prompt("first"))
+	if err != nil || resp.StatusCode != 200 || resp.Header.Get("X-Meridian-Profile") != "b" {
+		t.Fatalf("first request: %v %v", err, resp)
+	}
+	aLimited.Store(false)
+	if resp, _, err := g.post(prompt("while benched")); err != nil || resp.Header.Get("X-Meridian-Profile") != "b" {
+		t.Fatalf("while a is benched: %v %v", err, resp.Header)
+	}
+	err = testkit.WaitFor(10*time.Second, func() error {
+		resp, _, err := g.post(prompt("after the wait"))
+		if err != nil {
+			return err
+		}
+		if got := resp.Header.Get("X-Meridian-Profile"); got != "a" {
+			return fmt.Errorf("answered by %s", got)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("a was not used again after its wait: %v", err)
 	}
 }

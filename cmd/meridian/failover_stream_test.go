@@ -20,15 +20,7 @@ func TestFailoverNeverRetriesAfterOutputBegan(t *testing.T) {
 		testkit.FakeTextDelta("PARTIAL-ANSWER "), refusal)
 	g := newGateway(t)
 	g.env = append(g.env, scriptEnv)
-	p := profileCLI{t: t, bin: g.bin, dataDir: g.dataDir, env: g.env}
-	for _, add := range [][]string{{"sk-a", "a", "1"}, {"sk-b", "b", "2"}} {
-		if out, code := p.run(add[0], "add", add[1], "--kind", "api", "--priority", add[2]); code != 0 {
-			t.Fatalf("add %s: %s", add[1], out)
-		}
-	}
-	if out, code := p.run("", "default", "a"); code != 0 {
-		t.Fatalf("default: %s", out)
-	}
+	twoProfiles(t, g, "sk-a", "sk-b")
 	g.start("--claude-path", path, "--failover") // the later flag wins
 	req, _ := http.NewRequest(http.MethodPost, g.url+"/v1/messages",
 		strings.NewReader(`{"model":"test-model","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"go"}]}`))

@@ -38,15 +38,7 @@ func TestFailoverMovesToTheNextProfile(t *testing.T) {
 		}
 		return testkit.Reply{Text: "answered"}
 	})
-	p := profileCLI{t: t, bin: g.bin, dataDir: g.dataDir, env: g.env}
-	for _, add := range [][]string{{keyA, "a", "1"}, {keyB, "b", "2"}} {
-		if out, code := p.run(add[0], "add", add[1], "--kind", "api", "--base-url", g.up.URL, "--priority", add[2]); code != 0 {
-			t.Fatalf("add %s: %s", add[1], out)
-		}
-	}
-	if out, code := p.run("", "default", "a"); code != 0 {
-		t.Fatalf("default: %s", out)
-	}
+	twoProfiles(t, g, keyA, keyB)
 	g.start("--failover")
 
 	resp, body, err := g.post(prompt("first"), "X-Claude-Code-Session-Id", "fo-1")
@@ -118,15 +110,7 @@ func TestBenchedProfileIsUsedAgainAfterItsWait(t *testing.T) {
 		return testkit.Reply{Text: "answered"}
 	})
 	g.env = append(g.env, "CLAUDE_CODE_MAX_RETRIES=1") // the later entry wins
-	p := profileCLI{t: t, bin: g.bin, dataDir: g.dataDir, env: g.env}
-	for _, add := range [][]string{{keyA, "a", "1"}, {keyB, "b", "2"}} {
-		if out, code := p.run(add[0], "add", add[1], "--kind", "api", "--base-url", g.up.URL, "--priority", add[2]); code != 0 {
-			t.Fatalf("add %s: %s", add[1], out)
-		}
-	}
-	if out, code := p.run("", "default", "a"); code != 0 {
-		t.Fatalf("default: %s", out)
-	}
+	twoProfiles(t, g, keyA, keyB)
 	g.start("--failover")
 	resp, _, err := g.post(prompt("first"))
 	if err != nil || resp.StatusCode != 200 || resp.Header.Get("X-Meridian-Profile") != "b" {
@@ -148,5 +132,20 @@ func TestBenchedProfileIsUsedAgainAfterItsWait(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("a was not used again after its wait: %v", err)
+	}
+}
+
+// twoProfiles adds api profiles a (priority 1, the default) and b
+// (priority 2) with their keys, both against the fake upstream.
+func twoProfiles(t *testing.T, g *gatewayProc, keyA, keyB string) {
+	t.Helper()
+	p := profileCLI{t: t, bin: g.bin, dataDir: g.dataDir, env: g.env}
+	for _, add := range [][]string{{keyA, "a", "1"}, {keyB, "b", "2"}} {
+		if out, code := p.run(add[0], "add", add[1], "--kind", "api", "--base-url", g.up.URL, "--priority", add[2]); code != 0 {
+			t.Fatalf("add %s: %s", add[1], out)
+		}
+	}
+	if out, code := p.run("", "default", "a"); code != 0 {
+		t.Fatalf("default: %s", out)
 	}
 }

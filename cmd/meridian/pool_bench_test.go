@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meridian-gw/meridian/internal/procmem"
 	"github.com/meridian-gw/meridian/internal/testkit"
 )
 
@@ -28,15 +29,8 @@ func benchEnv(name string, def int) int {
 func (g *gatewayProc) treePSS() int64 {
 	var total int64
 	for _, pid := range append(g.claudes(), g.cmd.Process.Pid) {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if rest, ok := strings.CutPrefix(line, "Pss:"); ok {
-				kb, _ := strconv.ParseInt(strings.Fields(rest)[0], 10, 64)
-				total += kb << 10
-			}
+		if n, ok := procmem.Process(pid); ok {
+			total += n
 		}
 	}
 	return total

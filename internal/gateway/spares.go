@@ -1,14 +1,13 @@
 package gateway
 
 import (
-	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/backend"
 	"github.com/meridian-gw/meridian/internal/pool"
+	"github.com/meridian-gw/meridian/internal/procmem"
 )
 
 // Spare sizing.
@@ -142,18 +141,8 @@ func mostUsed(recent []backend.StartOptions) (backend.StartOptions, string) {
 // available is the machine's available memory in bytes (MemAvailable),
 // or a large number where the system does not say.
 func available() int64 {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 1 << 62
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "MemAvailable:"); ok {
-			if f := strings.Fields(rest); len(f) > 0 {
-				if kb, err := strconv.ParseInt(f[0], 10, 64); err == nil {
-					return kb << 10
-				}
-			}
-		}
+	if n, ok := procmem.Machine("MemAvailable:"); ok {
+		return n
 	}
 	return 1 << 62
 }

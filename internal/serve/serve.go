@@ -26,6 +26,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/journal"
 	"github.com/meridian-gw/meridian/internal/logring"
 	"github.com/meridian-gw/meridian/internal/openai"
+	"github.com/meridian-gw/meridian/internal/procmem"
 	"github.com/meridian-gw/meridian/internal/profile"
 	"github.com/meridian-gw/meridian/internal/responses"
 	"github.com/meridian-gw/meridian/internal/session"
@@ -97,20 +98,11 @@ func settleConcurrency(maxConcurrent, maxLive int, chosen bool) (int, error) {
 // default: an eighth of the machine's memory, at most 1 GiB. An idle
 // claude holds about 105 MiB (PSS).
 func DefaultLiveMemoryMiB() int {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
+	total, ok := procmem.Machine("MemTotal:")
+	if !ok {
 		return 1024
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
-			if f := strings.Fields(rest); len(f) > 0 {
-				if kb, err := strconv.Atoi(f[0]); err == nil {
-					return min(1024, kb>>10/8)
-				}
-			}
-		}
-	}
-	return 1024
+	return int(min(1024, total>>20/8))
 }
 
 // Run assembles the gateway (database, claude driver, gateway, stored

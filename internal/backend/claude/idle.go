@@ -1,15 +1,12 @@
 package claude
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"syscall"
 
 	"github.com/meridian-gw/meridian/internal/backend"
+	"github.com/meridian-gw/meridian/internal/procmem"
 )
 
 // Freeze implements backend.Freezer: it stops the CLI's process group
@@ -46,38 +43,10 @@ func (p *Process) Thaw() error {
 // (its share of pages it shares with other claude processes counted once),
 // from /proc; its resident size where PSS is not reported.
 func (p *Process) Memory() (int64, error) {
-	pid := p.proc.Pid()
-	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid)); err == nil {
-		if kb, ok := field(b, "Pss:"); ok {
-			return kb << 10, nil
-		}
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, fmt.Errorf("claude memory: %w", err)
-	}
-	if kb, ok := field(b, "VmRSS:"); ok {
-		return kb << 10, nil
+	if n, ok := procmem.Process(p.proc.Pid()); ok {
+		return n, nil
 	}
 	return 0, errors.New("claude memory: not reported")
-}
-
-// field reads a "Name:   1234 kB" line.
-func field(b []byte, name string) (int64, bool) {
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		rest, ok := bytes.CutPrefix(sc.Bytes(), []byte(name))
-		if !ok {
-			continue
-		}
-		f := bytes.Fields(rest)
-		if len(f) == 0 {
-			return 0, false
-		}
-		n, err := strconv.ParseInt(string(f[0]), 10, 64)
-		return n, err == nil
-	}
-	return 0, false
 }
 
 // Bind implements backend.Binder: a spare becomes a conversation's

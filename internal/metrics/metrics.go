@@ -88,10 +88,12 @@ func (m *Metrics) Observe(r telemetry.Record) {
 	if !r.Replay {
 		m.queue.Observe(r.QueueWait.Seconds())
 	}
-	for kind, n := range map[string]int64{"input": r.Tokens.Input, "output": r.Tokens.Output,
-		"cache_read": r.Tokens.CacheRead, "cache_write": r.Tokens.CacheWrite} {
-		if n > 0 {
-			m.tokens.WithLabelValues(kind, model).Add(float64(n))
+	for _, k := range [...]struct {
+		kind string
+		n    int64
+	}{{"input", r.Tokens.Input}, {"output", r.Tokens.Output}, {"cache_read", r.Tokens.CacheRead}, {"cache_write", r.Tokens.CacheWrite}} {
+		if k.n > 0 {
+			m.tokens.WithLabelValues(k.kind, model).Add(float64(k.n))
 		}
 	}
 	if r.Cost > 0 {

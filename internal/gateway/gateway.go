@@ -200,7 +200,7 @@ func (g *Gateway) Messages(ctx context.Context, req Request, id string, out Outp
 		ident := adapter.Detect(req.Header, req.Body).Identify(req.Header, req.Body).WithHints(req.Hints, req.Body).Bounded()
 		tr.Conversation(ident.Client, g.cfg.Profile, ident.Key)
 		if ident.Key != "" {
-			ctx, leave := g.enterTree(ctx, ident)
+			ctx, out, leave := g.enterTree(ctx, ident, out)
 			defer leave()
 			return treeError(ctx, g.converse(ctx, req, ident, opts, tools, id, out))
 		}

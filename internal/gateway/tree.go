@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 
 	"github.com/meridian-gw/meridian/internal/adapter"
 	"github.com/meridian-gw/meridian/internal/anthropic"
@@ -19,25 +20,43 @@ var errTreeCancelled = errors.New("gateway: cancelled with its conversation")
 // enterTree registers a conversation request in the session tree for its
 // lifetime. The returned context is cancelled when the request's
 // conversation, or one above it, is cancelled; and when the request's own
-// client goes away, the requests of every conversation below it are
-// cancelled too (a subagent's requests would otherwise run on, holding
-// slots and spending). A shutdown or a finished request cascades nothing.
-func (g *Gateway) enterTree(ctx context.Context, ident adapter.Identity) (context.Context, func()) {
+// client goes away before its answer is complete, the requests of every
+// conversation below it are cancelled too (a subagent's requests would
+// otherwise run on, holding slots and spending). The conversation's own
+// other requests are spared: a client that read its answer and hung up
+// may already have sent the next turn. A shutdown or a finished request
+// cascades nothing. The returned Output must carry the answer.
+func (g *Gateway) enterTree(ctx context.Context, ident adapter.Identity, out Output) (context.Context, Output, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	leave := g.tree.Enter(ident.Key, ident.Parent, func() { cancel(errTreeCancelled) })
+	tracked := &finishingOutput{Output: out}
 	stop := context.AfterFunc(ctx, func() {
-		if context.Cause(ctx) == context.Canceled { // the client left
-			if below := g.tree.Cancel(ident.Key); len(below) > 1 {
+		if context.Cause(ctx) == context.Canceled && !tracked.finishing.Load() { // the client left early
+			if below := g.tree.CancelBelow(ident.Key); len(below) > 0 {
 				g.log.Info("the client went away: cancelled the conversations below it", "conversation", ident.Key, "cancelled", below)
 			}
 		}
 	})
-	return ctx, func() {
+	return ctx, tracked, func() {
 		stop()
 		leave()
 		cancel(nil)
 	}
 }
+
+// finishingOutput notes when the answer's end is being written: from then
+// on the client has everything, and its leaving aborts nothing.
+type finishingOutput struct {
+	Output
+	finishing atomic.Bool
+}
+
+func (o *finishingOutput) Finish(f Finish) error {
+	o.finishing.Store(true)
+	return o.Output.Finish(f)
+}
+
+func (o *finishingOutput) NameSession(id string) { nameSession(o.Output, id) }
 
 // treeError is the answer of a request the tree cancelled.
 func treeError(ctx context.Context, err error) error {

@@ -150,6 +150,48 @@ func TestFinishedSubagentLeavesItsLead(t *testing.T) {
 	f.childrenCancelled(t, 3*time.Second, 1) // the finished child's idle process
 }
 
+// A client that hangs up on one request of a conversation cancels nothing
+// of that conversation's next request, which may already be on its way
+// (the OpenAI SDKs close the stream at [DONE], while the request that
+// wrote it is still finishing).
+func TestLeavingSparesTheNextTurn(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{sessions: true, maxConcurrent: 4})
+	s.Upstream.Respond(func(r testkit.Request) testkit.Reply {
+		if strings.Contains(r.AllText(), "next turn") {
+			return testkit.Reply{Text: "next done"}
+		}
+		return testkit.Reply{Hang: true}
+	})
+	c := s.client(option.WithHeader("X-Claude-Code-Session-Id", "tree-4"))
+	ctx, cancel := context.WithCancel(context.Background())
+	first := make(chan error, 1)
+	go func() {
+		_, err := c.Messages.New(ctx, simpleParams("first turn"))
+		first <- err
+	}()
+	waitFor(t, func() bool { return len(s.Upstream.Requests()) == 1 })
+	next := make(chan error, 1)
+	go func() {
+		msg, err := c.Messages.New(context.Background(), simpleParams("next turn"))
+		if err == nil && msg.Content[0].Text != "next done" {
+			err = fmt.Errorf("answered %q", msg.Content[0].Text)
+		}
+		next <- err
+	}()
+	waitFor(t, func() bool {
+		_, body := get(t, s, "/inflight")
+		return strings.Contains(body, `"tree-4":2`)
+	})
+	cancel()
+	if err := <-first; !errors.Is(err, context.Canceled) {
+		t.Fatalf("first: %v", err)
+	}
+	if err := <-next; err != nil {
+		t.Fatalf("the next turn of the conversation whose client left: %v", err)
+	}
+}
+
 func post(t *testing.T, s *stack, path string) (*http.Response, string) {
 	t.Helper()
 	resp, b := do(t, http.MethodPost, s.URL+path, "", nil)

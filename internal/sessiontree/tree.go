@@ -56,7 +56,14 @@ func (t *Tree) Enter(key, parent string, abort func()) (leave func()) {
 // conversation whose ancestry, through live requests' links, reaches key.
 // It returns the conversations it aborted requests of, sorted. Aborts run
 // after the tree's lock is released.
-func (t *Tree) Cancel(key string) []string {
+func (t *Tree) Cancel(key string) []string { return t.cancel(key, true) }
+
+// CancelBelow aborts the live requests of every conversation that descends
+// from key, but not those of key itself: a client that leaves one request
+// of a conversation may already have sent its next one.
+func (t *Tree) CancelBelow(key string) []string { return t.cancel(key, false) }
+
+func (t *Tree) cancel(key string, self bool) []string {
 	t.mu.Lock()
 	parents := map[string]string{} // each live conversation's declared parent
 	for _, e := range t.live {
@@ -67,7 +74,7 @@ func (t *Tree) Cancel(key string) []string {
 	var aborts []func()
 	var keys []string
 	for _, e := range t.live {
-		if reaches(e.key, key, parents) {
+		if (self || e.key != key) && reaches(e.key, key, parents) {
 			aborts = append(aborts, e.abort)
 			if !slices.Contains(keys, e.key) {
 				keys = append(keys, e.key)

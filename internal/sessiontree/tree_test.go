@@ -55,3 +55,20 @@ func TestCyclesAreBounded(t *testing.T) {
 		t.Fatalf("cancel in a cycle: %v", got)
 	}
 }
+
+// A client that leaves one request of a conversation cancels what runs
+// below it, never its own next request.
+func TestCancelBelowSparesTheConversationItself(t *testing.T) {
+	tr := New()
+	var aborted []string
+	for _, kp := range [][2]string{{"lead", ""}, {"lead", ""}, {"lead#a", "lead"}, {"lead#a#1", "lead#a"}, {"other", ""}} {
+		tr.Enter(kp[0], kp[1], func() { aborted = append(aborted, kp[0]) })
+	}
+	if got := tr.CancelBelow("lead"); !slices.Equal(got, []string{"lead#a", "lead#a#1"}) {
+		t.Fatalf("cancelled %v", got)
+	}
+	slices.Sort(aborted)
+	if !slices.Equal(aborted, []string{"lead#a", "lead#a#1"}) {
+		t.Fatalf("aborted %v", aborted)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os/exec"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -26,6 +27,25 @@ type gatewayProc struct {
 	marker  string
 	cmd     *exec.Cmd
 	url     string
+	log     lockedLog // everything meridian logged, over every start
+}
+
+// lockedLog is a log written by one goroutine and read by the test.
+type lockedLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }
 
 func newGateway(t testing.TB) *gatewayProc {
@@ -41,6 +61,12 @@ func newGateway(t testing.TB) *gatewayProc {
 		for _, pid := range testkit.Processes(marker) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
+		// Every secret a test hands meridian is spelled with SECRET in it.
+		for line := range strings.Lines(g.log.String()) {
+			if strings.Contains(line, "SECRET") {
+				t.Errorf("meridian logged a secret: %s", line)
+			}
+		}
 	})
 	return g
 }
@@ -50,7 +76,7 @@ func (g *gatewayProc) start(args ...string) {
 	g.t.Helper()
 	g.cmd = exec.Command(g.bin, append([]string{"--port", "0", "--data-dir", g.dataDir, "--claude-path", testkit.ClaudePath(g.t)}, args...)...)
 	g.cmd.Env = g.env
-	g.url = "http://" + startCmd(g.t, g.cmd)
+	g.url = "http://" + startCmdLog(g.t, g.cmd, &g.log)
 }
 
 // post sends a Messages request; the response is returned whatever its

@@ -21,7 +21,7 @@ func TestFailoverNeverRetriesAfterOutputBegan(t *testing.T) {
 	g := newGateway(t)
 	g.env = append(g.env, scriptEnv)
 	twoProfiles(t, g, "sk-a", "sk-b")
-	g.start("--claude-path", path, "--failover") // the later flag wins
+	g.start("--claude-path", path, "--failover", "--log-level", "debug") // the later flag wins
 	req, _ := http.NewRequest(http.MethodPost, g.url+"/v1/messages",
 		strings.NewReader(`{"model":"test-model","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"go"}]}`))
 	req.Header.Set("Content-Type", "application/json")

@@ -39,7 +39,7 @@ func TestFailoverMovesToTheNextProfile(t *testing.T) {
 		return testkit.Reply{Text: "answered"}
 	})
 	twoProfiles(t, g, keyA, keyB)
-	g.start("--failover")
+	g.start("--failover", "--log-level", "debug")
 
 	resp, body, err := g.post(prompt("first"), "X-Claude-Code-Session-Id", "fo-1")
 	if err != nil || resp.StatusCode != 200 || resp.Header.Get("X-Meridian-Profile") != "b" || !strings.Contains(body, "answered") {
@@ -111,7 +111,7 @@ func TestBenchedProfileIsUsedAgainAfterItsWait(t *testing.T) {
 	})
 	g.env = append(g.env, "CLAUDE_CODE_MAX_RETRIES=1") // the later entry wins
 	twoProfiles(t, g, keyA, keyB)
-	g.start("--failover")
+	g.start("--failover", "--log-level", "debug")
 	resp, _, err := g.post(prompt("first"))
 	if err != nil || resp.StatusCode != 200 || resp.Header.Get("X-Meridian-Profile") != "b" {
 		t.Fatalf("first request: %v %v", err, resp)

@@ -119,6 +119,12 @@ func startBinary(t testing.TB, bin string) (*exec.Cmd, string, time.Duration) {
 // accepts connections.
 func startCmd(t testing.TB, cmd *exec.Cmd) string {
 	t.Helper()
+	return startCmdLog(t, cmd, io.Discard)
+}
+
+// startCmdLog is startCmd keeping the whole log in w.
+func startCmdLog(t testing.TB, cmd *exec.Cmd, w io.Writer) string {
+	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +132,7 @@ func startCmd(t testing.TB, cmd *exec.Cmd) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	sc := bufio.NewScanner(stderr)
+	sc := bufio.NewScanner(io.TeeReader(stderr, w))
 	var addr string
 	for addr == "" && sc.Scan() {
 		if m := listeningRe.FindStringSubmatch(sc.Text()); m != nil {
@@ -143,7 +149,7 @@ func startCmd(t testing.TB, cmd *exec.Cmd) string {
 		t.Fatal(err)
 	}
 	conn.Close()
-	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+	go func() { _, _ = io.Copy(w, stderr) }()
 	return addr
 }
 

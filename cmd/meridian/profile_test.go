@@ -181,7 +181,7 @@ func TestServeUsesTheDefaultProfile(t *testing.T) {
 	if out, code := p.run("", "default", "work"); code != 0 {
 		t.Fatalf("default: %s", out)
 	}
-	g.start()
+	g.start("--log-level", "debug")
 	resp, body, err := g.post(prompt("under a profile"), "X-Claude-Code-Session-Id", "prof-1")
 	if err != nil || resp.StatusCode != 200 || strings.Contains(body, key) {
 		t.Fatalf("request: %v %s", err, body)
@@ -246,7 +246,7 @@ func TestHealthPerProfile(t *testing.T) {
 	if err := profile.Open(g.dataDir).Add(profile.Profile{Name: "pro", Kind: profile.Login}, ""); err != nil {
 		t.Fatal(err)
 	}
-	g.start()
+	g.start("--log-level", "debug")
 	code, body := httpGetT(t, g.url+"/health")
 	var h struct {
 		Status   string `json:"status"`

@@ -257,6 +257,10 @@ type Failure struct {
 	Status  int    // upstream HTTP status, when known
 	Type    string // upstream error type ("rate_limit_error"), when known
 	Message string
+	// Code is the backend's own name for the failure when it gives one
+	// (the CLI's "model_requires_usage_credits"), for decisions, not for
+	// the client.
+	Code string
 	// Waits the upstream stated, when they survived into what the backend
 	// reported.
 	RetryDelay time.Duration

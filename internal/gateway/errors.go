@@ -24,6 +24,8 @@ type Error struct {
 	RetryAfter time.Duration
 	// WaitSource says where RetryAfter came from, for logs.
 	WaitSource retryafter.Source
+	// Code is the backend's name for the failure, never shown to clients.
+	Code string
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Type, e.Message) }
@@ -81,7 +83,9 @@ func classify(f *backend.Failure, window, now time.Time) *Error {
 	if status == http.StatusUnauthorized {
 		msg += " (the claude CLI is not logged in or its credentials were refused: run `claude login` or check `claude auth status`)"
 	}
-	return newError(status, typ, msg, facts)
+	e := newError(status, typ, msg, facts)
+	e.Code = f.Code
+	return e
 }
 
 // upstreamStatus maps the model API's HTTP status to the client's.

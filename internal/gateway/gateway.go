@@ -18,6 +18,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/admission"
 	"github.com/meridian-gw/meridian/internal/anthropic"
 	"github.com/meridian-gw/meridian/internal/backend"
+	"github.com/meridian-gw/meridian/internal/failover"
 	"github.com/meridian-gw/meridian/internal/pool"
 	"github.com/meridian-gw/meridian/internal/replay"
 	"github.com/meridian-gw/meridian/internal/retryafter"
@@ -119,6 +120,8 @@ type Gateway struct {
 	pool    *pool.Pool
 	tree    *sessiontree.Tree
 	spares  spares
+	// long benches the profile's extended-context variants.
+	long failover.LongBench
 }
 
 // New returns a Gateway.
@@ -194,18 +197,62 @@ func (g *Gateway) Messages(ctx context.Context, req Request, id string, out Outp
 	opts.Tools = tools.list
 	tr := telemetry.From(ctx)
 	tr.Request(req.Body.Model, req.Body.Stream)
+	var ident adapter.Identity
 	if g.cfg.Sessions == nil {
 		tr.Conversation(adapter.Detect(req.Header, req.Body).Name(), g.cfg.Profile, "")
 	} else {
-		ident := adapter.Detect(req.Header, req.Body).Identify(req.Header, req.Body).WithHints(req.Hints, req.Body).Bounded()
+		ident = adapter.Detect(req.Header, req.Body).Identify(req.Header, req.Body).WithHints(req.Hints, req.Body).Bounded()
 		tr.Conversation(ident.Client, g.cfg.Profile, ident.Key)
-		if ident.Key != "" {
-			ctx, out, leave := g.enterTree(ctx, ident, out)
-			defer leave()
-			return treeError(ctx, g.converse(ctx, req, ident, opts, tools, id, out))
-		}
 	}
-	return g.oneShot(ctx, req.Body, opts, tools, id, out)
+	if failover.IsLong(req.Body.Model) && g.long.Benched(ident.Key, g.cfg.Now()) {
+		req, opts = standardContext(req, opts)
+	}
+	err := g.messages(ctx, req, ident, opts, tools, id, out)
+	var ge *Error
+	if !errors.As(err, &ge) || committed(out) || ctx.Err() != nil {
+		return err
+	}
+	refusal := failover.Classify(req.Body.Model, ge.Status, ge.Message, ge.Code)
+	if refusal == failover.NotLong {
+		return err
+	}
+	wide, until := g.long.Put(refusal, ident.Key, g.cfg.Now(), ge.RetryAfter)
+	g.log.Warn("the extended-context model was refused: retrying on the standard model", "model", req.Body.Model,
+		"why", ge.Message, "profile_wide", wide, "conversation", ident.Key, "until", until)
+	req, opts = standardContext(req, opts)
+	return g.messages(ctx, req, ident, opts, tools, id, out)
+}
+
+// messages runs a request of the conversation ident names, or a one-off
+// when it names none.
+func (g *Gateway) messages(ctx context.Context, req Request, ident adapter.Identity, opts backend.StartOptions, tools *clientTools, id string, out Output) error {
+	if ident.Key == "" {
+		return g.oneShot(ctx, req.Body, opts, tools, id, out)
+	}
+	ctx, out, leave := g.enterTree(ctx, ident, out)
+	defer leave()
+	return treeError(ctx, g.converse(ctx, req, ident, opts, tools, id, out))
+}
+
+// standardContext is req asking for the standard-context model of its
+// extended-context variant. The body is copied: the caller's stays as sent.
+func standardContext(req Request, opts backend.StartOptions) (Request, backend.StartOptions) {
+	body := *req.Body
+	body.Model = failover.Standard(body.Model)
+	req.Body = &body
+	opts.Model = ResolveModel(body.Model)
+	return req, opts
+}
+
+// Committer is an Output that can tell whether anything reached the
+// client yet: until then a refused request may be tried again.
+type Committer interface{ Committed() bool }
+
+// committed reports whether out has sent anything; an Output that cannot
+// tell is taken to have.
+func committed(out Output) bool {
+	c, ok := out.(Committer)
+	return !ok || c.Committed()
 }
 
 // oneShot serves a request that belongs to no known conversation: a fresh

@@ -27,9 +27,9 @@ type collected struct {
 	began   bool
 }
 
-// started: nothing reaches the client before the whole answer, but a turn
+// Committed: nothing reaches the client before the whole answer, but a turn
 // that began may have spent; failover retries only one that did not.
-func (o *collected) started() bool { return o.began }
+func (o *collected) Committed() bool { return o.began }
 
 func (o *collected) Start(st gateway.Start) error {
 	o.began = true

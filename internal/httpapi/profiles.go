@@ -107,14 +107,14 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, req gateway.Requ
 			names = append(names, p.Name)
 		}
 	}
-	st, retryable := out.(interface{ started() bool })
+	st, retryable := out.(gateway.Committer)
 	order, reopen := s.bench.Order(chosen.Profile(), names, time.Now())
 	for _, name := range order {
 		w.Header().Set(headerProfile, name)
 		err := byName[name].Messages(ctx, req, id, out)
 		var ge *gateway.Error
 		if !errors.As(err, &ge) || (ge.Status != http.StatusTooManyRequests && ge.Status != anthropic.StatusOverloaded) ||
-			!retryable || st.started() || ctx.Err() != nil {
+			!retryable || st.Committed() || ctx.Err() != nil {
 			return err
 		}
 		until := s.bench.Put(name, time.Now(), ge.RetryAfter)

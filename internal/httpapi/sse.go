@@ -137,8 +137,8 @@ func (o *sseWriter) flush() error {
 // Start and the block calls render into the buffer; Flush (on the
 // backend's hint), Finish, an error and pings write it out.
 
-// started says whether anything was sent, a ping included.
-func (o *sseWriter) started() bool {
+// Committed says whether anything was sent, a ping included.
+func (o *sseWriter) Committed() bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.committed

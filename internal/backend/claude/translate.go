@@ -374,6 +374,7 @@ func (t *translator) failure(l *line) *backend.Failure {
 		if errType == "" {
 			errType = t.apiErr.APIErrorType
 		}
+		f.Code = t.apiErr.APIError
 		if p := t.apiErr.APIErrorParams; p != nil && p.RateLimitInfo != nil {
 			f.ResetsAt = unixTime(p.RateLimitInfo.ResetsAt)
 		}

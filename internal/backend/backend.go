@@ -297,3 +297,37 @@ type Model struct {
 	DisplayName string
 	Description string
 }
+
+// PlanUsage is what a backend reports of its account's plan limits.
+type PlanUsage struct {
+	// Subscription is the plan ("pro", "max", …); empty for API keys.
+	Subscription string `json:"subscription,omitempty"`
+	// Available is false when plan limits do not apply to this login (an
+	// API key) or could not be read; Windows is then empty.
+	Available bool         `json:"available"`
+	Windows   []PlanWindow `json:"windows"`
+	// ExtraUsage is the pay-as-you-go allowance beyond the plan, when the
+	// backend reports one.
+	ExtraUsage *ExtraUsage `json:"extra_usage,omitempty"`
+}
+
+// PlanReader is an Inspector that can read its account's plan limits.
+type PlanReader interface {
+	PlanUsage(ctx context.Context) (PlanUsage, error)
+}
+
+// PlanWindow is one rate-limit window of a plan.
+type PlanWindow struct {
+	Name        string     `json:"name"` // five_hour, seven_day, seven_day_opus, or a model bucket's label
+	Utilization *float64   `json:"utilization"`
+	ResetsAt    *time.Time `json:"resets_at"`
+}
+
+// ExtraUsage is a plan's allowance beyond its windows.
+type ExtraUsage struct {
+	Enabled      bool     `json:"enabled"`
+	MonthlyLimit *float64 `json:"monthly_limit"`
+	UsedCredits  *float64 `json:"used_credits"`
+	Utilization  *float64 `json:"utilization"`
+	Currency     string   `json:"currency,omitempty"`
+}

@@ -122,6 +122,8 @@ type Gateway struct {
 	spares  spares
 	// long benches the profile's extended-context variants.
 	long failover.LongBench
+	// plans reads the plan's limits for /v1/usage/quota.
+	plans planCache
 }
 
 // New returns a Gateway.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/anthropic"
@@ -133,21 +134,28 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, req gateway.Requ
 type profileQuota struct {
 	Profile string               `json:"profile"`
 	Windows []gateway.RateWindow `json:"windows"`
+	Plan    *gateway.PlanReading `json:"plan"`
 }
 
-// quota serves GET /v1/usage/quota: per profile, the rate-limit windows
-// the CLI last reported (their type, status, share used, reset) and when.
-// The CLI reports them with a subscription login, on the turns it runs;
-// nothing is asked of it here, so a profile without recent turns shows
-// what its last turn saw, or nothing.
+// quota serves GET /v1/usage/quota, per profile (or the one the request
+// names): the rate-limit windows the CLI reported on its latest turns
+// (rate_limit_event, with when each was seen), and the plan's limits as
+// the CLI's /usage reads them (a probe per profile, one at a time, trusted
+// for a minute; when it fails the last good reading is served with
+// "stale": true). Profiles are read side by side.
 func (s *Server) quota(w http.ResponseWriter, r *http.Request) {
-	var out []profileQuota
 	gws := s.gateways()
 	if gw, ok := r.Context().Value(profileKey{}).(*gateway.Gateway); ok {
 		gws = []*gateway.Gateway{gw}
 	}
-	for _, gw := range gws {
-		out = append(out, profileQuota{Profile: gw.Profile(), Windows: gw.RateWindows()})
+	out := make([]profileQuota, len(gws))
+	var wg sync.WaitGroup
+	for i, gw := range gws {
+		wg.Go(func() {
+			out[i] = profileQuota{Profile: gw.Profile(), Windows: gw.RateWindows(), Plan: gw.Plan(r.Context())}
+		})
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"profiles": out, "as_of": time.Now().UTC(), "source": "rate_limit_event"})
+	wg.Wait()
+	writeJSON(w, http.StatusOK, map[string]any{"profiles": out, "as_of": time.Now().UTC(),
+		"sources": map[string]string{"windows": "rate_limit_event", "plan": "get_usage"}})
 }

@@ -13,22 +13,27 @@ import (
 	"github.com/meridian-gw/meridian/internal/testkit"
 )
 
-// With --failover, a request profile a refuses for its rate limit is
-// answered by b (the answer names b); a is benched and skipped by the
-// next requests; when b refuses too, the client gets 429 with the earlier
+// With --failover, a conversation answered by profile a continues on b
+// when a refuses its next turn for a rate limit: the answer names b, the
+// upstream sees the whole history under b's key, and each profile's config
+// dir holds only its own turns. a is benched and skipped by the next
+// requests; when b refuses too, the client gets 429 with the earlier
 // reopening as its wait.
 func TestFailoverMovesToTheNextProfile(t *testing.T) {
 	t.Parallel()
 	g := newGateway(t)
 	const keyA, keyB = "sk-ant-a-SECRET", "sk-ant-b-SECRET"
-	var bRefuses atomic.Bool
+	var aRefuses, bRefuses atomic.Bool
 	var aCalls, bCalls atomic.Int32
 	g.up.Respond(func(r testkit.Request) testkit.Reply {
 		limited := testkit.Reply{Status: 429, ErrorType: "rate_limit_error", ErrorMessage: "slow down", Headers: map[string]string{"retry-after": "40"}}
 		switch r.Header.Get("X-Api-Key") {
 		case keyA:
 			aCalls.Add(1)
-			return limited
+			if aRefuses.Load() {
+				return limited
+			}
+			return testkit.Reply{Text: "a answered"}
 		case keyB:
 			bCalls.Add(1)
 			if bRefuses.Load() {
@@ -36,44 +41,42 @@ func TestFailoverMovesToTheNextProfile(t *testing.T) {
 				return limited
 			}
 		}
-		return testkit.Reply{Text: "answered"}
+		return testkit.Reply{Text: "b answered"}
 	})
 	twoProfiles(t, g, keyA, keyB)
 	g.start("--failover", "--log-level", "debug")
 
 	resp, body, err := g.post(prompt("first"), "X-Claude-Code-Session-Id", "fo-1")
-	if err != nil || resp.StatusCode != 200 || resp.Header.Get("X-Meridian-Profile") != "b" || !strings.Contains(body, "answered") {
-		t.Fatalf("first request: %v %d %v %s", err, resp.StatusCode, resp.Header, body)
+	if err != nil || resp.StatusCode != 200 || resp.Header.Get("X-Meridian-Profile") != "a" || !strings.Contains(body, "a answered") {
+		t.Fatalf("first turn: %v %d %v %s", err, resp.StatusCode, resp.Header, body)
 	}
-	if aCalls.Load() != 1 || bCalls.Load() != 1 {
+	aRefuses.Store(true)
+	two := `{"model":"test-model","max_tokens":100,"messages":[{"role":"user","content":"first"},{"role":"assistant","content":"a answered"},{"role":"user","content":"and then?"}]}`
+	resp, body, err = g.post(two, "X-Claude-Code-Session-Id", "fo-1")
+	if err != nil || resp.StatusCode != 200 || resp.Header.Get("X-Meridian-Profile") != "b" || !strings.Contains(body, "b answered") {
+		t.Fatalf("second turn: %v %d %v %s", err, resp.StatusCode, resp.Header, body)
+	}
+	if aCalls.Load() != 2 || bCalls.Load() != 1 {
 		t.Fatalf("upstream calls: a %d, b %d", aCalls.Load(), bCalls.Load())
 	}
-	// a is benched: the next request goes to b without asking a.
-	resp, _, err = g.post(prompt("second"), "X-Claude-Code-Session-Id", "fo-2")
-	if err != nil || resp.StatusCode != 200 || resp.Header.Get("X-Meridian-Profile") != "b" || aCalls.Load() != 1 {
-		t.Fatalf("second request: %v %v, a asked %d times", err, resp.Header, aCalls.Load())
-	}
-	// The first conversation continues on b with its history, and only b's
-	// config dir holds its transcript.
-	two := `{"model":"test-model","max_tokens":100,"messages":[{"role":"user","content":"first"},{"role":"assistant","content":"answered"},{"role":"user","content":"and then?"}]}`
-	resp, _, err = g.post(two, "X-Claude-Code-Session-Id", "fo-1")
-	if err != nil || resp.StatusCode != 200 || resp.Header.Get("X-Meridian-Profile") != "b" {
-		t.Fatalf("the conversation's second turn: %v %v", err, resp.Header)
-	}
 	reqs := g.up.Requests()
-	last := string(reqs[len(reqs)-1].RawBody)
-	if !strings.Contains(last, "first") || !strings.Contains(last, "answered") || !strings.Contains(last, "and then?") {
-		t.Fatalf("the second turn lost its history:\n%s", last)
+	last := reqs[len(reqs)-1]
+	if last.Header.Get("X-Api-Key") != keyB || !strings.Contains(last.AllText(), "first") || !strings.Contains(last.AllText(), "a answered") || !strings.Contains(last.AllText(), "and then?") {
+		t.Fatalf("the turn b answered lost its history:\n%s", last.RawBody)
 	}
-	if b, _ := filepath.Glob(filepath.Join(g.dataDir, "profiles", "b", "projects", "*", "*.jsonl")); len(b) == 0 {
-		t.Fatal("no transcript in b's config dir")
+	// b's config dir holds the conversation as b continued it; a's holds
+	// only what a answered.
+	if !transcriptHas(t, g, "b", "and then?") {
+		t.Fatal("no transcript of the conversation in b's config dir")
 	}
-	// a keeps only its own refused attempt, nothing b answered.
-	a, _ := filepath.Glob(filepath.Join(g.dataDir, "profiles", "a", "projects", "*", "*.jsonl"))
-	for _, f := range a {
-		if b, _ := os.ReadFile(f); strings.Contains(string(b), "answered") {
-			t.Fatalf("a's config dir holds b's conversation: %s", f)
-		}
+	if !transcriptHas(t, g, "a", "a answered") || transcriptHas(t, g, "a", "b answered") {
+		t.Fatal("a's config dir holds b's turns, or not its own")
+	}
+
+	// a is benched: a new conversation goes to b without asking a.
+	resp, _, err = g.post(prompt("second"), "X-Claude-Code-Session-Id", "fo-2")
+	if err != nil || resp.StatusCode != 200 || resp.Header.Get("X-Meridian-Profile") != "b" || aCalls.Load() != 2 {
+		t.Fatalf("second conversation: %v %v, a asked %d times", err, resp.Header, aCalls.Load())
 	}
 
 	// b refuses too: every profile is benched; the wait is a's, the earlier
@@ -92,6 +95,19 @@ func TestFailoverMovesToTheNextProfile(t *testing.T) {
 	if strings.Contains(body, "SECRET") {
 		t.Fatal("an answer shows a key")
 	}
+}
+
+// transcriptHas reports whether a transcript in profile's config dir
+// contains text.
+func transcriptHas(t *testing.T, g *gatewayProc, profile, text string) bool {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(g.dataDir, "profiles", profile, "projects", "*", "*.jsonl"))
+	for _, f := range files {
+		if b, _ := os.ReadFile(f); strings.Contains(string(b), text) {
+			return true
+		}
+	}
+	return false
 }
 
 // A benched profile is used again once its wait has passed: the CLI, left

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -24,6 +25,8 @@ type profileView struct {
 	Default bool          `json:"default"`
 	Auth    *backend.Auth `json:"auth,omitempty"`
 	Error   string        `json:"error,omitempty"`
+	// Plan is the plan's rate-limit state as the CLI's /usage reads it.
+	Plan *backend.PlanUsage `json:"plan,omitempty"`
 }
 
 // newProfileCommand wires `meridian profile`.
@@ -97,14 +100,19 @@ line, and kept in files only you can read. The implicit profile "default" uses t
 			var wg sync.WaitGroup
 			for i, p := range l.Profiles {
 				views[i] = profileView{Profile: p, Default: p.Name == l.Default}
-				wg.Go(func() { views[i].Auth, views[i].Error = authIn(c.Context(), st(), p, claudePath, environ) })
+				wg.Go(func() {
+					views[i].Auth, views[i].Error = authIn(c.Context(), st(), p, claudePath, environ)
+					if views[i].Auth != nil && views[i].Auth.LoggedIn {
+						views[i].Plan = planIn(c.Context(), st(), p, claudePath, environ)
+					}
+				})
 			}
 			wg.Wait()
 			if asJSON {
 				return printJSON(c, views)
 			}
 			tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tKIND\tPRIORITY\tDEFAULT\tLOGIN")
+			fmt.Fprintln(tw, "NAME\tKIND\tPRIORITY\tDEFAULT\tLOGIN\tRATE LIMITS")
 			for _, v := range views {
 				login := v.Error
 				if v.Auth != nil {
@@ -117,7 +125,7 @@ line, and kept in files only you can read. The implicit profile "default" uses t
 				if v.Default {
 					def = "yes"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", v.Name, v.Kind, v.Priority, def, login)
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", v.Name, v.Kind, v.Priority, def, login, limitsText(v.Plan))
 			}
 			return tw.Flush()
 		},
@@ -192,6 +200,51 @@ func authIn(ctx context.Context, s *profile.Store, p profile.Profile, claudePath
 		return nil, "unknown: " + err.Error()
 	}
 	return &a, ""
+}
+
+// planWait bounds the wait for a profile's plan limits in list: a CLI that
+// cannot reach its account's endpoints retries for many seconds.
+const planWait = 5 * time.Second
+
+// planIn reads the plan's rate limits with the CLI in the profile's
+// context; nil when they could not be read.
+func planIn(ctx context.Context, s *profile.Store, p profile.Profile, claudePath string, environ []string) *backend.PlanUsage {
+	env, err := s.Env(p, environ)
+	if err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, planWait)
+	defer cancel()
+	u, err := claude.New(claude.Config{Path: claudePath, Env: env}).PlanUsage(ctx)
+	if err != nil {
+		return nil
+	}
+	return &u
+}
+
+// limitsText is a plan's windows on one line: share used and reset.
+func limitsText(u *backend.PlanUsage) string {
+	switch {
+	case u == nil:
+		return "unknown (no answer in time)"
+	case !u.Available:
+		return "none (no plan limits with this login)"
+	}
+	var parts []string
+	for _, w := range u.Windows {
+		part := w.Name
+		if w.Utilization != nil {
+			part += fmt.Sprintf(" %.0f%%", *w.Utilization)
+		}
+		if w.ResetsAt != nil {
+			part += " until " + w.ResetsAt.Local().Format("Mon 15:04")
+		}
+		parts = append(parts, part)
+	}
+	if len(parts) == 0 {
+		return "no window reported"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // runLogin runs the CLI's login for a profile on the user's terminal.

@@ -47,7 +47,8 @@ func TestProfileCommands(t *testing.T) {
 	p := profileCLI{t: t, bin: buildBinary(t), dataDir: t.TempDir(),
 		env: []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()}}
 	const keyA, tokenB = "sk-ant-test-SECRET-A", "sk-ant-oat-SECRET-B"
-	if out, code := p.run(keyA+"\n", "add", "work", "--kind", "api", "--priority", "1"); code != 0 || !strings.Contains(out, "added profile work") {
+	up := testkit.NewUpstream(t) // the CLI reaches no network: its account endpoints are this
+	if out, code := p.run(keyA+"\n", "add", "work", "--kind", "api", "--priority", "1", "--base-url", up.URL); code != 0 || !strings.Contains(out, "added profile work") {
 		t.Fatalf("add work: %d %s", code, out)
 	}
 	if out, code := p.run(tokenB, "add", "home", "--kind", "token", "--priority", "2", "--json"); code != 0 || strings.Contains(out, "SECRET") {
@@ -65,6 +66,9 @@ func TestProfileCommands(t *testing.T) {
 			LoggedIn bool   `json:"logged_in"`
 			Method   string `json:"method"`
 		} `json:"auth"`
+		Plan *struct {
+			Available bool `json:"available"`
+		} `json:"plan"`
 	}
 	if err := json.Unmarshal([]byte(out), &views); err != nil || code != 0 || len(views) != 3 {
 		t.Fatalf("list --json: %d %v\n%s", code, err, out)
@@ -76,6 +80,13 @@ func TestProfileCommands(t *testing.T) {
 	if views[1].Name != "work" || views[1].Auth == nil || !views[1].Auth.LoggedIn || views[1].Auth.Method != "api_key" ||
 		views[2].Name != "home" || views[2].Auth == nil || views[2].Auth.Method != "oauth_token" || !views[0].Default {
 		t.Fatalf("list: %s", out)
+	}
+	// Its /usage says an API key has no plan limits.
+	if views[1].Plan == nil || views[1].Plan.Available {
+		t.Fatalf("work's plan: %s", out)
+	}
+	if out, code := p.run("", "list"); code != 0 || !strings.Contains(out, "RATE LIMITS") || !strings.Contains(out, "no plan limits with this login") {
+		t.Fatalf("list: %d\n%s", code, out)
 	}
 	for _, f := range []string{"profiles/profiles.json", "profiles/.secrets/work", "profiles/.secrets/home"} {
 		st, err := os.Stat(filepath.Join(p.dataDir, f))

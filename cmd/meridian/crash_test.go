@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -54,6 +57,13 @@ func newGateway(t testing.TB) *gatewayProc {
 	env, marker := testkit.ClaudeEnv(t, up.URL)
 	g := &gatewayProc{t: t, bin: buildBinary(t), env: env, dataDir: t.TempDir(), up: up, marker: marker}
 	t.Cleanup(func() {
+		// Every secret a test hands meridian is spelled with SECRET in it:
+		// none may show on a command line of meridian or its CLIs.
+		for _, pid := range testkit.Processes(marker) {
+			if argv, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline")); bytes.Contains(argv, []byte("SECRET")) {
+				t.Errorf("process %d has a secret on its command line", pid)
+			}
+		}
 		if g.cmd != nil && g.cmd.ProcessState == nil {
 			_ = g.cmd.Process.Kill()
 			_ = g.cmd.Wait()
@@ -61,7 +71,6 @@ func newGateway(t testing.TB) *gatewayProc {
 		for _, pid := range testkit.Processes(marker) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
-		// Every secret a test hands meridian is spelled with SECRET in it.
 		for line := range strings.Lines(g.log.String()) {
 			if strings.Contains(line, "SECRET") {
 				t.Errorf("meridian logged a secret: %s", line)

@@ -119,7 +119,8 @@ func transcriptHas(t *testing.T, g *gatewayProc, profile, text string) bool {
 
 // A benched profile is used again once its wait has passed: the CLI, left
 // one retry, reports the upstream's retry-after (2 s) as its wait, and the
-// bench lasts that long.
+// bench lasts that long. New conversations go to it again; one that moved
+// to b meanwhile stays with b.
 func TestBenchedProfileIsUsedAgainAfterItsWait(t *testing.T) {
 	t.Parallel()
 	g := newGateway(t)
@@ -140,11 +141,13 @@ func TestBenchedProfileIsUsedAgainAfterItsWait(t *testing.T) {
 		t.Fatalf("first request: %v %v", err, resp)
 	}
 	aLimited.Store(false)
-	if resp, _, err := g.post(prompt("while benched")); err != nil || resp.Header.Get("X-Meridian-Profile") != "b" {
+	if resp, _, err := g.post(prompt("while benched"), "X-Claude-Code-Session-Id", "pinned"); err != nil || resp.Header.Get("X-Meridian-Profile") != "b" {
 		t.Fatalf("while a is benched: %v %v", err, resp.Header)
 	}
+	attempt := 0
 	err = testkit.WaitFor(10*time.Second, func() error {
-		resp, _, err := g.post(prompt("after the wait"))
+		attempt++ // each a new conversation: one b answered stays with b
+		resp, _, err := g.post(prompt(fmt.Sprint("after the wait ", attempt)))
 		if err != nil {
 			return err
 		}
@@ -155,6 +158,11 @@ func TestBenchedProfileIsUsedAgainAfterItsWait(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("a was not used again after its wait: %v", err)
+	}
+	// The conversation b served while a was benched stays with b.
+	two := `{"model":"test-model","max_tokens":100,"messages":[{"role":"user","content":"while benched"},{"role":"assistant","content":"answered"},{"role":"user","content":"next"}]}`
+	if resp, _, err := g.post(two, "X-Claude-Code-Session-Id", "pinned"); err != nil || resp.Header.Get("X-Meridian-Profile") != "b" {
+		t.Fatalf("the conversation b served went to %v (%v)", resp.Header.Get("X-Meridian-Profile"), err)
 	}
 }
 

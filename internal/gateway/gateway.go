@@ -199,11 +199,10 @@ func (g *Gateway) Messages(ctx context.Context, req Request, id string, out Outp
 	opts.Tools = tools.list
 	tr := telemetry.From(ctx)
 	tr.Request(req.Body.Model, req.Body.Stream)
-	var ident adapter.Identity
+	ident := g.identify(req)
 	if g.cfg.Sessions == nil {
 		tr.Conversation(adapter.Detect(req.Header, req.Body).Name(), g.cfg.Profile, "")
 	} else {
-		ident = adapter.Detect(req.Header, req.Body).Identify(req.Header, req.Body).WithHints(req.Hints, req.Body).Bounded()
 		tr.Conversation(ident.Client, g.cfg.Profile, ident.Key)
 	}
 	if failover.IsLong(req.Body.Model) && g.long.Benched(ident.Key, g.cfg.Now()) {
@@ -223,6 +222,26 @@ func (g *Gateway) Messages(ctx context.Context, req Request, id string, out Outp
 		"why", ge.Message, "profile_wide", wide, "conversation", ident.Key, "until", until)
 	req, opts = standardContext(req, opts)
 	return g.messages(ctx, req, ident, opts, tools, id, out)
+}
+
+// identify names the conversation req belongs to; the zero Identity when
+// conversations are not kept.
+func (g *Gateway) identify(req Request) adapter.Identity {
+	if g.cfg.Sessions == nil {
+		return adapter.Identity{}
+	}
+	return adapter.Detect(req.Header, req.Body).Identify(req.Header, req.Body).WithHints(req.Hints, req.Body).Bounded()
+}
+
+// ServedBy names the profile that last answered the conversation req
+// belongs to ("" for none, or when conversations are not kept): a
+// conversation stays with it.
+func (g *Gateway) ServedBy(ctx context.Context, req Request) (string, error) {
+	ident := g.identify(req)
+	if ident.Key == "" {
+		return "", nil
+	}
+	return g.cfg.Sessions.ServedBy(ctx, ident.Key)
 }
 
 // messages runs a request of the conversation ident names, or a one-off

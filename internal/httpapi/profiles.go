@@ -89,17 +89,14 @@ func (s *Server) providers(ctx context.Context) []gateway.Provider {
 	return out
 }
 
-// answer runs a model request on its profile. With failover, a refusal
+// answer runs a model request on its profile: the one it names, else the
+// one that last served its conversation, else the default. With failover, a refusal
 // for a rate limit or overload before anything reached the client benches
 // that profile until its wait has passed and the request goes to the next
 // profile by priority that is not benched; when all are benched the client
 // gets 429 with the earliest reopening as its wait.
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, req gateway.Request, id string, out gateway.Output) error {
 	ctx := r.Context()
-	chosen := s.gwFor(ctx)
-	if !s.cfg.Failover || len(s.cfg.Profiles) < 2 {
-		return chosen.Messages(ctx, req, id, out)
-	}
 	var names []string
 	byName := map[string]*gateway.Gateway{}
 	for _, p := range s.cfg.Profiles {
@@ -107,6 +104,20 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, req gateway.Requ
 		if p.Fallback {
 			names = append(names, p.Name)
 		}
+	}
+	chosen := s.gwFor(ctx)
+	if _, named := ctx.Value(profileKey{}).(*gateway.Gateway); !named && len(s.cfg.Profiles) > 1 {
+		// A conversation stays with the profile that served it last (after
+		// a failover, the one it moved to), whatever the default.
+		if last, err := chosen.ServedBy(ctx, req); err != nil {
+			s.log.Warn("could not look up the conversation's profile; the default serves it", "err", err)
+		} else if gw, ok := byName[last]; ok {
+			chosen = gw
+		}
+	}
+	w.Header().Set(headerProfile, chosen.Profile())
+	if !s.cfg.Failover || len(s.cfg.Profiles) < 2 {
+		return chosen.Messages(ctx, req, id, out)
 	}
 	st, retryable := out.(gateway.Committer)
 	order, reopen := s.bench.Order(chosen.Profile(), names, time.Now())

@@ -272,3 +272,24 @@ func TestFailedPrunesAreReported(t *testing.T) {
 		}
 	}
 }
+
+// ServedBy names the profile whose mapping of a conversation is newest.
+func TestServedByIsTheLatestProfile(t *testing.T) {
+	ctx := context.Background()
+	clock := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	s := NewStore(openDB(t, filepath.Join(t.TempDir(), "m.db")), func() time.Time { return clock })
+	if p, err := s.ServedBy(ctx, "conv"); err != nil || p != "" {
+		t.Fatalf("unknown conversation: %q %v", p, err)
+	}
+	for _, profile := range []string{"a", "b"} {
+		m, _ := s.Load(ctx, profile, "conv")
+		m.Client, m.SessionID = "generic", "sid-"+profile
+		if _, err := s.Publish(ctx, m, 0, lineage.Diverged); err != nil {
+			t.Fatal(err)
+		}
+		clock = clock.Add(time.Second)
+	}
+	if p, err := s.ServedBy(ctx, "conv"); err != nil || p != "b" {
+		t.Fatalf("served by %q %v, want b", p, err)
+	}
+}

@@ -87,6 +87,20 @@ func (s *Store) Load(ctx context.Context, profile, key string) (Mapping, error) 
 	return m, nil
 }
 
+// ServedBy returns the profile that last answered conversation key, ""
+// when none did.
+func (s *Store) ServedBy(ctx context.Context, key string) (string, error) {
+	var profile string
+	err := s.db.QueryRowContext(ctx, `SELECT profile FROM conversations WHERE key = ? ORDER BY updated_at DESC LIMIT 1`, key).Scan(&profile)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("which profile served conversation %q: %w", key, err)
+	}
+	return profile, nil
+}
+
 // List returns the most recently updated conversations, newest first.
 func (s *Store) List(ctx context.Context, limit int) ([]Mapping, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT `+mappingColumns+` FROM conversations ORDER BY updated_at DESC LIMIT ?`, limit)

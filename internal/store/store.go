@@ -262,6 +262,8 @@ func migrations() []string {
 		error_type   TEXT    NOT NULL
 	);
 	CREATE INDEX requests_at ON requests (at);`,
+		// Which profile served a conversation last, by its key alone.
+		`CREATE INDEX conversations_key ON conversations (key, updated_at);`,
 	}
 }
 

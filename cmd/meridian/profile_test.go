@@ -232,7 +232,7 @@ func TestServeUsesTheDefaultProfile(t *testing.T) {
 			t.Fatalf("process %d has the key on its command line", pid)
 		}
 	}
-	for _, path := range []string{"/providers/status", "/telemetry/logs", "/health", "/v1/sessions", "/telemetry/requests"} {
+	for _, path := range []string{"/providers/status", "/telemetry/logs", "/health", "/v1/sessions", "/telemetry/requests", "/telemetry/summary", "/v1/usage/quota", "/metrics", "/inflight"} {
 		if _, b := httpGetT(t, g.url+path); strings.Contains(b, "SECRET") {
 			t.Fatalf("%s shows the key", path)
 		}

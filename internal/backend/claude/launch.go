@@ -1,112 +1,12 @@
 package claude
 
-import (
-	"errors"
-	"fmt"
-	"io"
-	"os"
-	"os/exec"
-	"runtime"
-	"syscall"
+import "github.com/meridian-gw/meridian/internal/backend/subproc"
+
+// The driver launches through package subproc; these names keep its own
+// vocabulary.
+type (
+	Spec         = subproc.Spec
+	Proc         = subproc.Proc
+	Launcher     = subproc.Launcher
+	ExecLauncher = subproc.ExecLauncher
 )
-
-// Spec is what a Launcher starts.
-type Spec struct {
-	Path string
-	Args []string
-	Env  []string
-	Dir  string
-}
-
-// Proc is a started CLI process as the driver sees it.
-type Proc interface {
-	Stdin() io.WriteCloser
-	Stdout() io.ReadCloser
-	Stderr() io.ReadCloser
-	Pid() int
-	// Signal signals the process and everything it started.
-	Signal(sig syscall.Signal) error
-	// Wait blocks until the process exits. Called exactly once.
-	Wait() error
-}
-
-// Launcher starts CLI processes. ExecLauncher runs real binaries; tests and
-// benchmarks may substitute an in-process stand-in speaking the same
-// protocol over pipes.
-type Launcher interface {
-	Launch(Spec) (Proc, error)
-}
-
-// ExecLauncher runs the binary in its own process group, so that the whole
-// tree it starts can be signalled at once.
-type ExecLauncher struct{}
-
-// Launch implements Launcher.
-func (ExecLauncher) Launch(s Spec) (Proc, error) {
-	// os.Pipe rather than exec's pipe helpers: the files are ours to read
-	// until EOF and to close on our own schedule, independent of Wait.
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("stdin pipe: %w", err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		closeAll(inR, inW)
-		return nil, fmt.Errorf("stdout pipe: %w", err)
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		closeAll(inR, inW, outR, outW)
-		return nil, fmt.Errorf("stderr pipe: %w", err)
-	}
-	cmd := exec.Command(s.Path, s.Args...)
-	cmd.Env = s.Env
-	cmd.Dir = s.Dir
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	// Pdeathsig: the CLI dies with this process, even one killed with
-	// SIGKILL that joins nothing. The kernel ties the signal to the thread
-	// that forks, so the fork runs on a locked thread; Go parks idle
-	// threads rather than ending them, and nothing here exits a goroutine
-	// while locked, so that thread lives as long as the process. In a
-	// gateway session the CLI starts no processes of its own (the client
-	// owns the tools), so its group is the CLI alone.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if err := cmd.Start(); err != nil {
-		closeAll(inR, inW, outR, outW, errR, errW)
-		return nil, err
-	}
-	// The child holds its own copies; ours would keep EOF from arriving.
-	closeAll(inR, outW, errW)
-	return &execProc{cmd: cmd, stdin: inW, stdout: outR, stderr: errR}, nil
-}
-
-type execProc struct {
-	cmd    *exec.Cmd
-	stdin  *os.File
-	stdout *os.File
-	stderr *os.File
-}
-
-func (p *execProc) Stdin() io.WriteCloser { return p.stdin }
-func (p *execProc) Stdout() io.ReadCloser { return p.stdout }
-func (p *execProc) Stderr() io.ReadCloser { return p.stderr }
-func (p *execProc) Pid() int              { return p.cmd.Process.Pid }
-
-func (p *execProc) Signal(sig syscall.Signal) error {
-	// The group id is the leader's pid (Setpgid with Pgid 0).
-	err := syscall.Kill(-p.cmd.Process.Pid, sig)
-	if errors.Is(err, syscall.ESRCH) {
-		return nil
-	}
-	return err
-}
-
-func (p *execProc) Wait() error { return p.cmd.Wait() }
-
-func closeAll(fs ...*os.File) {
-	for _, f := range fs {
-		_ = f.Close()
-	}
-}

@@ -1,0 +1,326 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// session is one process's conversation: a one-shot -p turn, or a
+// persistent stream-json session reading a turn per stdin line.
+type session struct {
+	sc      *scenario
+	o       options
+	out     *writer
+	log     *callLog
+	conv    *conversation
+	turns   int         // turns this process ran
+	inTurn  atomic.Bool // a turn runs: a signal ends it with a result
+	started time.Time
+}
+
+func newSession(sc *scenario, o options, out *writer, log *callLog) *session {
+	return &session{sc: sc, o: o, out: out, log: log, started: time.Now()}
+}
+
+// start opens the conversation and writes init (a replayed recording's
+// own init, when the scenario replays one).
+func (s *session) start() {
+	s.conv = openConversation(s.o.conversation)
+	time.Sleep(time.Duration(s.sc.InitDelayMS) * time.Millisecond)
+	if first := s.recording(); len(first) > 0 {
+		s.out.raw(append(first[0], '\n'))
+	} else {
+		init := initBody{Model: s.o.model, Cwd: cwd(), Tools: builtinTools, PermissionMode: "request-review"}
+		if s.o.skipPermissions {
+			init.PermissionMode = "always-proceed"
+		}
+		s.out.line(initEvent{Event: "init", ConversationID: s.conv.ID, Init: init})
+	}
+	s.conv.save() // every start creates the conversation
+	if s.sc.Grandchild {
+		// Holds stdout open and outlives this process unless its group is
+		// killed.
+		child := exec.Command("sleep", "3600")
+		child.Stdout = os.Stdout
+		_ = child.Start()
+	}
+}
+
+// run is the persistent session: init before any input, then a turn per
+// user line, until stdin ends. It returns the exit code.
+func (s *session) run(stdin io.Reader) int {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	if s.sc.IgnoreSIGTERM {
+		signal.Ignore(syscall.SIGTERM)
+	}
+	go func() {
+		<-sigs
+		if s.inTurn.Load() {
+			s.out.line(resultEvent{Event: "result", Result: s.result("ERROR", "", "context canceled")})
+		}
+		os.Exit(1)
+	}()
+	s.start()
+	sc := bufio.NewScanner(stdin)
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		s.log.write(map[string]any{"stdin": line})
+		prompt, code, ok := s.decode(line)
+		if !ok {
+			if code != 0 {
+				return code
+			}
+			continue
+		}
+		if code := s.turn(prompt); code >= 0 {
+			return code
+		}
+	}
+	return 0
+}
+
+// decode reads one stdin line as agy does: it returns the prompt, or
+// whether to go on (ok false, code 0) or leave with code.
+func (s *session) decode(line string) (prompt string, code int, ok bool) {
+	var msg struct {
+		Event   *string `json:"event"`
+		Message struct {
+			Content json.RawMessage `json:"content"`
+		} `json:"message"`
+	}
+	if err := json.Unmarshal([]byte(line), &msg); err != nil {
+		s.out.line(resultEvent{Event: "result", Result: s.result("ERROR", "", "failed to decode stream input: "+err.Error())})
+		return "", 1, false
+	}
+	switch {
+	case msg.Event == nil:
+		s.out.line(resultEvent{Event: "result", Result: s.result("ERROR", "", `stream input message is missing the "event" field`)})
+		return "", 1, false
+	case *msg.Event == "control_request" || *msg.Event == "control_response":
+		s.out.line(resultEvent{Event: "result", Result: s.result("ERROR", "", "stream input "+*msg.Event+" messages are reserved")})
+		return "", 2, false
+	case *msg.Event != "user":
+		fmt.Fprintf(os.Stderr, "warning: ignoring unsupported stream input message event %q\n", *msg.Event)
+		return "", 0, false
+	}
+	var text string
+	if json.Unmarshal(msg.Message.Content, &text) != nil {
+		var blocks []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		_ = json.Unmarshal(msg.Message.Content, &blocks)
+		var parts []string
+		for _, b := range blocks {
+			if b.Type != "text" {
+				s.out.line(resultEvent{Event: "result", Result: s.result("ERROR", "", fmt.Sprintf("stream input content block type %q is not supported (only \"text\")", b.Type))})
+				return "", 1, false
+			}
+			parts = append(parts, b.Text)
+		}
+		text = strings.Join(parts, "\n")
+	}
+	if strings.HasPrefix(text, "/") && !s.o.disableSlash {
+		return "", 2, false
+	}
+	return text, 0, true
+}
+
+// turn plays one turn and writes its result. It returns the exit code to
+// leave with, or -1 to go on.
+func (s *session) turn(prompt string) int {
+	s.inTurn.Store(true)
+	defer s.inTurn.Store(false)
+	t := s.sc.turnFor(prompt)
+	s.turns++
+	s.conv.Prompts = append(s.conv.Prompts, prompt)
+	if t.Stall {
+		select {}
+	}
+	if rec := s.recording(); len(rec) > 0 && s.turns == 1 {
+		for _, line := range rec[1:] {
+			s.out.raw(append(line, '\n'))
+		}
+		return -1
+	}
+	s.step(stepBody{State: "DONE", Type: "user_input"})
+	if s.conv.isResumed && s.turns == 1 {
+		s.step(stepBody{State: "DONE", Type: "system_message", Duration: 0.0001})
+	}
+	if t.Garbage {
+		s.out.raw([]byte("this is not json\n"))
+	}
+	var answer strings.Builder
+	var turnUsage usage
+	denied := false
+	for _, st := range t.Steps {
+		if t.Crash {
+			s.out.raw([]byte(`{"event":"step_update","step_upd`))
+			os.Exit(1)
+		}
+		switch st.Type {
+		case "agent_response":
+			s.respond(st, &answer, &turnUsage)
+		case "tool":
+			if !s.tool(st) {
+				denied = true
+			}
+		default:
+			s.step(stepBody{State: "DONE", Type: st.Type, Duration: 0.01})
+		}
+		if denied {
+			break
+		}
+	}
+	status, errText := t.Status, t.Error
+	if status == "" {
+		status = "SUCCESS"
+	}
+	response := answer.String()
+	if denied {
+		status, response = "CANCELED", ""
+		fmt.Fprintln(os.Stderr, `jetski: no output produced — a tool required the "command" permission that headless mode cannot prompt for, so it was auto-denied. Add an allow-rule under permissions.allow in settings.json (e.g. command(<target>)). Alternatively, re-run with --dangerously-skip-permissions to auto-approve all tools.`)
+	}
+	s.conv.NumTurns++
+	s.conv.Usage = s.conv.Usage.plus(turnUsage)
+	s.conv.Duration += time.Since(s.started).Seconds()
+	s.conv.save()
+	s.out.line(resultEvent{Event: "result", Result: s.result(status, response, errText)})
+	if t.Exit != nil {
+		return *t.Exit
+	}
+	if s.o.print != "" {
+		if status != "SUCCESS" {
+			return 1
+		}
+		return 0
+	}
+	return -1
+}
+
+// respond writes an agent_response step: text in ACTIVE fragments, then
+// DONE with the last fragment and the usage.
+func (s *session) respond(st step, answer *strings.Builder, total *usage) {
+	u := usage{Input: 10, Output: 1, Total: 11}
+	if st.Usage != nil {
+		u = *st.Usage
+	}
+	*total = total.plus(u)
+	idx := s.conv.NextStep
+	frags := fragments(st.Text)
+	for i, f := range frags {
+		answer.WriteString(f)
+		if i < len(frags)-1 {
+			s.stepAt(idx, stepBody{State: "ACTIVE", Type: "agent_response", TextDelta: f})
+			time.Sleep(time.Duration(s.sc.FragmentMS) * time.Millisecond)
+			continue
+		}
+		s.stepAt(idx, stepBody{State: "DONE", Type: "agent_response", TextDelta: f, Duration: 0.5, Usage: &u})
+	}
+	if len(frags) == 0 {
+		s.stepAt(idx, stepBody{State: "DONE", Type: "agent_response", Duration: 0.5, Usage: &u})
+	}
+	s.conv.NextStep++
+}
+
+// fragments cuts text into pieces of a few words, the last being its
+// final line break when it has one.
+func fragments(text string) []string {
+	var out []string
+	body, nl := strings.CutSuffix(text, "\n")
+	words := strings.SplitAfter(body, " ")
+	for i := 0; i < len(words); i += 3 {
+		out = append(out, strings.Join(words[i:min(i+3, len(words))], ""))
+	}
+	if nl {
+		out = append(out, "\n")
+	}
+	if len(out) > 0 && out[0] == "" {
+		out = out[1:]
+	}
+	return out
+}
+
+// tool writes a tool step: ACTIVE, the PreToolUse hooks, then DONE or
+// ERROR. Without --dangerously-skip-permissions a tool that the hooks did
+// not deny is soft-denied: DONE without output, and tool reports false.
+func (s *session) tool(st step) bool {
+	idx := s.conv.NextStep
+	s.conv.NextStep++
+	params := st.Params
+	if params == nil {
+		params = json.RawMessage(`{}`)
+	}
+	info := &toolInfo{Name: st.Tool, Parameters: params}
+	settle := func(state string) {
+		s.stepAt(idx, stepBody{State: state, Type: "tool", ToolName: st.Tool, Duration: 0.1, ToolInfo: info})
+	}
+	s.stepAt(idx, stepBody{State: "ACTIVE", Type: "tool", ToolName: st.Tool, ToolInfo: info})
+	args := st.Args
+	if args == nil {
+		args = params
+	}
+	if verdict := s.preToolUse(idx, st.Tool, args); verdict != "" {
+		info.Error = &toolError{Type: "TOOL_ERROR", Message: verdict}
+		settle("ERROR")
+		return true
+	}
+	switch {
+	case !s.o.skipPermissions:
+		settle("DONE")
+		return false
+	case st.Error != "":
+		info.Error = &toolError{Type: "TOOL_ERROR", Message: st.Error}
+		settle("ERROR")
+	default:
+		info.Output = st.Output
+		settle("DONE")
+	}
+	return true
+}
+
+// step writes a step at the next index.
+func (s *session) step(b stepBody) {
+	s.stepAt(s.conv.NextStep, b)
+	s.conv.NextStep++
+}
+
+func (s *session) stepAt(idx int, b stepBody) {
+	b.ConversationID, b.Index = s.conv.ID, idx
+	s.out.line(stepEvent{Event: "step_update", Step: b})
+}
+
+// result is a turn's result; its totals are the conversation's.
+func (s *session) result(status, response, errText string) resultBody {
+	r := resultBody{Status: status, Response: response, Error: errText}
+	if s.conv != nil {
+		r.ConversationID, r.NumTurns, r.Usage, r.Duration = s.conv.ID, s.conv.NumTurns, s.conv.Usage, s.conv.Duration
+	}
+	return r
+}
+
+// recording is the scenario's recorded stream, line by line (nil when it
+// replays none).
+func (s *session) recording() [][]byte {
+	if s.sc.Replay == "" {
+		return nil
+	}
+	b, err := os.ReadFile(s.sc.Replay)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fakeagy:", err)
+		os.Exit(1)
+	}
+	return bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"))
+}

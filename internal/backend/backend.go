@@ -269,6 +269,11 @@ type Failure struct {
 
 func (f *Failure) Error() string { return f.Message }
 
+// CodeStaleSession is the Failure code of a session that could not be
+// resumed because the backend has no record of it: the conversation must
+// start over with its whole history.
+const CodeStaleSession = "stale_session"
+
 // ErrUnavailable wraps failures to start a backend that retrying cannot
 // fix until the operator acts (for example, the CLI is not installed).
 var ErrUnavailable = errors.New("backend unavailable")

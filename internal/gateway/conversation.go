@@ -354,9 +354,9 @@ func sendFrom(msgs []anthropic.Message, v lineage.Verdict) []anthropic.Message {
 	return out
 }
 
-// staleSession recognises the CLI's refusal to resume a session it has no
-// transcript for.
+// staleSession recognises a backend's refusal to resume a session it has
+// no record of (the claude CLI says so in words).
 func staleSession(f *backend.Failure) bool {
-	return f.Kind == backend.FailBackend &&
+	return f.Code == backend.CodeStaleSession || f.Kind == backend.FailBackend &&
 		(strings.Contains(f.Message, "No conversation found") || strings.Contains(f.Message, "No message found"))
 }

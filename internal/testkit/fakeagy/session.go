@@ -52,7 +52,9 @@ func (s *session) start() {
 		// killed.
 		child := exec.Command("sleep", "3600")
 		child.Stdout = os.Stdout
-		_ = child.Start()
+		if child.Start() == nil {
+			s.log.write(map[string]any{"grandchild": child.Process.Pid})
+		}
 	}
 }
 

@@ -1,0 +1,236 @@
+// Package agy drives Google Antigravity's agy CLI as the gateway's
+// backend: one persistent stream-json session per conversation, in its own
+// process group, with a private session folder whose PreToolUse hook denies
+// every tool of agy's own. agy cannot be installed on our machines; this
+// driver is built from agy's observed protocol and tested against a
+// stand-in that replays recorded real output (testkit/fakeagy).
+package agy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/meridian-gw/meridian/internal/backend"
+	"github.com/meridian-gw/meridian/internal/backend/subproc"
+)
+
+// MinVersion is the oldest agy whose persistent stream-json sessions work
+// end to end.
+const MinVersion = "1.1.18"
+
+// InstallHint says how to get agy.
+const InstallHint = "install Antigravity's CLI (agy) and sign in once by running `agy` in a terminal"
+
+// Defaults for Config.
+const (
+	DefaultExitGrace   = 2 * time.Second
+	DefaultKillGrace   = 2 * time.Second
+	DefaultTurnTimeout = 30 * time.Minute
+)
+
+// Config configures a Driver.
+type Config struct {
+	Path string // the binary, "agy" on PATH by default
+	// Env is agy's environment: HOME decides where it keeps its login and
+	// conversations. Other CLIs' variables are removed from it.
+	Env []string
+	// SessionRoot is where each session's private folder is made.
+	SessionRoot string
+	Launcher    subproc.Launcher
+	Logger      *slog.Logger
+	// ExitGrace is how long a closed session may take to exit before its
+	// group gets SIGTERM, and KillGrace how long after that before SIGKILL.
+	ExitGrace, KillGrace time.Duration
+	// TurnTimeout is agy's --print-timeout: how long one turn may run.
+	TurnTimeout time.Duration
+}
+
+// Driver starts agy sessions and answers what the gateway asks about agy.
+type Driver struct {
+	cfg Config
+	log *slog.Logger
+}
+
+// New returns a Driver.
+func New(cfg Config) *Driver {
+	if cfg.Path == "" {
+		cfg.Path = "agy"
+	}
+	if cfg.Launcher == nil {
+		cfg.Launcher = subproc.ExecLauncher{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.SessionRoot == "" {
+		cfg.SessionRoot = filepath.Join(os.TempDir(), "meridian-agy")
+	}
+	if cfg.ExitGrace <= 0 {
+		cfg.ExitGrace = DefaultExitGrace
+	}
+	if cfg.KillGrace <= 0 {
+		cfg.KillGrace = DefaultKillGrace
+	}
+	if cfg.TurnTimeout <= 0 {
+		cfg.TurnTimeout = DefaultTurnTimeout
+	}
+	return &Driver{cfg: cfg, log: cfg.Logger}
+}
+
+// Locate finds the binary, or returns an error wrapping
+// backend.ErrUnavailable that says how to install it.
+func (d *Driver) Locate() (string, error) {
+	p, err := exec.LookPath(d.cfg.Path)
+	if err != nil {
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("%w: agy not found (%q): %s", backend.ErrUnavailable, d.cfg.Path, InstallHint)
+		}
+		return "", fmt.Errorf("%w: agy %q is not usable: %v", backend.ErrUnavailable, d.cfg.Path, err)
+	}
+	return p, nil
+}
+
+// Version runs `agy --version`; one older than MinVersion is unavailable.
+func (d *Driver) Version(ctx context.Context) (string, error) {
+	out, _, err := d.run(ctx, "--version")
+	if err != nil {
+		return "", err
+	}
+	v := strings.TrimSpace(string(out))
+	if v == "" {
+		return "", errors.New("agy --version printed nothing")
+	}
+	if olderThan(v, MinVersion) {
+		return v, fmt.Errorf("%w: agy %s is older than %s, the first whose stream-json sessions work; run `agy update`", backend.ErrUnavailable, v, MinVersion)
+	}
+	return v, nil
+}
+
+// Auth asks `agy models`, the cheapest check: it exits 0 only when signed
+// in, and never prompts.
+func (d *Driver) Auth(ctx context.Context) (backend.Auth, error) {
+	_, stderr, err := d.run(ctx, "models")
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return backend.Auth{LoggedIn: true, Method: "google", Provider: "antigravity"}, nil
+	case errors.As(err, &exit) && bytes.Contains(stderr, []byte("sign in")):
+		return backend.Auth{LoggedIn: false, Provider: "antigravity"}, nil
+	}
+	return backend.Auth{}, err
+}
+
+// Models lists `agy models`: one id<TAB>label line per model.
+func (d *Driver) Models(ctx context.Context) ([]backend.Model, error) {
+	out, stderr, err := d.run(ctx, "models")
+	if err != nil {
+		if msg := lastLine(stderr); msg != "" {
+			return nil, fmt.Errorf("agy models: %s", msg)
+		}
+		return nil, err
+	}
+	var models []backend.Model
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		id, label, _ := strings.Cut(strings.TrimSpace(sc.Text()), "\t")
+		if id == "" {
+			continue
+		}
+		if label == "" {
+			label = id
+		}
+		models = append(models, backend.Model{Alias: id, ID: id, DisplayName: strings.TrimSpace(label)})
+	}
+	return models, nil
+}
+
+// run executes a short agy command and returns its stdout and stderr. The
+// process is killed when ctx ends and always joined.
+func (d *Driver) run(ctx context.Context, args ...string) (stdout, stderr []byte, err error) {
+	path, err := d.Locate()
+	if err != nil {
+		return nil, nil, err
+	}
+	proc, err := d.cfg.Launcher.Launch(subproc.Spec{Path: path, Args: args, Env: d.env()})
+	if err != nil {
+		return nil, nil, fmt.Errorf("run agy %s: %w", strings.Join(args, " "), err)
+	}
+	_ = proc.Stdin().Close()
+	stop := context.AfterFunc(ctx, func() { _ = proc.Signal(syscall.SIGKILL) })
+	errDone := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(io.LimitReader(proc.Stderr(), 64<<10))
+		_, _ = io.Copy(io.Discard, proc.Stderr())
+		errDone <- b
+	}()
+	stdout, _ = io.ReadAll(io.LimitReader(proc.Stdout(), 1<<20))
+	_, _ = io.Copy(io.Discard, proc.Stdout())
+	stderr = <-errDone
+	waitErr := proc.Wait()
+	stop()
+	_ = proc.Signal(syscall.SIGKILL) // anything it left in its group
+	_ = proc.Stdout().Close()
+	_ = proc.Stderr().Close()
+	if ctx.Err() != nil {
+		return stdout, stderr, fmt.Errorf("agy %s: %w", strings.Join(args, " "), ctx.Err())
+	}
+	if waitErr != nil {
+		return stdout, stderr, fmt.Errorf("agy %s: %w", strings.Join(args, " "), waitErr)
+	}
+	return stdout, stderr, nil
+}
+
+// env is agy's environment: the configured one without other CLIs'
+// variables (a leaked ANTHROPIC_BASE_URL or CLAUDECODE means nothing to
+// agy and must not reach its tools), the self-updater off.
+func (d *Driver) env() []string {
+	out := make([]string, 0, len(d.cfg.Env)+1)
+	for _, kv := range d.cfg.Env {
+		k, _, _ := strings.Cut(kv, "=")
+		switch {
+		case strings.HasPrefix(k, "CLAUDE"), strings.HasPrefix(k, "ANTHROPIC"), strings.HasPrefix(k, "MERIDIAN"),
+			strings.HasPrefix(k, "ANTIGRAVITY_"), strings.HasPrefix(k, "AGY_"):
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, "AGY_CLI_DISABLE_AUTO_UPDATE=true")
+}
+
+// olderThan compares dotted versions numerically.
+func olderThan(v, min string) bool {
+	a, b := strings.Split(v, "."), strings.Split(min, ".")
+	for i := range max(len(a), len(b)) {
+		x, y := part(a, i), part(b, i)
+		if x != y {
+			return x < y
+		}
+	}
+	return false
+}
+
+func part(p []string, i int) int {
+	if i >= len(p) {
+		return 0
+	}
+	n, _ := strconv.Atoi(strings.TrimFunc(p[i], func(r rune) bool { return r < '0' || r > '9' }))
+	return n
+}
+
+func lastLine(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}

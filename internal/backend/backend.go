@@ -40,6 +40,13 @@ type SpareBackend interface {
 	StartSpare(ctx context.Context, opts StartOptions) (Session, error)
 }
 
+// EndOnly is a Backend that can continue a session only where it ends:
+// StartOptions.ResumeAt must be the session's last message. A conversation
+// that goes back (an undo) starts over with its history instead.
+type EndOnly interface {
+	ResumesAtEndOnly()
+}
+
 // Binder is a spare session: Bind gives it its conversation's system
 // prompt and tools, once, before its first turn.
 type Binder interface {

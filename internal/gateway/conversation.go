@@ -147,6 +147,11 @@ func (t *turn) classify(ctx context.Context, g *Gateway) error {
 	}
 	t.mapping = m
 	t.verdict = lineage.Classify(m.State, t.in, t.tail)
+	if _, endOnly := g.cfg.Backend.(backend.EndOnly); endOnly && t.verdict.Kind != lineage.Diverged && !t.verdict.AtEnd {
+		// Going back needs a session cut at an earlier message, which this
+		// backend cannot make: the conversation starts over with its history.
+		t.verdict = lineage.Verdict{Kind: lineage.Diverged}
+	}
 	t.pending, _ = pendingCalls(t.verdict.Pin)
 	return nil
 }

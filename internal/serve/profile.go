@@ -24,8 +24,14 @@ type servedProfiles struct {
 	def  servedProfile
 }
 
-// startProfiles starts a gateway per profile with start.
-func startProfiles(dataDir string, environ []string, start func(name string, env []string) *gateway.Gateway) (*servedProfiles, error) {
+// startProfiles starts a gateway per profile with start; without
+// profiles (a backend they do not apply to), one for the environment.
+func startProfiles(dataDir string, environ []string, profiles bool, start func(name string, env []string) *gateway.Gateway) (*servedProfiles, error) {
+	if !profiles {
+		sp := servedProfile{p: profile.Profile{Name: profile.DefaultName, Kind: profile.Env}, env: environ}
+		sp.gw = start(sp.p.Name, environ)
+		return &servedProfiles{list: []servedProfile{sp}, def: sp}, nil
+	}
 	st := profile.Open(dataDir)
 	l, err := st.Read()
 	if err != nil {

@@ -12,15 +12,12 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/answers"
-	"github.com/meridian-gw/meridian/internal/backend/claude"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/httpapi"
 	"github.com/meridian-gw/meridian/internal/journal"
@@ -36,9 +33,13 @@ import (
 
 // Config is everything the gateway is configured with.
 type Config struct {
-	Host          string
-	Port          int
-	ClaudePath    string
+	Host       string
+	Port       int
+	ClaudePath string
+	// Backend is which CLI answers (BackendClaude or BackendAntigravity);
+	// AgyPath is agy's binary.
+	Backend       string
+	AgyPath       string
 	MaxConcurrent int
 	// MaxConcurrentChosen reports --max-concurrent set by flag or
 	// environment rather than left at its default.
@@ -147,13 +148,12 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 
 	// One gateway per profile, each with its own CLI environment, live
 	// processes and spares; requests name one or get the default.
-	profiles, err := startProfiles(cfg.DataDir, environ, func(name string, env []string) *gateway.Gateway {
-		driver := claude.New(claude.Config{
-			Path:     cfg.ClaudePath,
-			Env:      env,
-			SelfAddr: addr,
-			Logger:   log.With("component", "claude", "profile", name),
-		})
+	cli, err := chooseBackend(cfg, addr, log)
+	if err != nil {
+		return err
+	}
+	profiles, err := startProfiles(cfg.DataDir, environ, cli.profiles, func(name string, env []string) *gateway.Gateway {
+		driver := cli.driver(name, env)
 		return gateway.New(gateway.Config{
 			Profile:       name,
 			Backend:       driver,
@@ -236,16 +236,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	if err != nil {
 		return err
 	}
-	if path, err := claude.New(claude.Config{Path: cfg.ClaudePath}).Locate(); err != nil {
-		log.Warn("claude CLI not available: requests will fail with 503 until it is", "err", err)
-	} else {
-		log.Info("using claude CLI", "path", path)
-	}
-	for _, k := range []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"} {
-		if prof.Kind == profile.Env && slices.ContainsFunc(environ, func(kv string) bool { v, ok := strings.CutPrefix(kv, k+"="); return ok && v != "" }) {
-			log.Info("the claude CLI will authenticate with "+k+" from this environment, not your claude login", "variable", k)
-		}
-	}
+	cli.announce(environ, prof)
 	log.Info("meridian listening", "addr", ln.Addr().String(), "version", cfg.Version, "data_dir", cfg.DataDir,
 		"max_concurrent", cfg.MaxConcurrent, "max_live", cfg.MaxLive, "idle_ttl", cfg.IdleTTL, "api_key", cfg.APIKey != "")
 	// Transcripts of forked-away sessions are deleted in the background,

@@ -90,6 +90,10 @@ func New(cfg Config) *Driver {
 	return &Driver{cfg: cfg, log: cfg.Logger}
 }
 
+// ResumesAtEndOnly implements backend.EndOnly: agy continues a
+// conversation where it ends and has no way to go back.
+func (d *Driver) ResumesAtEndOnly() {}
+
 // Locate finds the binary, or returns an error wrapping
 // backend.ErrUnavailable that says how to install it.
 func (d *Driver) Locate() (string, error) {

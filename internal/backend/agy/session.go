@@ -282,7 +282,10 @@ func (s *Session) Turn(ctx context.Context, in backend.Input, emit func(*backend
 	}
 	o := turn.Outcome(s.prev, s.softDeny.Swap(false))
 	s.prev = &o.Cumulative
-	res := &backend.Result{SessionID: s.ID(), StopReason: "end_turn", Usage: o.Usage.BackendUsage(), Model: s.model, Text: o.Text, Failure: o.Failure}
+	res := &backend.Result{SessionID: s.ID(), StopReason: "end_turn", Usage: o.Usage.BackendUsage(), Model: s.model, Text: o.Text, Failure: o.Failure,
+		// agy continues only where a conversation ends; the pin names that
+		// end by its turn count.
+		Pin: fmt.Sprintf("%s#%d", s.ID(), r.turn.Turns())}
 	if o.Failure != nil {
 		return res, nil
 	}

@@ -88,6 +88,15 @@ func (t *Turn) toolStep(s *Step) {
 	t.tools = append(t.tools, call)
 }
 
+// Turns is the conversation's turn count the result reported (0 before
+// it came).
+func (t *Turn) Turns() int {
+	if t.result == nil {
+		return 0
+	}
+	return t.result.NumTurns
+}
+
 // Done reports whether the turn's result came.
 func (t *Turn) Done() bool { return t.result != nil }
 

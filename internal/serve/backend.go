@@ -1,0 +1,77 @@
+package serve
+
+import (
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/meridian-gw/meridian/internal/backend"
+	"github.com/meridian-gw/meridian/internal/backend/agy"
+	"github.com/meridian-gw/meridian/internal/backend/claude"
+	"github.com/meridian-gw/meridian/internal/gateway"
+	"github.com/meridian-gw/meridian/internal/profile"
+)
+
+// The backends --backend chooses between.
+const (
+	BackendClaude      = "claude"
+	BackendAntigravity = "antigravity"
+)
+
+// driver is a CLI driver: it starts sessions and answers what the gateway
+// asks about its CLI.
+type driver interface {
+	backend.Backend
+	gateway.Inspector
+}
+
+// cli is the chosen backend: how a profile's driver is made, whether
+// profiles apply (they are Claude accounts), and what is said at start.
+type cli struct {
+	profiles bool
+	driver   func(profile string, env []string) driver
+	announce func(environ []string, p profile.Profile)
+}
+
+// chooseBackend decides, before anything starts, which CLI answers.
+func chooseBackend(cfg Config, addr string, log *slog.Logger) (*cli, error) {
+	switch cfg.Backend {
+	case "", BackendClaude:
+		return &cli{
+			profiles: true,
+			driver: func(name string, env []string) driver {
+				return claude.New(claude.Config{Path: cfg.ClaudePath, Env: env, SelfAddr: addr,
+					Logger: log.With("component", "claude", "profile", name)})
+			},
+			announce: func(environ []string, p profile.Profile) {
+				announceCLI(log, "claude", claude.New(claude.Config{Path: cfg.ClaudePath}))
+				for _, k := range []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"} {
+					if p.Kind == profile.Env && slices.ContainsFunc(environ, func(kv string) bool { v, ok := strings.CutPrefix(kv, k+"="); return ok && v != "" }) {
+						log.Info("the claude CLI will authenticate with "+k+" from this environment, not your claude login", "variable", k)
+					}
+				}
+			},
+		}, nil
+	case BackendAntigravity:
+		newDriver := func(env []string) *agy.Driver {
+			return agy.New(agy.Config{Path: cfg.AgyPath, Env: env, SessionRoot: filepath.Join(cfg.DataDir, "agy-sessions"),
+				Logger: log.With("component", "agy")})
+		}
+		return &cli{
+			driver:   func(_ string, env []string) driver { return newDriver(env) },
+			announce: func([]string, profile.Profile) { announceCLI(log, "agy", newDriver(nil)) },
+		}, nil
+	}
+	return nil, fmt.Errorf("--backend %q: want %s or %s", cfg.Backend, BackendClaude, BackendAntigravity)
+}
+
+// announceCLI logs which binary answers, or that none can yet.
+func announceCLI(log *slog.Logger, name string, d interface{ Locate() (string, error) }) {
+	if path, err := d.Locate(); err != nil {
+		log.Warn(name+" CLI not available: requests will fail with 503 until it is", "err", err)
+	} else {
+		log.Info("using "+name+" CLI", "path", path)
+	}
+}

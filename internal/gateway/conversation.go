@@ -220,7 +220,7 @@ func (g *Gateway) runTurn(ctx context.Context, t *turn, id string, out Output) e
 		if t.verdict.Kind != lineage.Diverged && !r.started && staleSession(res.Failure) {
 			return errStaleSession
 		}
-		e := classify(res.Failure, g.window.get(g.cfg.Now()), g.cfg.Now())
+		e := classify(res.Failure, g.cfg.CLI, g.window.get(g.cfg.Now()), g.cfg.Now())
 		g.log.Warn("turn failed", append(logAttrs, "status", e.Status, "type", e.Type,
 			"retry_after", e.RetryAfter, "wait_source", e.WaitSource, "error", res.Failure.Message)...)
 		return e
@@ -270,7 +270,7 @@ func (g *Gateway) obtain(ctx context.Context, t *turn) (backend.Session, error) 
 	if err := g.pool.Reserve(ctx); err != nil {
 		if errors.Is(err, pool.ErrFull) {
 			return nil, newError(anthropic.StatusOverloaded, anthropic.ErrOverloaded,
-				"every live claude process is in use; retry later or raise --max-live", factsNow(g))
+				"every live "+g.cfg.CLI.Name+" process is in use; retry later or raise --max-live", factsNow(g))
 		}
 		return nil, err
 	}

@@ -60,9 +60,9 @@ func InvalidRequest(msg string) *Error {
 	return &Error{Status: http.StatusBadRequest, Type: anthropic.ErrInvalidRequest, Message: msg}
 }
 
-// classify maps a failed turn to the client's error. It is pure: the
-// observed rate-limit window and the clock come in as arguments.
-func classify(f *backend.Failure, window, now time.Time) *Error {
+// classify maps a failed turn of cli to the client's error. It is pure:
+// the observed rate-limit window and the clock come in as arguments.
+func classify(f *backend.Failure, cli CLI, window, now time.Time) *Error {
 	facts := retryafter.Facts{
 		UpstreamDelay: f.RetryDelay,
 		ResetsAt:      f.ResetsAt,
@@ -81,7 +81,7 @@ func classify(f *backend.Failure, window, now time.Time) *Error {
 	status, typ := upstreamStatus(f.Status)
 	msg := f.Message
 	if status == http.StatusUnauthorized {
-		msg += " (the claude CLI is not logged in or its credentials were refused: run `claude login` or check `claude auth status`)"
+		msg += " (the " + cli.Name + " CLI is not logged in or its credentials were refused: " + cli.LoginHint + ")"
 	}
 	e := newError(status, typ, msg, facts)
 	e.Code = f.Code

@@ -37,7 +37,7 @@ func TestClassify(t *testing.T) {
 		{backend.Failure{Kind: backend.FailUnavailable}, time.Time{}, 503, "api_error", 5 * time.Second},
 	}
 	for _, c := range cases {
-		e := classify(&c.f, c.window, now)
+		e := classify(&c.f, claudeCLI, c.window, now)
 		if e.Status != c.status || e.Type != c.typ || e.RetryAfter != c.retryAfter {
 			t.Errorf("%+v: got %d %s wait %v, want %d %s wait %v", c.f, e.Status, e.Type, e.RetryAfter, c.status, c.typ, c.retryAfter)
 		}

@@ -31,6 +31,8 @@ import (
 type Config struct {
 	Backend   backend.Backend
 	Inspector Inspector
+	// CLI names the backend's program (default: claude).
+	CLI CLI
 	// Workspace is the working directory backend processes run in.
 	Workspace string
 	// MaxConcurrent bounds turns running at once.
@@ -87,6 +89,16 @@ type Request struct {
 	Echo func(anthropic.Message) anthropic.Message
 }
 
+// CLI names the backend's program where clients and logs read about it.
+type CLI struct {
+	Name string // "claude", "agy"
+	// LoginHint says what to do when it is not logged in.
+	LoginHint string
+}
+
+// The claude CLI, the default.
+var claudeCLI = CLI{Name: "claude", LoginHint: "run `claude login` or check `claude auth status` (or set ANTHROPIC_API_KEY)"}
+
 // Inspector is what the gateway asks about its backend beyond sessions.
 type Inspector interface {
 	backend.Inspector
@@ -136,6 +148,9 @@ func New(cfg Config) *Gateway {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.CLI.Name == "" {
+		cfg.CLI = claudeCLI
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -315,7 +330,7 @@ func (g *Gateway) oneShot(ctx context.Context, req *anthropic.MessagesRequest, o
 		}
 		return err // the output refused a write: the client is gone
 	case res.Failure != nil:
-		e := classify(res.Failure, g.window.get(g.cfg.Now()), g.cfg.Now())
+		e := classify(res.Failure, g.cfg.CLI, g.window.get(g.cfg.Now()), g.cfg.Now())
 		g.log.Warn("turn failed", "session", res.SessionID, "status", e.Status, "type", e.Type,
 			"retry_after", e.RetryAfter, "wait_source", e.WaitSource, "error", res.Failure.Message)
 		return e
@@ -440,8 +455,8 @@ func (g *Gateway) admit(ctx context.Context) (func(), error) {
 	if errors.Is(err, admission.ErrTimeout) {
 		_, waiting, size := g.slots.Stats()
 		return nil, newError(anthropic.StatusOverloaded, anthropic.ErrOverloaded, fmt.Sprintf(
-			"all %d claude process slots stayed busy for %s (%d more requests waiting); retry later or raise --max-concurrent",
-			size, g.cfg.QueueTimeout, waiting), factsNow(g))
+			"all %d %s process slots stayed busy for %s (%d more requests waiting); retry later or raise --max-concurrent",
+			size, g.cfg.CLI.Name, g.cfg.QueueTimeout, waiting), factsNow(g))
 	}
 	return nil, err
 }
@@ -454,7 +469,7 @@ func (g *Gateway) startError(ctx context.Context, err error) error {
 		return newError(http.StatusServiceUnavailable, anthropic.ErrAPI, err.Error(), factsNow(g))
 	}
 	g.log.Error("backend start failed", "err", err)
-	return &Error{Status: http.StatusInternalServerError, Type: anthropic.ErrAPI, Message: "could not start the claude CLI: " + redact(err.Error())}
+	return &Error{Status: http.StatusInternalServerError, Type: anthropic.ErrAPI, Message: "could not start the " + g.cfg.CLI.Name + " CLI: " + redact(err.Error())}
 }
 
 // observe records what turn events say about the account.

@@ -72,14 +72,14 @@ func (g *Gateway) Health(ctx context.Context) Health {
 	h.Claude.Version = version
 	switch {
 	case errors.Is(verr, context.DeadlineExceeded), errors.Is(aerr, context.DeadlineExceeded):
-		h.Status, h.Claude.Error = "degraded", "the claude CLI is slow to answer its health probe; it goes on in the background and serves the next check"
+		h.Status, h.Claude.Error = "degraded", "the "+g.cfg.CLI.Name+" CLI is slow to answer its health probe; it goes on in the background and serves the next check"
 	case verr != nil:
-		h.Status, h.Claude.Error = "degraded", "claude --version: "+verr.Error()
+		h.Status, h.Claude.Error = "degraded", g.cfg.CLI.Name+" version: "+verr.Error()
 	case aerr != nil:
-		h.Status, h.Claude.Error = "degraded", "claude auth status: "+aerr.Error()
+		h.Status, h.Claude.Error = "degraded", g.cfg.CLI.Name+" login check: "+aerr.Error()
 	case !auth.LoggedIn:
 		h.Claude.Auth = &auth
-		h.Status, h.Claude.Error = "unavailable", "claude is not logged in: run `claude login` (or set ANTHROPIC_API_KEY)"
+		h.Status, h.Claude.Error = "unavailable", g.cfg.CLI.Name+" is not logged in: "+g.cfg.CLI.LoginHint
 	default:
 		h.Claude.Auth = &auth
 	}

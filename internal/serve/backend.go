@@ -30,6 +30,7 @@ type driver interface {
 // cli is the chosen backend: how a profile's driver is made, whether
 // profiles apply (they are Claude accounts), and what is said at start.
 type cli struct {
+	names    gateway.CLI
 	profiles bool
 	driver   func(profile string, env []string) driver
 	announce func(environ []string, p profile.Profile)
@@ -60,6 +61,7 @@ func chooseBackend(cfg Config, addr string, log *slog.Logger) (*cli, error) {
 				Logger: log.With("component", "agy")})
 		}
 		return &cli{
+			names:    gateway.CLI{Name: "agy", LoginHint: "sign in once by running `agy` in a terminal"},
 			driver:   func(_ string, env []string) driver { return newDriver(env) },
 			announce: func([]string, profile.Profile) { announceCLI(log, "agy", newDriver(nil)) },
 		}, nil

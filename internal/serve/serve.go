@@ -158,6 +158,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 			Profile:       name,
 			Backend:       driver,
 			Inspector:     driver,
+			CLI:           cli.names,
 			Workspace:     workspace,
 			MaxConcurrent: cfg.MaxConcurrent,
 			QueueTimeout:  cfg.QueueTimeout,

@@ -187,44 +187,57 @@ func (s *Session) Answer(backend.ToolResult) error {
 }
 
 // awaitInit reads init. A conversation agy did not know is a stale
-// session: agy started a new one, which is no continuation.
+// session: agy started a new one, which is no continuation. agy refuses
+// some starts (a model it does not know, no login) with a lone result.
 func (s *Session) awaitInit(ctx context.Context) (*backend.Failure, error) {
 	if s.init != nil {
 		return nil, nil
 	}
+	exited := s.exited
 	for {
 		select {
 		case line, ok := <-s.lines:
 			if !ok {
 				return s.exitFailure(), nil
 			}
-			ev, err := events.Parse(line)
-			if err != nil || ev.Kind != events.KindInit {
-				if ev.Result != nil {
-					return events.Classify(ev.Result.Error), nil
-				}
-				s.d.log.Warn("agy wrote something before its init; ignoring it", "line", truncate(line, 200), "err", err)
-				continue
+			if f, done := s.takeInit(line); done {
+				return f, nil
 			}
-			s.mu.Lock()
-			s.init, s.id = ev.Init, ev.ConversationID
-			s.mu.Unlock()
-			if s.init.Model != "" {
-				s.model = s.init.Model
-			}
-			if s.resume != "" && (ev.ConversationID != s.resume || s.replaced.Load()) {
-				return &backend.Failure{Kind: backend.FailBackend, Code: backend.CodeStaleSession,
-					Message: "agy has no conversation " + s.resume + " to continue"}, nil
-			}
-			return nil, nil
-		case <-s.exited:
-			s.kill() // what it left may hold stdout open
-			return s.exitFailure(), nil
+		case <-exited:
+			// Gone: what it wrote before is still read, but EOF is not
+			// awaited (a child may hold stdout).
+			s.kill()
+			exited = nil
+			go func() { time.Sleep(50 * time.Millisecond); _ = s.proc.Stdout().Close() }()
 		case <-ctx.Done():
 			s.kill()
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// takeInit reads one line before init: init itself (done), a lone result
+// refusing the start (done, its failure), or anything else (skipped).
+func (s *Session) takeInit(line []byte) (*backend.Failure, bool) {
+	ev, err := events.Parse(line)
+	switch {
+	case err == nil && ev.Result != nil:
+		return events.Classify(ev.Result.Error), true
+	case err != nil || ev.Kind != events.KindInit:
+		s.d.log.Warn("agy wrote something before its init; ignoring it", "line", truncate(line, 200), "err", err)
+		return nil, false
+	}
+	s.mu.Lock()
+	s.init, s.id = ev.Init, ev.ConversationID
+	s.mu.Unlock()
+	if s.init.Model != "" {
+		s.model = s.init.Model
+	}
+	if s.resume != "" && (ev.ConversationID != s.resume || s.replaced.Load()) {
+		return &backend.Failure{Kind: backend.FailBackend, Code: backend.CodeStaleSession,
+			Message: "agy has no conversation " + s.resume + " to continue"}, true
+	}
+	return nil, true
 }
 
 // Turn sends one user message and relays agy's answer until its result.

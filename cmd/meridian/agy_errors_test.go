@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	"github.com/meridian-gw/meridian/internal/testkit"
+)
+
+// agy's failures reach the client in the Anthropic shape, with the status
+// and wait a Claude failure of the same kind gets.
+func TestAntigravityFailures(t *testing.T) {
+	t.Parallel()
+	exit1 := 1
+	fail := func(match, msg string) map[string]any {
+		return map[string]any{"match": match, "status": "ERROR", "error": msg, "exit": exit1}
+	}
+	g := newAgyGateway(t, map[string]any{"turns": []map[string]any{
+		fail("quota", "Individual quota reached. Please upgrade your subscription to increase your limits. Resets in 2h0m0s."),
+		fail("capacity", "agent executor error: generating and executing: Error 503, Message: The model is overloaded. Status: MODEL_CAPACITY_EXHAUSTED"),
+		fail("exhausted", "agent executor error: generating and executing: Error 429, Message: Resource has been exhausted. Status: RESOURCE_EXHAUSTED"),
+		fail("apikey", "agent executor error: generating and executing: Error 400, Message: API key not valid. Please pass a valid API key."),
+		{"match": "terminated", "steps": []any{map[string]any{"type": "error_message"}}, "status": "ERROR", "error": "Agent execution terminated due to error.", "exit": exit1},
+		fail("timeout", "timeout waiting for response"),
+		{"match": "crash", "crash": true, "steps": []any{agyAnswer("never\n", 1, 1)}},
+	}})
+	g.start()
+	for _, c := range []struct {
+		prompt, model string
+		status        int
+		errType, says string
+		wait          string
+	}{
+		{"quota", "", 429, "rate_limit_error", "Individual quota reached", "7200"},
+		{"capacity", "", 529, "overloaded_error", "MODEL_CAPACITY_EXHAUSTED", "5"},
+		{"exhausted", "", 429, "rate_limit_error", "RESOURCE_EXHAUSTED", "60"},
+		{"apikey", "", 401, "authentication_error", "running `agy` in a terminal", ""},
+		{"terminated", "", 500, "api_error", "Agent execution terminated", ""},
+		{"timeout", "", 500, "api_error", "print timeout", ""},
+		{"crash", "", 500, "api_error", "agy exited", ""},
+		{"hello", "no-such-model", 400, "invalid_request_error", "not recognized as a known model", ""},
+	} {
+		t.Run(c.prompt, func(t *testing.T) {
+			p := agyParams(c.prompt + " please")
+			if c.model != "" {
+				p.Model = sdk.Model(c.model)
+			}
+			_, err := g.client("fail-"+c.prompt).Messages.New(context.Background(), p)
+			var ae *sdk.Error
+			if !errors.As(err, &ae) {
+				t.Fatalf("%v", err)
+			}
+			body := ae.RawJSON()
+			if ae.StatusCode != c.status || !strings.Contains(body, `"type":"`+c.errType+`"`) || !strings.Contains(body, c.says) ||
+				ae.Response.Header.Get("Retry-After") != c.wait {
+				t.Fatalf("%d %s, Retry-After %q", ae.StatusCode, body, ae.Response.Header.Get("Retry-After"))
+			}
+			if strings.Contains(body, "/tmp/") {
+				t.Fatalf("a local path in %s", body)
+			}
+		})
+	}
+}
+
+// A signed-out agy is a 401 that says how to sign in; a client that goes
+// away mid-turn takes its agy process along.
+func TestAntigravitySignedOutAndDisconnect(t *testing.T) {
+	t.Parallel()
+	out := newAgyGateway(t, map[string]any{"signed_out": true})
+	out.start()
+	_, err := out.client("signed-out").Messages.New(context.Background(), agyParams("hello"))
+	var ae *sdk.Error
+	if !errors.As(err, &ae) || ae.StatusCode != 401 || !strings.Contains(ae.RawJSON(), "authentication failed") {
+		t.Fatalf("signed out: %v", err)
+	}
+
+	g := newAgyGateway(t, map[string]any{"turns": []map[string]any{{"match": "stall", "stall": true}}})
+	g.start()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if _, err := g.client("gone").Messages.New(ctx, agyParams("stall forever"), option.WithMaxRetries(0)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("stalled: %v", err)
+	}
+	if err := testkit.WaitFor(5*time.Second, func() error {
+		if left := g.agys(); len(left) != 0 {
+			return errors.New("an agy process outlived its client")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+	oaioption "github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
+)
+
+// The OpenAI routes answer through agy too (openai-go, chat completions
+// streamed and not, and the Responses API), and /v1/models lists agy's
+// models.
+func TestAntigravityOpenAIRoutesAndModels(t *testing.T) {
+	t.Parallel()
+	g := newAgyGateway(t, map[string]any{"turns": []map[string]any{
+		{"match": "chat", "steps": []any{agyAnswer("Chatting through agy.\n", 40, 4)}},
+		{"match": "respond", "steps": []any{agyAnswer("A response from agy.\n", 30, 5)}},
+	}})
+	g.start()
+	c := openai.NewClient(oaioption.WithBaseURL(g.url+"/v1"), oaioption.WithAPIKey("client-key"), oaioption.WithMaxRetries(0))
+	ctx := context.Background()
+	p := openai.ChatCompletionNewParams{Model: "gemini-3.8-flash-low", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("chat with me")}}
+	got, err := c.Chat.Completions.New(ctx, p)
+	if err != nil || got.Choices[0].Message.Content != "Chatting through agy.\n" || got.Usage.PromptTokens != 40 || got.Usage.CompletionTokens != 4 {
+		t.Fatalf("chat: %v %+v", err, got)
+	}
+	st := c.Chat.Completions.NewStreaming(ctx, p)
+	var acc openai.ChatCompletionAccumulator
+	for st.Next() {
+		acc.AddChunk(st.Current())
+	}
+	if err := st.Err(); err != nil || acc.Choices[0].Message.Content != "Chatting through agy.\n" {
+		t.Fatalf("streamed chat: %v %+v", err, acc.ChatCompletion)
+	}
+	r, err := c.Responses.New(ctx, responses.ResponseNewParams{Model: "gemini-3.8-flash-low",
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("respond please")}})
+	if err != nil || r.OutputText() != "A response from agy.\n" || r.Usage.OutputTokens != 5 {
+		t.Fatalf("responses: %v %+v", err, r)
+	}
+	var resp *http.Response
+	models, err := c.Models.List(ctx, oaioption.WithResponseInto(&resp))
+	if err != nil || len(models.Data) != 4 || models.Data[1].ID != "gemini-3.8-flash-low" {
+		t.Fatalf("models: %v %+v", err, models)
+	}
+}

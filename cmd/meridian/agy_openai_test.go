@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
@@ -18,7 +19,8 @@ func TestAntigravityOpenAIRoutesAndModels(t *testing.T) {
 	g := newAgyGateway(t, map[string]any{"turns": []map[string]any{
 		{"match": "chat", "steps": []any{agyAnswer("Chatting through agy.\n", 40, 4)}},
 		{"match": "respond", "steps": []any{agyAnswer("A response from agy.\n", 30, 5)}},
-	}})
+	}, "usage": map[string]any{"groups": []any{map[string]any{"name": "Gemini Models", "buckets": []any{map[string]any{
+		"id": "gemini-weekly", "name": "Weekly Limit Remaining", "window": "weekly", "remaining_fraction": 0.5, "reset_time": "2026-12-04T08:00:00Z"}}}}}})
 	g.start()
 	c := openai.NewClient(oaioption.WithBaseURL(g.url+"/v1"), oaioption.WithAPIKey("client-key"), oaioption.WithMaxRetries(0))
 	ctx := context.Background()
@@ -44,5 +46,9 @@ func TestAntigravityOpenAIRoutesAndModels(t *testing.T) {
 	models, err := c.Models.List(ctx, oaioption.WithResponseInto(&resp))
 	if err != nil || len(models.Data) != 4 || models.Data[1].ID != "gemini-3.8-flash-low" {
 		t.Fatalf("models: %v %+v", err, models)
+	}
+	// Quota: agy's own buckets, from its /usage.
+	if _, body := httpGetT(t, g.url+"/v1/usage/quota"); !strings.Contains(body, `"name":"Gemini Models: Weekly Limit Remaining","utilization":50`) {
+		t.Fatalf("quota: %s", body)
 	}
 }

@@ -262,3 +262,27 @@ func TestBadOutputAndProcessEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// /usage reads agy's limit buckets as plan windows: the share used and
+// the reset.
+func TestPlanUsage(t *testing.T) {
+	t.Parallel()
+	s := newStand(t, map[string]any{"usage": map[string]any{"groups": []any{
+		map[string]any{"name": "Gemini Models", "buckets": []any{map[string]any{"id": "gemini-weekly", "name": "Weekly Limit Remaining",
+			"window": "weekly", "remaining_fraction": 0.75, "reset_time": "2026-12-04T08:53:33Z"}}},
+		map[string]any{"name": "Claude and GPT models", "buckets": []any{map[string]any{"id": "3p-5h", "name": "Five Hour Limit Remaining",
+			"window": "5h", "remaining_fraction": 1, "reset_time": "2026-11-30T23:00:00Z"}}},
+	}}})
+	u, err := s.d.PlanUsage(context.Background())
+	if err != nil || !u.Available || len(u.Windows) != 2 {
+		t.Fatalf("%+v %v", u, err)
+	}
+	w := u.Windows[0]
+	if w.Name != "Gemini Models: Weekly Limit Remaining" || *w.Utilization != 25 || w.ResetsAt.Format(time.RFC3339) != "2026-12-04T08:53:33Z" || *u.Windows[1].Utilization != 0 {
+		t.Fatalf("windows %+v", u.Windows)
+	}
+	out := newStand(t, map[string]any{"signed_out": true})
+	if _, err := out.d.PlanUsage(context.Background()); err == nil {
+		t.Fatal("signed out: no error")
+	}
+}

@@ -81,11 +81,11 @@ func run(args []string) int {
 	if sc.SignedOut {
 		fmt.Fprintln(os.Stderr, "Authentication required. Please visit the URL to log in:")
 		fmt.Fprintln(os.Stderr, "Error: authentication timed out.")
-		out.line(resultEvent{Event: "result", Result: failedResult("authentication failed or timed out")})
+		out.result(o.outputFormat, failedResult("authentication failed or timed out"))
 		return 1
 	}
 	if msg := checkModel(sc, o.model, o.effort); msg != "" {
-		out.line(resultEvent{Event: "result", Result: failedResult(msg)})
+		out.result(o.outputFormat, failedResult(msg))
 		return 1
 	}
 	if o.print != "" {
@@ -142,7 +142,7 @@ func printMode(sc *scenario, o options, out *writer) int {
 			commandAnswer(out, o.outputFormat, map[string]any{"name": name, "data": data}, "")
 			return 0
 		case "credits":
-			out.line(resultEvent{Event: "result", Result: failedResult("/credits failed: retrieving credits: no credits info found")})
+			out.result(o.outputFormat, failedResult("/credits failed: retrieving credits: no credits info found"))
 			return 1
 		}
 		commandAnswer(out, o.outputFormat, map[string]any{"name": name, "data": map[string]any{}}, "")
@@ -200,6 +200,21 @@ func newWriter(w io.Writer) *writer { return &writer{w: w} }
 func (w *writer) line(v any) {
 	b, _ := json.Marshal(v)
 	w.raw(append(b, '\n'))
+}
+
+// result writes a result as the output format frames it: in an envelope
+// for stream-json, bare for json, its error on stderr for text.
+func (w *writer) result(format string, r resultBody) {
+	switch format {
+	case "stream-json":
+		w.line(resultEvent{Event: "result", Result: r})
+	case "json":
+		w.line(r)
+	default:
+		if r.Error != "" {
+			fmt.Fprintln(os.Stderr, "Error: "+r.Error)
+		}
+	}
 }
 
 func (w *writer) raw(b []byte) {

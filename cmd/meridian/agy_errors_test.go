@@ -44,7 +44,7 @@ func TestAntigravityFailures(t *testing.T) {
 		{"terminated", "", 500, "api_error", "Agent execution terminated", ""},
 		{"timeout", "", 500, "api_error", "print timeout", ""},
 		{"crash", "", 500, "api_error", "agy exited", ""},
-		{"hello", "no-such-model", 400, "invalid_request_error", "not recognized as a known model", ""},
+		{"hello", "no-such-model", 400, "invalid_request_error", `model \"no-such-model\" is not one agy offers; the models are: gemini-3.8-flash-high, gemini-3.8-flash-low`, ""},
 	} {
 		t.Run(c.prompt, func(t *testing.T) {
 			p := agyParams(c.prompt + " please")

@@ -47,6 +47,12 @@ type EndOnly interface {
 	ResumesAtEndOnly()
 }
 
+// ListedModelsOnly is a Backend that takes only the models its Inspector
+// lists: a request for another is refused before anything starts.
+type ListedModelsOnly interface {
+	ListedModelsOnly()
+}
+
 // Binder is a spare session: Bind gives it its conversation's system
 // prompt and tools, once, before its first turn.
 type Binder interface {

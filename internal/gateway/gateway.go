@@ -220,6 +220,9 @@ func (g *Gateway) Messages(ctx context.Context, req Request, id string, out Outp
 	} else {
 		tr.Conversation(ident.Client, g.cfg.Profile, ident.Key)
 	}
+	if err := g.checkListed(ctx, opts.Model); err != nil {
+		return err
+	}
 	if failover.IsLong(req.Body.Model) && g.long.Benched(ident.Key, g.cfg.Now()) {
 		req, opts = standardContext(req, opts)
 	}
@@ -237,6 +240,29 @@ func (g *Gateway) Messages(ctx context.Context, req Request, id string, out Outp
 		"why", ge.Message, "profile_wide", wide, "conversation", ident.Key, "until", until)
 	req, opts = standardContext(req, opts)
 	return g.messages(ctx, req, ident, opts, tools, id, out)
+}
+
+// checkListed refuses, for a backend that takes only the models it lists,
+// a model it does not list, naming the ones it does. When the list cannot
+// be read the backend decides.
+func (g *Gateway) checkListed(ctx context.Context, model string) error {
+	if _, listed := g.cfg.Backend.(backend.ListedModelsOnly); !listed || model == "" {
+		return nil
+	}
+	models, err := g.Models(ctx)
+	if err != nil || len(models) == 0 {
+		return nil
+	}
+	ids := make([]string, len(models))
+	for i, m := range models {
+		if model == m.ID || model == m.Alias || model == m.DisplayName {
+			return nil
+		}
+		ids[i] = m.ID
+	}
+	e := InvalidRequest(fmt.Sprintf("model %q is not one %s offers; the models are: %s", model, g.cfg.CLI.Name, strings.Join(ids, ", ")))
+	e.Param = "model"
+	return e
 }
 
 // identify names the conversation req belongs to; the zero Identity when

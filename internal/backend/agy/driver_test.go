@@ -286,3 +286,14 @@ func TestPlanUsage(t *testing.T) {
 		t.Fatal("signed out: no error")
 	}
 }
+
+// agy refuses a model it does not know with a lone result before init:
+// a 400 from the upstream's side, not a crash.
+func TestUnknownModelAtStart(t *testing.T) {
+	t.Parallel()
+	s := newStand(t, nil)
+	res, _ := turn(t, s.start(t, backend.StartOptions{Model: "no-such-model"}), "hello")
+	if res.Failure == nil || res.Failure.Status != 400 || !strings.Contains(res.Failure.Message, "not recognized as a known model") {
+		t.Fatalf("%+v", res.Failure)
+	}
+}

@@ -68,16 +68,41 @@ func TestAntigravityFailures(t *testing.T) {
 	}
 }
 
-// A signed-out agy is a 401 that says how to sign in; a client that goes
-// away mid-turn takes its agy process along.
+// A signed-out agy is a 401 that says how to sign in, and an old one a 503
+// with the wait until it is checked again: both found before any session
+// starts. A client that goes away mid-turn takes its agy process along.
 func TestAntigravitySignedOutAndDisconnect(t *testing.T) {
 	t.Parallel()
 	out := newAgyGateway(t, map[string]any{"signed_out": true})
 	out.start()
-	_, err := out.client("signed-out").Messages.New(context.Background(), agyParams("hello"))
+	// Checked before any session (a signed-out agy would sit on its login
+	// prompt), and not again for a moment.
+	checks := func() (n int) {
+		for _, c := range out.calls() {
+			if argv, _ := c["argv"].([]any); len(argv) > 0 && argv[len(argv)-1] == "models" {
+				n++
+			}
+		}
+		return n
+	}
+	var after []int
+	for range 2 {
+		_, err := out.client("signed-out").Messages.New(context.Background(), agyParams("hello"))
+		var ae *sdk.Error
+		if !errors.As(err, &ae) || ae.StatusCode != 401 || !strings.Contains(ae.RawJSON(), "agy is not signed in") || !strings.Contains(ae.RawJSON(), "running `agy` in a terminal") {
+			t.Fatalf("signed out: %v", err)
+		}
+		after = append(after, checks())
+	}
+	if after[0] == 0 || after[1] != after[0] || len(out.sessions()) != 0 {
+		t.Fatalf("agy asked %v times after each request, %d sessions", after, len(out.sessions()))
+	}
+	old := newAgyGateway(t, map[string]any{"version": "1.1.15"})
+	old.start()
+	_, err := old.client("old").Messages.New(context.Background(), agyParams("hello"))
 	var ae *sdk.Error
-	if !errors.As(err, &ae) || ae.StatusCode != 401 || !strings.Contains(ae.RawJSON(), "authentication failed") {
-		t.Fatalf("signed out: %v", err)
+	if !errors.As(err, &ae) || ae.StatusCode != 503 || !strings.Contains(ae.RawJSON(), "older than 1.1.18") || ae.Response.Header.Get("Retry-After") == "" {
+		t.Fatalf("an old agy: %v", err)
 	}
 
 	g := newAgyGateway(t, map[string]any{"turns": []map[string]any{{"match": "stall", "stall": true}}})

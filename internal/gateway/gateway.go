@@ -491,8 +491,17 @@ func (g *Gateway) startError(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	if errors.Is(err, backend.ErrUnavailable) {
-		return newError(http.StatusServiceUnavailable, anthropic.ErrAPI, err.Error(), factsNow(g))
+	var f *backend.Failure
+	if errors.As(err, &f) { // the backend refused the start as an upstream would
+		return classify(f, g.cfg.CLI, g.window.get(g.cfg.Now()), g.cfg.Now())
+	}
+	var waiting interface{ RetryAfter() time.Duration }
+	if errors.Is(err, backend.ErrUnavailable) || errors.As(err, &waiting) {
+		facts := factsNow(g)
+		if waiting != nil {
+			facts.UpstreamDelay = waiting.RetryAfter() // until the backend is checked again
+		}
+		return newError(http.StatusServiceUnavailable, anthropic.ErrAPI, err.Error(), facts)
 	}
 	g.log.Error("backend start failed", "err", err)
 	return &Error{Status: http.StatusInternalServerError, Type: anthropic.ErrAPI, Message: "could not start the " + g.cfg.CLI.Name + " CLI: " + redact(err.Error())}

@@ -60,8 +60,9 @@ type Config struct {
 
 // Driver starts agy sessions and answers what the gateway asks about agy.
 type Driver struct {
-	cfg Config
-	log *slog.Logger
+	cfg       Config
+	log       *slog.Logger
+	readiness readiness
 }
 
 // New returns a Driver.

@@ -104,8 +104,8 @@ func TestVersionModelsAndAuth(t *testing.T) {
 
 // Two turns on one process: the text arrives in fragments, each turn's
 // usage is its own (agy reports the conversation's totals), and agy was
-// started as a persistent session with the gate's folder, the auto-update
-// off and no other CLI's variables.
+// started (after its version and login were checked) as a persistent
+// session with the gate's folder and the auto-update off.
 func TestTwoTurnsOnOneProcess(t *testing.T) {
 	t.Parallel()
 	s := newStand(t, map[string]any{"turns": []map[string]any{
@@ -124,7 +124,7 @@ func TestTwoTurnsOnOneProcess(t *testing.T) {
 	}
 	var starts, stdin int
 	for _, c := range s.calls() {
-		if argv, ok := c["argv"].([]any); ok {
+		if argv, ok := c["argv"].([]any); ok && strings.Contains(jsonOf(argv), "--input-format") {
 			starts++
 			joined := strings.Trim(strings.Join(strings.Fields(strings.Trim(strings.ReplaceAll(strings.ReplaceAll(jsonOf(argv), `","`, " "), `"`, ""), "[]")), " "), " ")
 			for _, want := range []string{"--input-format stream-json", "--output-format stream-json", "--disable-slash-commands", "--model gemini-3.8-flash-low", "--add-dir " + s.dir} {

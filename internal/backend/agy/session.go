@@ -58,6 +58,9 @@ func (d *Driver) Start(ctx context.Context, opts backend.StartOptions) (backend.
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if err := d.ready(ctx); err != nil {
+		return nil, err
+	}
 	path, err := d.Locate()
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -91,7 +92,12 @@ func (g *gatewayProc) start(args ...string) {
 // post sends a Messages request; the response is returned whatever its
 // status.
 func (g *gatewayProc) post(body string, header ...string) (*http.Response, string, error) {
-	req, err := http.NewRequest(http.MethodPost, g.url+"/v1/messages", strings.NewReader(body))
+	return g.postCtx(context.Background(), body, header...)
+}
+
+// postCtx is post under ctx.
+func (g *gatewayProc) postCtx(ctx context.Context, body string, header ...string) (*http.Response, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.url+"/v1/messages", strings.NewReader(body))
 	if err != nil {
 		return nil, "", err
 	}

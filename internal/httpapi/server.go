@@ -72,7 +72,17 @@ type Config struct {
 	// Failover moves a request refused for a rate limit, before anything
 	// reached its client, to the next profile that is not benched.
 	Failover bool
-	Logger   *slog.Logger
+	// Mounts serve other backends' routes under a path prefix on this
+	// server's listener (--backend combined: /antigravity/…).
+	Mounts []Mount
+	Logger *slog.Logger
+}
+
+// Mount is another server's handler under Prefix ("/antigravity"): a
+// request for Prefix+"/v1/messages" reaches it as "/v1/messages".
+type Mount struct {
+	Prefix  string
+	Handler http.Handler
 }
 
 // Defaults for Config.
@@ -188,6 +198,9 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /providers", s.providersPage)
 	mux.HandleFunc("GET /providers/status", s.providersStatus)
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(web.Static())))
+	for _, m := range s.cfg.Mounts {
+		mux.Handle(m.Prefix+"/", http.StripPrefix(m.Prefix, m.Handler))
+	}
 	mux.HandleFunc("GET /{$}", s.root)
 	mux.HandleFunc("/", s.notFound)
 	return s.track(s.recoverer(s.logRequests(s.guard(s.chooseProfile(mux)))))

@@ -18,7 +18,13 @@ import (
 const (
 	BackendClaude      = "claude"
 	BackendAntigravity = "antigravity"
+	// BackendCombined serves Claude on the usual routes and Antigravity
+	// under /antigravity/, each with its own processes and limits.
+	BackendCombined = "combined"
 )
+
+// AntigravityPrefix is where --backend combined serves Antigravity.
+const AntigravityPrefix = "/antigravity"
 
 // driver is a CLI driver: it starts sessions and answers what the gateway
 // asks about its CLI.
@@ -39,7 +45,7 @@ type cli struct {
 // chooseBackend decides, before anything starts, which CLI answers.
 func chooseBackend(cfg Config, addr string, log *slog.Logger) (*cli, error) {
 	switch cfg.Backend {
-	case "", BackendClaude:
+	case "", BackendClaude, BackendCombined:
 		return &cli{
 			profiles: true,
 			driver: func(name string, env []string) driver {
@@ -56,17 +62,22 @@ func chooseBackend(cfg Config, addr string, log *slog.Logger) (*cli, error) {
 			},
 		}, nil
 	case BackendAntigravity:
-		newDriver := func(env []string) *agy.Driver {
-			return agy.New(agy.Config{Path: cfg.AgyPath, Env: env, SessionRoot: filepath.Join(cfg.DataDir, "agy-sessions"),
-				Logger: log.With("component", "agy")})
-		}
-		return &cli{
-			names:    gateway.CLI{Name: "agy", LoginHint: "sign in once by running `agy` in a terminal"},
-			driver:   func(_ string, env []string) driver { return newDriver(env) },
-			announce: func([]string, profile.Profile) { announceCLI(log, "agy", newDriver(nil)) },
-		}, nil
+		return antigravityCLI(cfg, log), nil
 	}
-	return nil, fmt.Errorf("--backend %q: want %s or %s", cfg.Backend, BackendClaude, BackendAntigravity)
+	return nil, fmt.Errorf("--backend %q: want %s, %s or %s", cfg.Backend, BackendClaude, BackendAntigravity, BackendCombined)
+}
+
+// antigravityCLI is the agy backend.
+func antigravityCLI(cfg Config, log *slog.Logger) *cli {
+	newDriver := func(env []string) *agy.Driver {
+		return agy.New(agy.Config{Path: cfg.AgyPath, Env: env, SessionRoot: filepath.Join(cfg.DataDir, "agy-sessions"),
+			Logger: log.With("component", "agy")})
+	}
+	return &cli{
+		names:    gateway.CLI{Name: "agy", LoginHint: "sign in once by running `agy` in a terminal"},
+		driver:   func(_ string, env []string) driver { return newDriver(env) },
+		announce: func([]string, profile.Profile) { announceCLI(log, "agy", newDriver(nil)) },
+	}
 }
 
 // announceCLI logs which binary answers, or that none can yet.

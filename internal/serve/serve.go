@@ -148,11 +148,11 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 
 	// One gateway per profile, each with its own CLI environment, live
 	// processes and spares; requests name one or get the default.
-	cli, err := chooseBackend(cfg, addr, log)
+	chosen, err := chooseBackend(cfg, addr, log)
 	if err != nil {
 		return err
 	}
-	profiles, err := startProfiles(cfg.DataDir, environ, cli.profiles, func(name string, env []string) *gateway.Gateway {
+	newGateway := func(cli *cli, name string, env []string) *gateway.Gateway {
 		driver := cli.driver(name, env)
 		return gateway.New(gateway.Config{
 			Profile:       name,
@@ -175,11 +175,23 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 			FreezeIdle:    cfg.FreezeIdle,
 			Logger:        log.With("component", "gateway", "profile", name),
 		})
+	}
+	profiles, err := startProfiles(cfg.DataDir, environ, chosen.profiles, func(name string, env []string) *gateway.Gateway {
+		return newGateway(chosen, name, env)
 	})
 	if err != nil {
 		return err
 	}
 	defer profiles.close()
+	gateways := profiles.gateways()
+	var agyGW *gateway.Gateway
+	if cfg.Backend == BackendCombined {
+		agyCLI := antigravityCLI(cfg, log)
+		agyGW = newGateway(agyCLI, BackendAntigravity, environ)
+		defer agyGW.Close()
+		gateways = append(gateways, agyGW)
+		agyCLI.announce(environ, profile.Profile{})
+	}
 	gw, prof := profiles.def.gw, profiles.def.p
 	if prof.Name != profile.DefaultName {
 		log.Info("requests that name no profile run under profile "+prof.Name, "profile", prof.Name, "kind", prof.Kind)
@@ -196,12 +208,31 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	if err != nil {
 		return err
 	}
-	tel, err := openTelemetry(db, cfg, profiles.gateways(), log)
+	tel, err := openTelemetry(db, cfg, gateways, log)
 	if err != nil {
 		return err
 	}
 	defer tel.history.Close() // after the server: the last records are written
 	lim := answers.DefaultLimits()
+	var mounts []httpapi.Mount
+	if agyGW != nil {
+		// Antigravity's own server on this listener: its own admission,
+		// processes, saved answers and background jobs.
+		jobs := responses.NewJobs(cfg.MaxBackground, 0)
+		defer jobs.Close()
+		agySrv, err := httpapi.New(httpapi.Config{
+			History: tel.history, Metrics: tel.metrics, Prices: tel.prices, Logs: logs,
+			Answers: answers.New(lim, nil), AnswerBytes: lim.EntryBytes, Journal: journal.New(db, 0, 0, nil),
+			Responses: stored, Jobs: jobs, Sealer: sealer,
+			Addr: addr, APIKey: cfg.APIKey, MaxBodyBytes: cfg.MaxBodyBytes, DrainTimeout: cfg.DrainTimeout, Hurry: cfg.Hurry,
+			Version: cfg.Version, Gateway: agyGW, Profiles: []httpapi.Profile{{Name: BackendAntigravity, Gateway: agyGW}},
+			Logger: log.With("component", "http", "backend", BackendAntigravity),
+		})
+		if err != nil {
+			return err
+		}
+		mounts = append(mounts, httpapi.Mount{Prefix: AntigravityPrefix, Handler: agySrv.Handler()})
+	}
 	srv, err := httpapi.New(httpapi.Config{
 		History:      tel.history,
 		Metrics:      tel.metrics,
@@ -222,6 +253,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		Gateway:      gw,
 		Profiles:     profiles.http(),
 		Failover:     cfg.Failover,
+		Mounts:       mounts,
 		Logger:       log.With("component", "http"),
 	})
 	if err != nil {
@@ -237,7 +269,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	if err != nil {
 		return err
 	}
-	cli.announce(environ, prof)
+	chosen.announce(environ, prof)
 	log.Info("meridian listening", "addr", ln.Addr().String(), "version", cfg.Version, "data_dir", cfg.DataDir,
 		"max_concurrent", cfg.MaxConcurrent, "max_live", cfg.MaxLive, "idle_ttl", cfg.IdleTTL, "api_key", cfg.APIKey != "")
 	// Transcripts of forked-away sessions are deleted in the background,

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	"github.com/meridian-gw/meridian/internal/testkit"
+)
+
+// --backend combined: Claude on the usual routes, Antigravity under
+// /antigravity/. With one Claude slot held by a request, an Antigravity
+// request is answered at once: each backend has its own admission; and
+// each shows its own models and quota.
+func TestCombinedBackends(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	g.up.Respond(func(r testkit.Request) testkit.Reply {
+		if strings.Contains(r.AllText(), "hold") {
+			return testkit.Reply{Hang: true}
+		}
+		return testkit.Reply{Text: "claude here"}
+	})
+	agyPath, agyEnv, _ := testkit.FakeAgy(t, map[string]any{
+		"turns": []map[string]any{{"steps": []any{agyAnswer("agy here\n", 12, 2)}}},
+		"usage": map[string]any{"groups": []any{map[string]any{"name": "Gemini Models", "buckets": []any{map[string]any{
+			"id": "gemini-weekly", "name": "Weekly Limit Remaining", "remaining_fraction": 0.9, "reset_time": "2026-12-04T08:00:00Z"}}}}},
+	})
+	g.env = append(g.env, agyEnv...) // agy's HOME wins; claude has its own config dir
+	g.start("--backend", "combined", "--agy-path", agyPath, "--max-concurrent", "1")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	held := make(chan error, 1)
+	go func() { _, _, err := g.postCtx(ctx, prompt("hold the only claude slot")); held <- err }()
+	if err := testkit.WaitFor(20*time.Second, func() error {
+		if len(g.up.Requests()) == 0 {
+			return context.DeadlineExceeded
+		}
+		return nil
+	}); err != nil {
+		t.Fatal("the claude request never reached the upstream")
+	}
+
+	agyClient := sdk.NewClient(option.WithBaseURL(g.url+"/antigravity"), option.WithAPIKey("client-key"), option.WithMaxRetries(0))
+	msg, err := agyClient.Messages.New(context.Background(), agyParams("hello agy"))
+	if err != nil || msg.Content[0].Text != "agy here\n" || msg.Usage.OutputTokens != 2 {
+		t.Fatalf("antigravity while claude's slot is held: %v %+v", err, msg)
+	}
+	if _, body := httpGetT(t, g.url+"/antigravity/v1/models"); !strings.Contains(body, "gemini-3.8-flash-low") {
+		t.Fatalf("antigravity models: %s", body)
+	}
+	if _, body := httpGetT(t, g.url+"/antigravity/v1/usage/quota"); !strings.Contains(body, "Gemini Models") {
+		t.Fatalf("antigravity quota: %s", body)
+	}
+	if _, body := httpGetT(t, g.url+"/v1/usage/quota"); strings.Contains(body, "Gemini") {
+		t.Fatalf("claude's quota shows agy's: %s", body)
+	}
+	cancel()
+	<-held
+}

@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -20,7 +19,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/backend"
@@ -173,31 +171,9 @@ func (d *Driver) run(ctx context.Context, args ...string) (stdout, stderr []byte
 	if err != nil {
 		return nil, nil, err
 	}
-	proc, err := d.cfg.Launcher.Launch(subproc.Spec{Path: path, Args: args, Env: d.env()})
+	stdout, stderr, err = subproc.Run(ctx, d.cfg.Launcher, subproc.Spec{Path: path, Args: args, Env: d.env()})
 	if err != nil {
-		return nil, nil, fmt.Errorf("run agy %s: %w", strings.Join(args, " "), err)
-	}
-	_ = proc.Stdin().Close()
-	stop := context.AfterFunc(ctx, func() { _ = proc.Signal(syscall.SIGKILL) })
-	errDone := make(chan []byte, 1)
-	go func() {
-		b, _ := io.ReadAll(io.LimitReader(proc.Stderr(), 64<<10))
-		_, _ = io.Copy(io.Discard, proc.Stderr())
-		errDone <- b
-	}()
-	stdout, _ = io.ReadAll(io.LimitReader(proc.Stdout(), 1<<20))
-	_, _ = io.Copy(io.Discard, proc.Stdout())
-	stderr = <-errDone
-	waitErr := proc.Wait()
-	stop()
-	_ = proc.Signal(syscall.SIGKILL) // anything it left in its group
-	_ = proc.Stdout().Close()
-	_ = proc.Stderr().Close()
-	if ctx.Err() != nil {
-		return stdout, stderr, fmt.Errorf("agy %s: %w", strings.Join(args, " "), ctx.Err())
-	}
-	if waitErr != nil {
-		return stdout, stderr, fmt.Errorf("agy %s: %w", strings.Join(args, " "), waitErr)
+		return stdout, stderr, fmt.Errorf("agy %s: %w", strings.Join(args, " "), err)
 	}
 	return stdout, stderr, nil
 }

@@ -6,11 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
-	"syscall"
 
 	"github.com/meridian-gw/meridian/internal/backend"
+	"github.com/meridian-gw/meridian/internal/backend/subproc"
 )
 
 // authStatus is the output of `claude auth status --json`.
@@ -84,33 +83,9 @@ func (d *Driver) run(ctx context.Context, args ...string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	proc, err := d.cfg.Launcher.Launch(Spec{Path: path, Args: args, Env: d.env(backend.StartOptions{})})
+	out, _, err := subproc.Run(ctx, d.cfg.Launcher, Spec{Path: path, Args: args, Env: d.env(backend.StartOptions{})})
 	if err != nil {
-		return nil, fmt.Errorf("run claude %s: %w", strings.Join(args, " "), err)
-	}
-	_ = proc.Stdin().Close()
-	stop := context.AfterFunc(ctx, func() { _ = proc.Signal(syscall.SIGKILL) })
-	stderrDone := make(chan struct{})
-	go func() {
-		defer close(stderrDone)
-		_, _ = io.Copy(io.Discard, proc.Stderr())
-	}()
-	out, readErr := io.ReadAll(io.LimitReader(proc.Stdout(), 1<<20))
-	_, _ = io.Copy(io.Discard, proc.Stdout())
-	<-stderrDone
-	waitErr := proc.Wait()
-	stop()
-	_ = proc.Signal(syscall.SIGKILL) // anything it left in its group
-	_ = proc.Stdout().Close()
-	_ = proc.Stderr().Close()
-	if ctx.Err() != nil {
-		return out, fmt.Errorf("claude %s: %w", strings.Join(args, " "), ctx.Err())
-	}
-	if readErr != nil {
-		return out, readErr
-	}
-	if waitErr != nil {
-		return out, fmt.Errorf("claude %s: %w", strings.Join(args, " "), waitErr)
+		return out, fmt.Errorf("claude %s: %w", strings.Join(args, " "), err)
 	}
 	return out, nil
 }

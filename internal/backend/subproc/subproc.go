@@ -4,6 +4,7 @@
 package subproc
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -111,4 +112,38 @@ func closeAll(fs ...*os.File) {
 	for _, f := range fs {
 		_ = f.Close()
 	}
+}
+
+// Run runs a short command to its end and returns its stdout (the first
+// MiB) and stderr (the first 64 KiB). Its group is killed when ctx ends,
+// and once it exited (whatever it left behind); it is always joined. A
+// command killed by ctx reports ctx's error.
+func Run(ctx context.Context, l Launcher, s Spec) (stdout, stderr []byte, err error) {
+	proc, err := l.Launch(s)
+	if err != nil {
+		return nil, nil, err
+	}
+	_ = proc.Stdin().Close()
+	stop := context.AfterFunc(ctx, func() { _ = proc.Signal(syscall.SIGKILL) })
+	errDone := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(io.LimitReader(proc.Stderr(), 64<<10))
+		_, _ = io.Copy(io.Discard, proc.Stderr())
+		errDone <- b
+	}()
+	stdout, readErr := io.ReadAll(io.LimitReader(proc.Stdout(), 1<<20))
+	_, _ = io.Copy(io.Discard, proc.Stdout())
+	stderr = <-errDone
+	waitErr := proc.Wait()
+	stop()
+	_ = proc.Signal(syscall.SIGKILL)
+	_ = proc.Stdout().Close()
+	_ = proc.Stderr().Close()
+	switch {
+	case ctx.Err() != nil:
+		return stdout, stderr, ctx.Err()
+	case readErr != nil:
+		return stdout, stderr, readErr
+	}
+	return stdout, stderr, waitErr
 }

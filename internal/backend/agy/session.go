@@ -211,7 +211,7 @@ func (s *Session) awaitInit(ctx context.Context) (*backend.Failure, error) {
 			// awaited (a child may hold stdout).
 			s.kill()
 			exited = nil
-			go func() { time.Sleep(50 * time.Millisecond); _ = s.proc.Stdout().Close() }()
+			time.AfterFunc(50*time.Millisecond, func() { _ = s.proc.Stdout().Close() })
 		case <-ctx.Done():
 			s.kill()
 			return nil, ctx.Err()

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -105,16 +107,35 @@ func TestAntigravitySignedOutAndDisconnect(t *testing.T) {
 		t.Fatalf("an old agy: %v", err)
 	}
 
-	g := newAgyGateway(t, map[string]any{"turns": []map[string]any{{"match": "stall", "stall": true}}})
+	// agy here ignores SIGTERM and leaves a child holding its stdout.
+	g := newAgyGateway(t, map[string]any{"ignore_sigterm": true, "grandchild": true,
+		"turns": []map[string]any{{"match": "stall", "stall": true}, {"steps": []any{agyAnswer("idle now\n", 1, 1)}}}})
 	g.start()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	if _, err := g.client("gone").Messages.New(ctx, agyParams("stall forever"), option.WithMaxRetries(0)); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("stalled: %v", err)
 	}
+	g.noneLeft(t, "after its client left")
+	// An idle live session, then shutdown.
+	if _, err := g.client("idle").Messages.New(context.Background(), agyParams("hello")); err != nil || len(g.agys()) != 1 {
+		t.Fatalf("idle session: %v, %d agy processes", err, len(g.agys()))
+	}
+	g.stop()
+	g.noneLeft(t, "after shutdown")
+}
+
+// noneLeft waits until no agy process, nor any child one left, remains.
+func (g *agyGateway) noneLeft(t *testing.T, when string) {
+	t.Helper()
 	if err := testkit.WaitFor(5*time.Second, func() error {
 		if left := g.agys(); len(left) != 0 {
-			return errors.New("an agy process outlived its client")
+			return fmt.Errorf("agy processes %v %s", left, when)
+		}
+		for _, c := range g.calls() {
+			if pid, ok := c["grandchild"].(float64); ok && syscall.Kill(int(pid), 0) == nil {
+				return fmt.Errorf("agy's child %d %s", int(pid), when)
+			}
 		}
 		return nil
 	}); err != nil {

@@ -70,6 +70,20 @@ func TestAntigravityFailures(t *testing.T) {
 	}
 }
 
+// A turn agy stops writing in is ended by the stall watchdog with a 504,
+// and that agy is killed.
+func TestAntigravityStall(t *testing.T) {
+	t.Parallel()
+	g := newAgyGateway(t, map[string]any{"turns": []map[string]any{{"match": "stall", "stall": true}}})
+	g.gatewayProc.start("--backend", "antigravity", "--agy-path", g.agy, "--stall-timeout", "1s")
+	_, err := g.client("stalled").Messages.New(context.Background(), agyParams("stall forever"))
+	var ae *sdk.Error
+	if !errors.As(err, &ae) || ae.StatusCode != 504 {
+		t.Fatalf("stalled: %v", err)
+	}
+	g.noneLeft(t, "after the stall")
+}
+
 // A signed-out agy is a 401 that says how to sign in, and an old one a 503
 // with the wait until it is checked again: both found before any session
 // starts. A client that goes away mid-turn takes its agy process along.

@@ -297,3 +297,18 @@ func TestUnknownModelAtStart(t *testing.T) {
 		t.Fatalf("%+v", res.Failure)
 	}
 }
+
+// A turn past --print-timeout fails either way agy reports it: an ERROR
+// result (before 1.1.28) or a partial answer passed off as a success with
+// a notice on stderr (since).
+func TestPrintTimeout(t *testing.T) {
+	t.Parallel()
+	for _, version := range []string{"1.1.18", "1.2.17"} {
+		s := newStand(t, map[string]any{"version": version, "turns": []map[string]any{{"print_timeout": true, "steps": []any{
+			answer("The first half", 10, 3), answer(" and the second.\n", 10, 3)}}}})
+		res, _ := turn(t, s.start(t, backend.StartOptions{}), "a long job")
+		if res.Failure == nil || res.Failure.Kind != backend.FailLimit || !strings.Contains(res.Failure.Message, "print timeout") {
+			t.Fatalf("agy %s: %+v", version, res.Failure)
+		}
+	}
+}

@@ -61,6 +61,10 @@ type turn struct {
 	Stall   bool `json:"stall"`
 	Crash   bool `json:"crash"`
 	Garbage bool `json:"garbage"`
+	// PrintTimeout runs past --print-timeout after the first step: agy
+	// before 1.1.28 fails the turn; later ones return the partial answer
+	// as a success, with a notice on stderr.
+	PrintTimeout bool `json:"print_timeout"`
 }
 
 // step is one scripted step. Type is agent_response (Text, Usage), tool

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -172,6 +173,9 @@ func (s *session) turn(prompt string) int {
 			s.out.raw([]byte(`{"event":"step_update","step_upd`))
 			os.Exit(1)
 		}
+		if t.PrintTimeout && len(answer.String()) > 0 {
+			return s.printTimeout(answer.String())
+		}
 		switch st.Type {
 		case "agent_response":
 			s.respond(st, &answer, &turnUsage)
@@ -325,4 +329,38 @@ func (s *session) recording() [][]byte {
 		os.Exit(1)
 	}
 	return bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"))
+}
+
+// printTimeout ends a turn that ran past --print-timeout, as the version
+// being played does.
+func (s *session) printTimeout(partial string) int {
+	s.conv.NumTurns++
+	s.conv.save()
+	if olderThan(s.sc.Version, "1.1.28") {
+		s.out.line(resultEvent{Event: "result", Result: s.result("ERROR", "", "timeout waiting for response")})
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "[agy] print timeout after %s with turn in progress; returning partial output\n", s.o.printTimeout)
+	r := s.result("SUCCESS", partial, "")
+	r.Usage = usage{}
+	s.out.line(resultEvent{Event: "result", Result: r})
+	return -1
+}
+
+// olderThan compares dotted versions numerically.
+func olderThan(v, than string) bool {
+	a, b := strings.Split(v, "."), strings.Split(than, ".")
+	for i := range max(len(a), len(b)) {
+		var x, y int
+		if i < len(a) {
+			x, _ = strconv.Atoi(a[i])
+		}
+		if i < len(b) {
+			y, _ = strconv.Atoi(b[i])
+		}
+		if x != y {
+			return x < y
+		}
+	}
+	return false
 }

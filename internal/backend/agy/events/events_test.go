@@ -195,3 +195,14 @@ func TestSoftDenyIsNeverAnAnswer(t *testing.T) {
 		t.Fatalf("a plain success: %+v", o.Failure)
 	}
 }
+
+// A partial answer agy passes off as a success after --print-timeout
+// (1.1.28 on) carries no usage: it is a failure, not an answer.
+func TestPartialSuccessAfterPrintTimeout(t *testing.T) {
+	var tr Turn
+	tr.Add(Event{Kind: KindStep, Step: &Step{Type: StepAgentResponse, State: StateActive, TextDelta: "half an"}})
+	tr.Add(Event{Kind: KindResult, Result: &Result{Status: StatusSuccess, Response: "half an", NumTurns: 1}})
+	if o := tr.Outcome(nil, false); o.Failure == nil || o.Failure.Kind != backend.FailLimit {
+		t.Fatalf("%+v", o.Failure)
+	}
+}

@@ -39,6 +39,11 @@ func classify(r *Result, t *Turn, softDenyNotice bool) *backend.Failure {
 	switch {
 	case softDenied:
 		return &backend.Failure{Kind: backend.FailBackend, Code: "soft_deny", Message: SoftDenyMessage}
+	case r.Status == StatusSuccess && r.Usage == (Usage{}) && (t.steps != (Usage{}) || t.text.Len() > 0):
+		// Since 1.1.28 a turn past --print-timeout comes back as a success
+		// with what was written so far and no usage at all (a finished
+		// turn always counts its input): an answer cut short.
+		return &backend.Failure{Kind: backend.FailLimit, Message: "the turn ran past agy's print timeout; its answer was cut short"}
 	case r.Status == StatusSuccess:
 		return nil
 	}

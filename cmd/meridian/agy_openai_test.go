@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -50,5 +52,31 @@ func TestAntigravityOpenAIRoutesAndModels(t *testing.T) {
 	// Quota: agy's own buckets, from its /usage.
 	if _, body := httpGetT(t, g.url+"/v1/usage/quota"); !strings.Contains(body, `"name":"Gemini Models: Weekly Limit Remaining","utilization":50`) {
 		t.Fatalf("quota: %s", body)
+	}
+}
+
+// A base model id takes the variant the request's effort asks; without
+// one it is refused naming the variants. The answer names the model that
+// ran.
+func TestAntigravityModelVariants(t *testing.T) {
+	t.Parallel()
+	g := newAgyGateway(t, nil)
+	g.start()
+	c := openai.NewClient(oaioption.WithBaseURL(g.url+"/v1"), oaioption.WithAPIKey("client-key"), oaioption.WithMaxRetries(0))
+	p := openai.ChatCompletionNewParams{Model: "gemini-3.8-flash", ReasoningEffort: openai.ReasoningEffortHigh,
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello")}}
+	got, err := c.Chat.Completions.New(context.Background(), p)
+	if err != nil || got.Model != "gemini-3.8-flash-high" {
+		t.Fatalf("with an effort: %v %+v", err, got)
+	}
+	last := g.sessions()[len(g.sessions())-1]
+	if i := slices.Index(last, "--model"); i < 0 || last[i+1] != "gemini-3.8-flash-high" {
+		t.Fatalf("agy ran as %q", last)
+	}
+	p.ReasoningEffort = ""
+	_, err = c.Chat.Completions.New(context.Background(), p)
+	var ae *openai.Error
+	if !errors.As(err, &ae) || ae.StatusCode != 400 || !strings.Contains(ae.RawJSON(), "gemini-3.8-flash-low, gemini-3.8-flash-high") {
+		t.Fatalf("without one: %v", err)
 	}
 }

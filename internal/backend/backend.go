@@ -47,10 +47,11 @@ type EndOnly interface {
 	ResumesAtEndOnly()
 }
 
-// ListedModelsOnly is a Backend that takes only the models its Inspector
-// lists: a request for another is refused before anything starts.
-type ListedModelsOnly interface {
-	ListedModelsOnly()
+// ModelResolver is a Backend that takes only models its Inspector lists:
+// ResolveModel makes the model a request names (with its start options)
+// into one of those, or says why it cannot, before anything starts.
+type ModelResolver interface {
+	ResolveModel(model string, opts StartOptions, listed []Model) (string, error)
 }
 
 // Binder is a spare session: Bind gives it its conversation's system

@@ -220,7 +220,7 @@ func (g *Gateway) Messages(ctx context.Context, req Request, id string, out Outp
 	} else {
 		tr.Conversation(ident.Client, g.cfg.Profile, ident.Key)
 	}
-	if err := g.checkListed(ctx, opts.Model); err != nil {
+	if err := g.resolveListed(ctx, &opts); err != nil {
 		return err
 	}
 	if failover.IsLong(req.Body.Model) && g.long.Benched(ident.Key, g.cfg.Now()) {
@@ -242,27 +242,26 @@ func (g *Gateway) Messages(ctx context.Context, req Request, id string, out Outp
 	return g.messages(ctx, req, ident, opts, tools, id, out)
 }
 
-// checkListed refuses, for a backend that takes only the models it lists,
-// a model it does not list, naming the ones it does. When the list cannot
-// be read the backend decides.
-func (g *Gateway) checkListed(ctx context.Context, model string) error {
-	if _, listed := g.cfg.Backend.(backend.ListedModelsOnly); !listed || model == "" {
+// resolveListed makes the model of a request to a backend that takes only
+// the models it lists into one of those (a model refused gets 400 naming
+// them). When the list cannot be read the backend decides.
+func (g *Gateway) resolveListed(ctx context.Context, opts *backend.StartOptions) error {
+	r, ok := g.cfg.Backend.(backend.ModelResolver)
+	if !ok || opts.Model == "" {
 		return nil
 	}
 	models, err := g.Models(ctx)
 	if err != nil || len(models) == 0 {
 		return nil
 	}
-	ids := make([]string, len(models))
-	for i, m := range models {
-		if model == m.ID || model == m.Alias || model == m.DisplayName {
-			return nil
-		}
-		ids[i] = m.ID
+	model, err := r.ResolveModel(opts.Model, *opts, models)
+	if err != nil {
+		e := InvalidRequest(err.Error())
+		e.Param = "model"
+		return e
 	}
-	e := InvalidRequest(fmt.Sprintf("model %q is not one %s offers; the models are: %s", model, g.cfg.CLI.Name, strings.Join(ids, ", ")))
-	e.Param = "model"
-	return e
+	opts.Model = model
+	return nil
 }
 
 // identify names the conversation req belongs to; the zero Identity when

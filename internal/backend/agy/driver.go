@@ -93,10 +93,6 @@ func New(cfg Config) *Driver {
 // conversation where it ends and has no way to go back.
 func (d *Driver) ResumesAtEndOnly() {}
 
-// ListedModelsOnly implements backend.ListedModelsOnly: agy refuses a
-// model it does not list, after a start; the gateway refuses it first.
-func (d *Driver) ListedModelsOnly() {}
-
 // Locate finds the binary, or returns an error wrapping
 // backend.ErrUnavailable that says how to install it.
 func (d *Driver) Locate() (string, error) {

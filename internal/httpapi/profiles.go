@@ -97,21 +97,13 @@ func (s *Server) providers(ctx context.Context) []gateway.Provider {
 // gets 429 with the earliest reopening as its wait.
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, req gateway.Request, id string, out gateway.Output) error {
 	ctx := r.Context()
-	var names []string
-	byName := map[string]*gateway.Gateway{}
-	for _, p := range s.cfg.Profiles {
-		byName[p.Name] = p.Gateway
-		if p.Fallback {
-			names = append(names, p.Name)
-		}
-	}
 	chosen := s.gwFor(ctx)
 	if _, named := ctx.Value(profileKey{}).(*gateway.Gateway); !named && len(s.cfg.Profiles) > 1 {
 		// A conversation stays with the profile that served it last (after
 		// a failover, the one it moved to), whatever the default.
 		if last, err := chosen.ServedBy(ctx, req); err != nil {
 			s.log.Warn("could not look up the conversation's profile; the default serves it", "err", err)
-		} else if gw, ok := byName[last]; ok {
+		} else if gw, ok := s.byName[last]; ok {
 			chosen = gw
 		}
 	}
@@ -120,10 +112,10 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, req gateway.Requ
 		return chosen.Messages(ctx, req, id, out)
 	}
 	st, retryable := out.(gateway.Committer)
-	order, reopen := s.bench.Order(chosen.Profile(), names, time.Now())
+	order, reopen := s.bench.Order(chosen.Profile(), s.fallbacks, time.Now())
 	for _, name := range order {
 		w.Header().Set(headerProfile, name)
-		err := byName[name].Messages(ctx, req, id, out)
+		err := s.byName[name].Messages(ctx, req, id, out)
 		var ge *gateway.Error
 		if !errors.As(err, &ge) || (ge.Status != http.StatusTooManyRequests && ge.Status != anthropic.StatusOverloaded) ||
 			!retryable || st.Committed() || ctx.Err() != nil {

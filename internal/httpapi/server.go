@@ -100,8 +100,12 @@ type Server struct {
 	handler http.Handler
 	pages   *web.Pages
 	bench   failover.Bench // profiles refused for their rate limits, until when
-	apiKey  [32]byte       // digest of the key, compared in constant time
-	hasKey  bool
+	// byName finds a profile's gateway; fallbacks are the profiles failover
+	// may move requests to, in priority order. Both are fixed at New.
+	byName    map[string]*gateway.Gateway
+	fallbacks []string
+	apiKey    [32]byte // digest of the key, compared in constant time
+	hasKey    bool
 	// gate admits requests until the drain begins and counts those
 	// running: Serve returns only after the last.
 	gate gate
@@ -135,7 +139,13 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, gw: cfg.Gateway, pages: pages}
+	s := &Server{cfg: cfg, log: cfg.Logger, gw: cfg.Gateway, pages: pages, byName: map[string]*gateway.Gateway{}}
+	for _, p := range cfg.Profiles {
+		s.byName[p.Name] = p.Gateway
+		if p.Fallback {
+			s.fallbacks = append(s.fallbacks, p.Name)
+		}
+	}
 	if cfg.APIKey != "" {
 		s.apiKey, s.hasKey = digest(cfg.APIKey), true
 	}

@@ -123,13 +123,15 @@ func transcriptHas(t *testing.T, g *gatewayProc, profile, text string) bool {
 // to b meanwhile stays with b.
 func TestBenchedProfileIsUsedAgainAfterItsWait(t *testing.T) {
 	t.Parallel()
+	// The wait must outlast the first two requests on a slow machine (a
+	// fresh CLI for b each time): 2 s did not, once, in CI.
 	g := newGateway(t)
 	const keyA, keyB = "sk-ant-a2-SECRET", "sk-ant-b2-SECRET"
 	var aLimited atomic.Bool
 	aLimited.Store(true)
 	g.up.Respond(func(r testkit.Request) testkit.Reply {
 		if r.Header.Get("X-Api-Key") == keyA && aLimited.Load() {
-			return testkit.Reply{Status: 429, ErrorType: "rate_limit_error", ErrorMessage: "slow down", Headers: map[string]string{"retry-after": "2"}}
+			return testkit.Reply{Status: 429, ErrorType: "rate_limit_error", ErrorMessage: "slow down", Headers: map[string]string{"retry-after": "8"}}
 		}
 		return testkit.Reply{Text: "answered"}
 	})
@@ -145,7 +147,7 @@ func TestBenchedProfileIsUsedAgainAfterItsWait(t *testing.T) {
 		t.Fatalf("while a is benched: %v %v", err, resp.Header)
 	}
 	attempt := 0
-	err = testkit.WaitFor(10*time.Second, func() error {
+	err = testkit.WaitFor(20*time.Second, func() error {
 		attempt++ // each a new conversation: one b answered stays with b
 		resp, _, err := g.post(prompt(fmt.Sprint("after the wait ", attempt)))
 		if err != nil {

@@ -7,7 +7,9 @@ import (
 )
 
 // Dependencies flow downward: this package imports only what it owns
-// beyond the standard library.
+// beyond the standard library, and the MCP SDK its client-tools server is
+// built on.
 func TestImportsFlowDownward(t *testing.T) {
-	testkit.CheckImports(t, "internal/backend", "internal/backend/agy/events", "internal/backend/subproc")
+	testkit.CheckImports(t, "internal/backend", "internal/backend/agy/events", "internal/backend/subproc",
+		"github.com/modelcontextprotocol/go-sdk/mcp")
 }

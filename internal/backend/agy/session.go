@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,12 +18,13 @@ import (
 	"github.com/meridian-gw/meridian/internal/backend/subproc"
 )
 
-// gate is the PreToolUse hook of every session: it denies each of agy's
-// own tools. Meridian's clients run their own tools; agy's would act on
-// this machine unasked. A hook that cannot run blocks the call too, so the
-// gate fails closed; and without --dangerously-skip-permissions agy
-// refuses unapproved tools headless anyway.
-const gate = `{"meridian-gate":{"enabled":true,"PreToolUse":[{"matcher":"*","hooks":[{"type":"command",` +
+// denyAll is the PreToolUse hook of a session without client tools: it
+// denies each of agy's own tools. Meridian's clients run their own tools;
+// agy's would act on this machine unasked. A hook that cannot run blocks
+// the call too, so the gate fails closed; and without
+// --dangerously-skip-permissions agy refuses unapproved tools headless
+// anyway.
+const denyAll = `{"meridian-gate":{"enabled":true,"PreToolUse":[{"matcher":"*","hooks":[{"type":"command",` +
 	`"command":"printf '%s' '{\"decision\":\"deny\",\"reason\":\"this session runs no tools of its own\"}'","timeout":30}]}]}}`
 
 // Session is one live agy process: a persistent stream-json session on
@@ -50,6 +50,13 @@ type Session struct {
 	replaced atomic.Bool // agy did not know the conversation asked for
 	dead     atomic.Bool
 	closed   sync.Once
+
+	// Client tools: the session's MCP endpoint (nil without tools), the
+	// turn paused for their results, and the calls handed out, by
+	// tool_use id.
+	tools  *endpoint
+	paused *relay
+	calls  map[string]*mcpCall
 }
 
 // Start launches agy for one conversation. It returns once the process
@@ -72,16 +79,20 @@ func (d *Driver) Start(ctx context.Context, opts backend.StartOptions) (backend.
 	if err != nil {
 		return nil, fmt.Errorf("agy session folder: %w", err)
 	}
-	if err := writeGate(dir); err != nil {
+	tools, err := d.sessionFiles(dir, opts.Tools)
+	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	proc, err := d.cfg.Launcher.Launch(subproc.Spec{Path: path, Args: d.args(opts, dir), Env: d.env(), Dir: opts.Dir})
+	proc, err := d.cfg.Launcher.Launch(subproc.Spec{Path: path, Args: d.args(opts, dir, tools != nil), Env: d.env(), Dir: opts.Dir})
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("start agy: %w", err)
 	}
-	s := &Session{d: d, proc: proc, dir: dir, resume: opts.Resume, model: opts.Model,
+	if tools != nil {
+		d.register(tools)
+	}
+	s := &Session{d: d, proc: proc, dir: dir, resume: opts.Resume, model: opts.Model, tools: tools,
 		lines: make(chan []byte, 64), exited: make(chan struct{}), stderrDone: make(chan struct{})}
 	go s.readStdout()
 	go s.readStderr()
@@ -94,8 +105,10 @@ func (d *Driver) Start(ctx context.Context, opts backend.StartOptions) (backend.
 
 // args is the recommended invocation: a persistent session, the project
 // and the private session folder as workspace folders, no slash commands,
-// the turn limit, the conversation to continue.
-func (d *Driver) args(opts backend.StartOptions, dir string) []string {
+// the turn limit, the conversation to continue. A session with client
+// tools skips agy's permission prompts, which headless would refuse every
+// MCP call: its gate is the one that decides.
+func (d *Driver) args(opts backend.StartOptions, dir string, gated bool) []string {
 	args := []string{"--input-format", "stream-json", "--output-format", "stream-json",
 		"--disable-slash-commands", "--log-file", filepath.Join(dir, "agy.log"),
 		"--print-timeout", d.cfg.TurnTimeout.String(), "--add-dir", dir}
@@ -108,17 +121,45 @@ func (d *Driver) args(opts backend.StartOptions, dir string) []string {
 	if opts.Resume != "" {
 		args = append(args, "--conversation", opts.Resume)
 	}
+	if gated {
+		args = append(args, "--dangerously-skip-permissions")
+	}
 	return args
 }
 
-func writeGate(dir string) error {
-	if err := os.MkdirAll(filepath.Join(dir, ".agents"), 0o700); err != nil {
-		return fmt.Errorf("agy session folder: %w", err)
+// sessionFiles writes the session folder's .agents: the hooks, and with
+// client tools the MCP server config and where the gate asks. It returns
+// the tools' endpoint, nil without tools.
+func (d *Driver) sessionFiles(dir string, tools []backend.Tool) (*endpoint, error) {
+	agents := filepath.Join(dir, ".agents")
+	if err := os.MkdirAll(agents, 0o700); err != nil {
+		return nil, fmt.Errorf("agy session folder: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, ".agents", "hooks.json"), []byte(gate), 0o600); err != nil {
-		return fmt.Errorf("agy session gate: %w", err)
+	hooks := []byte(denyAll)
+	var e *endpoint
+	if len(tools) > 0 {
+		if d.cfg.ToolsURL == "" || d.cfg.GateCommand == "" {
+			return nil, fmt.Errorf("%w: client tools need the gateway's MCP endpoint and tool gate, and this agy driver has neither", backend.ErrUnavailable)
+		}
+		var err error
+		if e, err = newEndpoint(tools); err != nil {
+			return nil, err
+		}
+		base := strings.TrimSuffix(d.cfg.ToolsURL, "/") + "/" + e.token
+		mcpConfig, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{serverName: map[string]any{"serverUrl": base + "/mcp"}}})
+		if err := os.WriteFile(filepath.Join(agents, "mcp_config.json"), mcpConfig, 0o600); err != nil {
+			return nil, fmt.Errorf("agy session MCP config: %w", err)
+		}
+		if err := writeGateFile(dir, base+"/gate"); err != nil {
+			return nil, err
+		}
+		hooks, _ = json.Marshal(map[string]any{"meridian-gate": map[string]any{"enabled": true, "PreToolUse": []any{
+			map[string]any{"matcher": "*", "hooks": []any{map[string]any{"type": "command", "command": d.cfg.GateCommand, "timeout": 60}}}}}})
 	}
-	return nil
+	if err := os.WriteFile(filepath.Join(agents, "hooks.json"), hooks, 0o600); err != nil {
+		return nil, fmt.Errorf("agy session gate: %w", err)
+	}
+	return e, nil
 }
 
 func (s *Session) readStdout() {
@@ -184,11 +225,6 @@ func (s *Session) Alive() bool {
 	}
 }
 
-// Answer is not supported yet: agy reaches client tools through MCP.
-func (s *Session) Answer(backend.ToolResult) error {
-	return errors.New("agy sessions take no client tool results")
-}
-
 // awaitInit reads init. A conversation agy did not know is a stale
 // session: agy started a new one, which is no continuation. agy refuses
 // some starts (a model it does not know, no login) with a lone result.
@@ -243,81 +279,6 @@ func (s *Session) takeInit(line []byte) (*backend.Failure, bool) {
 	return nil, true
 }
 
-// Turn sends one user message and relays agy's answer until its result.
-// agy reads no interrupt on stdin: a turn cancelled mid-way kills the
-// process, and the conversation continues in a new one by its id.
-func (s *Session) Turn(ctx context.Context, in backend.Input, emit func(*backend.Event) error) (*backend.Result, error) {
-	if len(in.Results) > 0 {
-		return nil, errors.New("agy sessions take no client tool results")
-	}
-	prompt, err := promptOf(in.Content)
-	if err != nil {
-		return &backend.Result{Failure: &backend.Failure{Kind: backend.FailUpstream, Status: 400, Type: "invalid_request_error", Message: err.Error()}}, nil
-	}
-	if f, err := s.awaitInit(ctx); err != nil || f != nil {
-		return &backend.Result{SessionID: s.ID(), Failure: f}, err
-	}
-	line, _ := json.Marshal(map[string]any{"event": "user", "message": map[string]any{
-		"role": "user", "content": []map[string]string{{"type": "text", "text": prompt}}}})
-	if _, err := s.proc.Stdin().Write(append(line, '\n')); err != nil {
-		return &backend.Result{SessionID: s.ID(), Failure: s.exitFailure()}, nil
-	}
-	ev := &backend.Event{Kind: backend.MessageStart, Model: s.model}
-	if err := emit(ev); err != nil {
-		return nil, s.abort(err)
-	}
-	r := &relay{s: s, emit: emit, ev: ev}
-	for !r.turn.Done() {
-		select {
-		case line, ok := <-s.lines:
-			if !ok {
-				return &backend.Result{SessionID: s.ID(), Failure: s.exitFailure()}, nil
-			}
-			if err := r.take(line); err != nil {
-				return nil, s.abort(err)
-			}
-		case <-s.exited:
-			// Gone, perhaps right after its result. What it wrote is read
-			// first, briefly: a child it left may hold stdout open, so EOF
-			// is not awaited; the group is killed so nothing keeps writing.
-			s.kill()
-			if err := r.drain(); err != nil {
-				return nil, err
-			}
-			if !r.turn.Done() {
-				return &backend.Result{SessionID: s.ID(), Failure: s.exitFailure()}, nil
-			}
-		case <-ctx.Done():
-			return nil, s.abort(ctx.Err())
-		}
-	}
-	turn := &r.turn
-	open := r.open
-	if steps := turn.UnknownSteps(); len(steps) > 0 {
-		s.d.log.Info("agy wrote steps of types not known here; ignored them", "types", steps)
-	}
-	o := turn.Outcome(s.prev, s.softDeny.Swap(false))
-	s.prev = &o.Cumulative
-	res := &backend.Result{SessionID: s.ID(), StopReason: "end_turn", Usage: o.Usage.BackendUsage(), Model: s.model, Text: o.Text, Failure: o.Failure,
-		// agy continues only where a conversation ends; the pin names that
-		// end by its turn count.
-		Pin: fmt.Sprintf("%s#%d", s.ID(), r.turn.Turns())}
-	if o.Failure != nil {
-		return res, nil
-	}
-	if open {
-		*ev = backend.Event{Kind: backend.BlockStop, Index: 0}
-		if err := emit(ev); err != nil {
-			return nil, s.abort(err)
-		}
-	}
-	*ev = backend.Event{Kind: backend.MessageDelta, StopReason: "end_turn", Usage: res.Usage}
-	if err := emit(ev); err != nil {
-		return nil, s.abort(err)
-	}
-	return res, nil
-}
-
 // abort ends a turn that cannot finish: agy has no interrupt, so the
 // process goes, and err is returned.
 func (s *Session) abort(err error) error {
@@ -361,6 +322,14 @@ func (s *Session) exitFailure() *backend.Failure {
 func (s *Session) Close() error {
 	s.closed.Do(func() {
 		s.dead.Store(true)
+		s.mu.Lock()
+		held := len(s.calls) > 0
+		s.mu.Unlock()
+		if held {
+			// A turn waits on client tools: agy would wait on them rather
+			// than read the end of its input.
+			s.kill()
+		}
 		_ = s.proc.Stdin().Close()
 		if !s.waitExited(s.d.cfg.ExitGrace) {
 			_ = s.proc.Signal(syscall.SIGTERM)
@@ -376,6 +345,13 @@ func (s *Session) Close() error {
 		for range s.lines {
 		}
 		<-s.stderrDone
+		if s.tools != nil {
+			// Only now: released earlier, a held call would let agy go on
+			// with the turn.
+			s.d.unregister(s.tools)
+			close(s.tools.done)
+			s.clearCalls()
+		}
 		_ = os.RemoveAll(s.dir)
 	})
 	return nil
@@ -390,25 +366,6 @@ func (s *Session) waitExited(d time.Duration) bool {
 	}
 }
 
-// promptOf is a user message as agy takes it: text only.
-func promptOf(content []json.RawMessage) (string, error) {
-	var parts []string
-	for _, raw := range content {
-		var b struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		}
-		if err := json.Unmarshal(raw, &b); err != nil {
-			return "", fmt.Errorf("a content block is not JSON: %w", err)
-		}
-		if b.Type != "text" {
-			return "", fmt.Errorf("the Antigravity backend takes text only; a %s block cannot be sent to agy", b.Type)
-		}
-		parts = append(parts, b.Text)
-	}
-	return strings.Join(parts, "\n\n"), nil
-}
-
 func truncate(b []byte, n int) string {
 	if len(b) <= n {
 		return string(b)
@@ -416,63 +373,3 @@ func truncate(b []byte, n int) string {
 	return string(b[:n]) + "…"
 }
 
-// relay turns agy's lines into the gateway's events for one turn.
-type relay struct {
-	s    *Session
-	emit func(*backend.Event) error
-	ev   *backend.Event
-	turn events.Turn
-	open bool // the text block began
-}
-
-// take handles one stdout line. Lines that are not events, or events of
-// kinds not known here, are logged and skipped: agy adds kinds between
-// versions.
-func (r *relay) take(line []byte) error {
-	e, err := events.Parse(line)
-	if err != nil {
-		r.s.d.log.Warn("agy wrote a line that is not an event; ignoring it", "line", truncate(line, 200), "err", err)
-		return nil
-	}
-	if !e.Known() {
-		r.s.d.log.Info("agy wrote an event of a kind not known here; ignoring it", "kind", e.Kind)
-		return nil
-	}
-	delta := r.turn.Add(e)
-	if delta == "" {
-		return nil
-	}
-	if !r.open {
-		r.open = true
-		*r.ev = backend.Event{Kind: backend.BlockStart, Index: 0, BlockType: "text", Block: json.RawMessage(`{"type":"text","text":""}`)}
-		if err := r.emit(r.ev); err != nil {
-			return err
-		}
-	}
-	d, _ := json.Marshal(map[string]string{"type": "text_delta", "text": delta})
-	*r.ev = backend.Event{Kind: backend.BlockDelta, Index: 0, DeltaType: "text_delta", Delta: d, Text: delta}
-	if err := r.emit(r.ev); err != nil {
-		return err
-	}
-	*r.ev = backend.Event{Kind: backend.Flush}
-	return r.emit(r.ev)
-}
-
-// drain takes what an exited process left in the pipe, until the turn is
-// done, the pipe ends, or nothing more comes for a moment.
-func (r *relay) drain() error {
-	for !r.turn.Done() {
-		select {
-		case line, ok := <-r.s.lines:
-			if !ok {
-				return nil
-			}
-			if err := r.take(line); err != nil {
-				return err
-			}
-		case <-time.After(50 * time.Millisecond):
-			return nil
-		}
-	}
-	return nil
-}

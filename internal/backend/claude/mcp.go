@@ -94,7 +94,7 @@ func (p *Process) Answer(r backend.ToolResult) error {
 
 func (p *Process) respondCall(c *call) error {
 	return p.rpcResult(c.requestID, c.rpcID, map[string]any{
-		"content": mcpContent(c.result.Content),
+		"content": c.result.MCPContent(),
 		"isError": c.result.IsError,
 	})
 }

@@ -93,37 +93,6 @@ type call struct {
 	result    *backend.ToolResult
 }
 
-// mcpContent converts a tool result's blocks to MCP content.
-func mcpContent(blocks []json.RawMessage) []map[string]any {
-	out := make([]map[string]any, 0, len(blocks))
-	for _, raw := range blocks {
-		var b struct {
-			Type   string `json:"type"`
-			Text   string `json:"text"`
-			Source struct {
-				Type      string `json:"type"`
-				MediaType string `json:"media_type"`
-				Data      string `json:"data"`
-				URL       string `json:"url"`
-			} `json:"source"`
-		}
-		_ = json.Unmarshal(raw, &b)
-		switch {
-		case b.Type == "text":
-			out = append(out, map[string]any{"type": "text", "text": b.Text})
-		case b.Type == "image" && b.Source.Type == "base64":
-			out = append(out, map[string]any{"type": "image", "data": b.Source.Data, "mimeType": b.Source.MediaType})
-		default:
-			// MCP has no place for it as it is; the model still reads it.
-			out = append(out, map[string]any{"type": "text", "text": string(raw)})
-		}
-	}
-	if len(out) == 0 {
-		out = append(out, map[string]any{"type": "text", "text": ""})
-	}
-	return out
-}
-
 // rewriteToolName puts the client's tool name into a tool_use block.
 func rewriteToolName(block json.RawMessage, name string) json.RawMessage {
 	var m map[string]json.RawMessage

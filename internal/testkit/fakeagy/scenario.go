@@ -67,9 +67,11 @@ type turn struct {
 	PrintTimeout bool `json:"print_timeout"`
 }
 
-// step is one scripted step. Type is agent_response (Text, Usage), tool
-// (Tool, Params, Args, Output, Error), or any other step type, written
-// DONE as it is.
+// step is one scripted step. Type is agent_response (Text, Usage; the
+// text's {{tool_output}} is the last tool's output), tool (Tool, Params,
+// Args, Output, Error; a call_mcp_tool without Output calls the MCP server
+// its ServerName configures), or any other step type, written DONE as it
+// is.
 type step struct {
 	Type   string          `json:"type"`
 	Text   string          `json:"text"`

@@ -27,6 +27,10 @@ type session struct {
 	turns   int         // turns this process ran
 	inTurn  atomic.Bool // a turn runs: a signal ends it with a result
 	started time.Time
+	mcp     map[string]*mcpClient // MCP servers connected, by name
+	// lastOutput is the last tool output, which a response's text quotes
+	// where it says {{tool_output}}.
+	lastOutput string
 }
 
 func newSession(sc *scenario, o options, out *writer, log *callLog) *session {
@@ -225,7 +229,7 @@ func (s *session) respond(st step, answer *strings.Builder, total *usage) {
 	}
 	*total = total.plus(u)
 	idx := s.conv.NextStep
-	frags := fragments(st.Text)
+	frags := fragments(strings.ReplaceAll(st.Text, "{{tool_output}}", s.lastOutput))
 	for i, f := range frags {
 		answer.WriteString(f)
 		if i < len(frags)-1 {
@@ -290,8 +294,23 @@ func (s *session) tool(st step) bool {
 	case st.Error != "":
 		info.Error = &toolError{Type: "TOOL_ERROR", Message: st.Error}
 		settle("ERROR")
+	case st.Tool == "call_mcp_tool" && st.Output == nil:
+		var p mcpParams
+		_ = json.Unmarshal(params, &p)
+		out, errText := s.callMCP(p)
+		if errText != "" {
+			info.Error = &toolError{Type: "TOOL_ERROR", Message: errText}
+			settle("ERROR")
+			return true
+		}
+		s.lastOutput = out
+		info.Output = &out
+		settle("DONE")
 	default:
 		info.Output = st.Output
+		if st.Output != nil {
+			s.lastOutput = *st.Output
+		}
 		settle("DONE")
 	}
 	return true

@@ -97,6 +97,9 @@ func (t *Turn) Turns() int {
 	return t.result.NumTurns
 }
 
+// StepUsage is the usage of the turn's model steps so far.
+func (t *Turn) StepUsage() Usage { return t.steps }
+
 // Done reports whether the turn's result came.
 func (t *Turn) Done() bool { return t.result != nil }
 

@@ -1,0 +1,139 @@
+package agy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// A session with client tools runs with --dangerously-skip-permissions, as
+// agy asks nothing headless and would otherwise refuse every MCP call. Its
+// only gate is then a PreToolUse hook that asks this driver, for each
+// tool, whether it may run: call_mcp_tool to this session's own server,
+// for one of its client's tools, and nothing else. The hook is a command
+// (Config.GateCommand, `meridian agy-gate`) that reads where to ask from
+// gate.json in its folder; whatever keeps it from an answer (the gateway
+// gone, the session closed, a bad reply) is a deny, and a hook that cannot
+// run at all blocks the call in agy. The gate fails closed.
+
+// gateFile, in a session's .agents folder, tells the hook where to ask.
+const gateFile = "gate.json"
+
+// gateTimeout bounds one question; the hook's own limit in hooks.json is
+// above it, so the deny is ours, not a timeout's.
+const gateTimeout = 20 * time.Second
+
+type decision struct {
+	Decision string `json:"decision"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// hookPayload is the part of agy's PreToolUse payload the gate reads.
+type hookPayload struct {
+	ToolCall struct {
+		Name string `json:"name"`
+		Args struct {
+			ServerName string `json:"ServerName"`
+			ToolName   string `json:"ToolName"`
+		} `json:"args"`
+	} `json:"toolCall"`
+}
+
+// decide is the gate's rule.
+func (e *endpoint) decide(p hookPayload) decision {
+	tc := p.ToolCall
+	switch {
+	case tc.Name != callMCPTool:
+		return decision{Decision: "deny", Reason: fmt.Sprintf("this session runs only its client's tools (through %s on server %q); %s is not one of them", callMCPTool, serverName, tc.Name)}
+	case tc.Args.ServerName != serverName:
+		return decision{Decision: "deny", Reason: fmt.Sprintf("MCP server %q is not this session's; its client's tools are on %q", tc.Args.ServerName, serverName)}
+	case e.clientName[tc.Args.ToolName] == "":
+		return decision{Decision: "deny", Reason: fmt.Sprintf("the client offered no tool named %q", tc.Args.ToolName)}
+	}
+	return decision{Decision: "allow"}
+}
+
+func (d *Driver) serveGate(w http.ResponseWriter, r *http.Request) {
+	e := d.endpoint(r.PathValue("token"))
+	if e == nil {
+		http.NotFound(w, r)
+		return
+	}
+	var p hookPayload
+	if err := json.NewDecoder(io.LimitReader(r.Body, 4<<20)).Decode(&p); err != nil {
+		http.Error(w, "the hook payload is not JSON", http.StatusBadRequest)
+		return
+	}
+	dec := e.decide(p)
+	if dec.Decision != "allow" {
+		d.log.Info("agy tool refused by the gate", "tool", p.ToolCall.Name, "server", p.ToolCall.Args.ServerName, "mcp_tool", p.ToolCall.Args.ToolName)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(dec)
+}
+
+// writeGateFile tells the hook of the session in dir where to ask.
+func writeGateFile(dir, url string) error {
+	b, _ := json.Marshal(map[string]string{"url": url})
+	if err := os.WriteFile(filepath.Join(dir, ".agents", gateFile), b, 0o600); err != nil {
+		return fmt.Errorf("agy session gate: %w", err)
+	}
+	return nil
+}
+
+// RunGate is the hook command's body: agy's payload on stdin, the answer
+// from the gate named in dir's gate.json on stdout. It prints a deny
+// whenever it has no answer, and returns the exit code.
+func RunGate(ctx context.Context, dir string, stdin io.Reader, stdout io.Writer) int {
+	dec := ask(ctx, dir, stdin)
+	b, _ := json.Marshal(dec)
+	if _, err := stdout.Write(append(b, '\n')); err != nil {
+		return 1 // agy blocks the call when its hook fails
+	}
+	return 0
+}
+
+// ask gets the gate's decision or a deny that says why there is none. The
+// reason reaches the model, so it names no address or path.
+func ask(ctx context.Context, dir string, stdin io.Reader) decision {
+	unreachable := decision{Decision: "deny", Reason: "meridian's tool gate could not be reached, so every tool is refused"}
+	var where struct {
+		URL string `json:"url"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, gateFile))
+	if err != nil || json.Unmarshal(b, &where) != nil || where.URL == "" {
+		return unreachable
+	}
+	payload, err := io.ReadAll(io.LimitReader(stdin, 4<<20))
+	if err != nil {
+		return unreachable
+	}
+	ctx, cancel := context.WithTimeout(ctx, gateTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, where.URL, bytes.NewReader(payload))
+	if err != nil {
+		return unreachable
+	}
+	req.Header.Set("Content-Type", "application/json")
+	// Loopback, never through a proxy agy's environment may name.
+	client := &http.Client{Transport: &http.Transport{Proxy: nil}}
+	resp, err := client.Do(req)
+	if err != nil {
+		return unreachable
+	}
+	defer resp.Body.Close()
+	var dec decision
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&dec) != nil {
+		return unreachable
+	}
+	if dec.Decision != "allow" {
+		dec.Decision = "deny"
+	}
+	return dec
+}

@@ -372,4 +372,3 @@ func truncate(b []byte, n int) string {
 	}
 	return string(b[:n]) + "…"
 }
-

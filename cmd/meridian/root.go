@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/meridian-gw/meridian/internal/backend/agy"
 	"github.com/meridian-gw/meridian/internal/config"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/httpapi"
@@ -64,6 +65,18 @@ func newRootCommand(environ []string, hurry <-chan struct{}) *cobra.Command {
 		Args:  cobra.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) {
 			fmt.Fprintln(cmd.OutOrStdout(), "meridian", version())
+		},
+	}, &cobra.Command{
+		// agy runs it as the PreToolUse hook of sessions with client tools.
+		Use:    "agy-gate",
+		Short:  "Ask the gateway whether agy may run a tool (agy's hook; not for people)",
+		Args:   cobra.NoArgs,
+		Hidden: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if code := agy.RunGate(cmd.Context(), ".", cmd.InOrStdin(), cmd.OutOrStdout()); code != 0 {
+				return exitCode(code)
+			}
+			return nil
 		},
 	})
 	return root

@@ -22,14 +22,7 @@ import (
 func (s *Server) guard(next http.Handler) http.Handler {
 	loopback := isLoopbackAddr(s.cfg.Addr)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if loopback && r.Host != "" && !isLoopbackHost(hostOnly(r.Host)) {
-			writeError(w, r, &gateway.Error{Status: http.StatusForbidden, Type: anthropic.ErrPermission,
-				Message: fmt.Sprintf("host %q is not this machine: Meridian listens on loopback and answers only loopback host names", r.Host)})
-			return
-		}
-		if origin := r.Header.Get("Origin"); origin != "" && !loopbackOrigin(origin) {
-			writeError(w, r, &gateway.Error{Status: http.StatusForbidden, Type: anthropic.ErrPermission,
-				Message: fmt.Sprintf("requests from web pages of other origins (%s) are refused", origin)})
+		if !s.allowedSource(w, r, loopback) {
 			return
 		}
 		if s.hasKey && s.signIn(w, r) {
@@ -45,6 +38,45 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			return
 		}
 		next.ServeHTTP(w, r)
+	})
+}
+
+// allowedSource refuses DNS-rebound host names on a loopback listener and
+// pages of other origins, answering the request; it reports whether the
+// request may go on.
+func (s *Server) allowedSource(w http.ResponseWriter, r *http.Request, loopback bool) bool {
+	if loopback && r.Host != "" && !isLoopbackHost(hostOnly(r.Host)) {
+		writeError(w, r, &gateway.Error{Status: http.StatusForbidden, Type: anthropic.ErrPermission,
+			Message: fmt.Sprintf("host %q is not this machine: Meridian listens on loopback and answers only loopback host names", r.Host)})
+		return false
+	}
+	if origin := r.Header.Get("Origin"); origin != "" && !loopbackOrigin(origin) {
+		writeError(w, r, &gateway.Error{Status: http.StatusForbidden, Type: anthropic.ErrPermission,
+			Message: fmt.Sprintf("requests from web pages of other origins (%s) are refused", origin)})
+		return false
+	}
+	return true
+}
+
+// localOnly lets through, to a handler that checks its own callers, only
+// what comes from this machine (loopback, or the very address it reached):
+// agy runs beside meridian, so a request from elsewhere is never agy's,
+// whatever address meridian listens on.
+func (s *Server) localOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		remote, _, _ := net.SplitHostPort(r.RemoteAddr)
+		ip := net.ParseIP(remote)
+		local := ""
+		if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+			local, _, _ = net.SplitHostPort(a.String())
+		}
+		if ip == nil || !(ip.IsLoopback() || ip.Equal(net.ParseIP(local))) {
+			http.NotFound(w, r)
+			return
+		}
+		if s.allowedSource(w, r, ip.IsLoopback()) {
+			next.ServeHTTP(w, r)
+		}
 	})
 }
 

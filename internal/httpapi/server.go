@@ -75,6 +75,12 @@ type Config struct {
 	// Mounts serve other backends' routes under a path prefix on this
 	// server's listener (--backend combined: /antigravity/…).
 	Mounts []Mount
+	// Open are handlers that authenticate their own callers (agy
+	// sessions' tool endpoints, by a secret in the path): they pass the
+	// host and origin guards but need no API key, are not logged (their
+	// paths hold the secret) and are not drained (agy holds a stream open
+	// on them for as long as it runs).
+	Open   []Mount
 	Logger *slog.Logger
 }
 
@@ -213,7 +219,16 @@ func (s *Server) routes() http.Handler {
 	}
 	mux.HandleFunc("GET /{$}", s.root)
 	mux.HandleFunc("/", s.notFound)
-	return s.track(s.recoverer(s.logRequests(s.guard(s.chooseProfile(mux)))))
+	h := s.track(s.recoverer(s.logRequests(s.guard(s.chooseProfile(mux)))))
+	if len(s.cfg.Open) == 0 {
+		return h
+	}
+	outer := http.NewServeMux()
+	for _, m := range s.cfg.Open {
+		outer.Handle(m.Prefix+"/", s.recoverer(s.localOnly(http.StripPrefix(m.Prefix, m.Handler))))
+	}
+	outer.Handle("/", h)
+	return outer
 }
 
 // knownPaths answer 405 rather than 404 to a wrong method.

@@ -3,6 +3,8 @@ package serve
 import (
 	"fmt"
 	"log/slog"
+	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -26,6 +28,10 @@ const (
 // AntigravityPrefix is where --backend combined serves Antigravity.
 const AntigravityPrefix = "/antigravity"
 
+// agyToolsPrefix is where agy sessions reach their client tools' MCP
+// servers and their gate.
+const agyToolsPrefix = "/agy-tools"
+
 // driver is a CLI driver: it starts sessions and answers what the gateway
 // asks about its CLI.
 type driver interface {
@@ -43,7 +49,7 @@ type cli struct {
 }
 
 // chooseBackend decides, before anything starts, which CLI answers.
-func chooseBackend(cfg Config, addr string, log *slog.Logger) (*cli, error) {
+func chooseBackend(cfg Config, addr string, agyTools *agy.Endpoints, log *slog.Logger) (*cli, error) {
 	switch cfg.Backend {
 	case "", BackendClaude, BackendCombined:
 		return &cli{
@@ -62,22 +68,44 @@ func chooseBackend(cfg Config, addr string, log *slog.Logger) (*cli, error) {
 			},
 		}, nil
 	case BackendAntigravity:
-		return antigravityCLI(cfg, log), nil
+		return antigravityCLI(cfg, agyTools, log), nil
 	}
 	return nil, fmt.Errorf("--backend %q: want %s, %s or %s", cfg.Backend, BackendClaude, BackendAntigravity, BackendCombined)
 }
 
-// antigravityCLI is the agy backend.
-func antigravityCLI(cfg Config, log *slog.Logger) *cli {
+// antigravityCLI is the agy backend; its sessions' client tools are
+// served by tools.
+func antigravityCLI(cfg Config, tools *agy.Endpoints, log *slog.Logger) *cli {
+	gate := ""
+	if exe, err := os.Executable(); err == nil {
+		gate = shellQuote(exe) + " agy-gate"
+	}
 	newDriver := func(env []string) *agy.Driver {
 		return agy.New(agy.Config{Path: cfg.AgyPath, Env: env, SessionRoot: filepath.Join(cfg.DataDir, "agy-sessions"),
-			Logger: log.With("component", "agy")})
+			Endpoints: tools, GateCommand: gate, Logger: log.With("component", "agy")})
 	}
 	return &cli{
 		names:    gateway.CLI{Name: "agy", LoginHint: "sign in once by running `agy` in a terminal"},
 		driver:   func(_ string, env []string) driver { return newDriver(env) },
 		announce: func([]string, profile.Profile) { announceCLI(log, "agy", newDriver(nil)) },
 	}
+}
+
+// shellQuote quotes s for sh.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// selfURL is how a process on this machine reaches the listener at addr.
+func selfURL(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "http://" + addr.String()
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }
 
 // announceCLI logs which binary answers, or that none can yet.

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/answers"
+	"github.com/meridian-gw/meridian/internal/backend/agy"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/httpapi"
 	"github.com/meridian-gw/meridian/internal/journal"
@@ -148,7 +149,11 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 
 	// One gateway per profile, each with its own CLI environment, live
 	// processes and spares; requests name one or get the default.
-	chosen, err := chooseBackend(cfg, addr, log)
+	var agyTools *agy.Endpoints
+	if cfg.Backend == BackendAntigravity || cfg.Backend == BackendCombined {
+		agyTools = agy.NewEndpoints(log.With("component", "agy-tools"))
+	}
+	chosen, err := chooseBackend(cfg, addr, agyTools, log)
 	if err != nil {
 		return err
 	}
@@ -186,7 +191,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	gateways := profiles.gateways()
 	var agyGW *gateway.Gateway
 	if cfg.Backend == BackendCombined {
-		agyCLI := antigravityCLI(cfg, log)
+		agyCLI := antigravityCLI(cfg, agyTools, log)
 		agyGW = newGateway(agyCLI, BackendAntigravity, environ)
 		defer agyGW.Close()
 		gateways = append(gateways, agyGW)
@@ -233,6 +238,10 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		}
 		mounts = append(mounts, httpapi.Mount{Prefix: AntigravityPrefix, Handler: agySrv.Handler()})
 	}
+	var open []httpapi.Mount
+	if agyTools != nil {
+		open = append(open, httpapi.Mount{Prefix: agyToolsPrefix, Handler: agyTools})
+	}
 	srv, err := httpapi.New(httpapi.Config{
 		History:      tel.history,
 		Metrics:      tel.metrics,
@@ -254,6 +263,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		Profiles:     profiles.http(),
 		Failover:     cfg.Failover,
 		Mounts:       mounts,
+		Open:         open,
 		Logger:       log.With("component", "http"),
 	})
 	if err != nil {
@@ -268,6 +278,9 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	}
 	if err != nil {
 		return err
+	}
+	if agyTools != nil {
+		agyTools.SetBase(selfURL(ln.Addr()) + agyToolsPrefix)
 	}
 	chosen.announce(environ, prof)
 	log.Info("meridian listening", "addr", ln.Addr().String(), "version", cfg.Version, "data_dir", cfg.DataDir,

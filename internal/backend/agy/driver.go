@@ -14,13 +14,11 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/backend"
@@ -56,11 +54,11 @@ type Config struct {
 	ExitGrace, KillGrace time.Duration
 	// TurnTimeout is agy's --print-timeout: how long one turn may run.
 	TurnTimeout time.Duration
-	// ToolsURL is where agy reaches ToolsHandler (the gateway's listener
-	// and the handler's path), and GateCommand the shell command of the
-	// PreToolUse hook that asks the gate (`meridian agy-gate`). Sessions
-	// with client tools need both.
-	ToolsURL    string
+	// Endpoints serves sessions' client tools and gates on the gateway's
+	// listener, and GateCommand is the shell command of the PreToolUse
+	// hook that asks the gate (`meridian agy-gate`). Sessions with client
+	// tools need both.
+	Endpoints   *Endpoints
 	GateCommand string
 }
 
@@ -69,9 +67,6 @@ type Driver struct {
 	cfg       Config
 	log       *slog.Logger
 	readiness readiness
-
-	mu        sync.Mutex
-	endpoints map[string]*endpoint // sessions with client tools, by token
 }
 
 // New returns a Driver.
@@ -98,43 +93,6 @@ func New(cfg Config) *Driver {
 		cfg.TurnTimeout = DefaultTurnTimeout
 	}
 	return &Driver{cfg: cfg, log: cfg.Logger}
-}
-
-// ToolsHandler serves every session's client-tools MCP server
-// (/{token}/mcp) and gate (/{token}/gate), at Config.ToolsURL.
-func (d *Driver) ToolsHandler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/{token}/mcp", func(w http.ResponseWriter, r *http.Request) {
-		e := d.endpoint(r.PathValue("token"))
-		if e == nil {
-			http.NotFound(w, r)
-			return
-		}
-		e.handler.ServeHTTP(w, r)
-	})
-	mux.HandleFunc("POST /{token}/gate", d.serveGate)
-	return mux
-}
-
-func (d *Driver) endpoint(token string) *endpoint {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.endpoints[token]
-}
-
-func (d *Driver) register(e *endpoint) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.endpoints == nil {
-		d.endpoints = map[string]*endpoint{}
-	}
-	d.endpoints[e.token] = e
-}
-
-func (d *Driver) unregister(e *endpoint) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	delete(d.endpoints, e.token)
 }
 
 // ResumesAtEndOnly implements backend.EndOnly: agy continues a

@@ -59,8 +59,8 @@ func (e *endpoint) decide(p hookPayload) decision {
 	return decision{Decision: "allow"}
 }
 
-func (d *Driver) serveGate(w http.ResponseWriter, r *http.Request) {
-	e := d.endpoint(r.PathValue("token"))
+func (eps *Endpoints) serveGate(w http.ResponseWriter, r *http.Request) {
+	e := eps.lookup(r.PathValue("token"))
 	if e == nil {
 		http.NotFound(w, r)
 		return
@@ -72,7 +72,7 @@ func (d *Driver) serveGate(w http.ResponseWriter, r *http.Request) {
 	}
 	dec := e.decide(p)
 	if dec.Decision != "allow" {
-		d.log.Info("agy tool refused by the gate", "tool", p.ToolCall.Name, "server", p.ToolCall.Args.ServerName, "mcp_tool", p.ToolCall.Args.ToolName)
+		eps.log.Info("agy tool refused by the gate", "tool", p.ToolCall.Name, "server", p.ToolCall.Args.ServerName, "mcp_tool", p.ToolCall.Args.ToolName)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(dec)

@@ -90,7 +90,7 @@ func (d *Driver) Start(ctx context.Context, opts backend.StartOptions) (backend.
 		return nil, fmt.Errorf("start agy: %w", err)
 	}
 	if tools != nil {
-		d.register(tools)
+		d.cfg.Endpoints.add(tools)
 	}
 	s := &Session{d: d, proc: proc, dir: dir, resume: opts.Resume, model: opts.Model, tools: tools,
 		lines: make(chan []byte, 64), exited: make(chan struct{}), stderrDone: make(chan struct{})}
@@ -138,14 +138,15 @@ func (d *Driver) sessionFiles(dir string, tools []backend.Tool) (*endpoint, erro
 	hooks := []byte(denyAll)
 	var e *endpoint
 	if len(tools) > 0 {
-		if d.cfg.ToolsURL == "" || d.cfg.GateCommand == "" {
+		url := d.cfg.Endpoints.base()
+		if url == "" || d.cfg.GateCommand == "" {
 			return nil, fmt.Errorf("%w: client tools need the gateway's MCP endpoint and tool gate, and this agy driver has neither", backend.ErrUnavailable)
 		}
 		var err error
 		if e, err = newEndpoint(tools); err != nil {
 			return nil, err
 		}
-		base := strings.TrimSuffix(d.cfg.ToolsURL, "/") + "/" + e.token
+		base := url + "/" + e.token
 		mcpConfig, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{serverName: map[string]any{"serverUrl": base + "/mcp"}}})
 		if err := os.WriteFile(filepath.Join(agents, "mcp_config.json"), mcpConfig, 0o600); err != nil {
 			return nil, fmt.Errorf("agy session MCP config: %w", err)
@@ -348,7 +349,7 @@ func (s *Session) Close() error {
 		if s.tools != nil {
 			// Only now: released earlier, a held call would let agy go on
 			// with the turn.
-			s.d.unregister(s.tools)
+			s.d.cfg.Endpoints.remove(s.tools)
 			close(s.tools.done)
 			s.clearCalls()
 		}

@@ -9,9 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"regexp"
 	"strconv"
+	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -32,6 +35,72 @@ const (
 // mcpSafeName is what a tool may be called as it is (MCP's tool-name
 // rule); other names are offered as tool_<i>.
 var mcpSafeName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+
+// Endpoints serves the sessions' MCP servers (/{token}/mcp) and gates
+// (/{token}/gate). It is mounted on the gateway's listener; SetBase says
+// where, once the listener's address is known.
+type Endpoints struct {
+	log *slog.Logger
+	mux *http.ServeMux
+
+	mu   sync.Mutex
+	url  string
+	byID map[string]*endpoint // by token
+}
+
+// NewEndpoints returns an empty Endpoints.
+func NewEndpoints(log *slog.Logger) *Endpoints {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	eps := &Endpoints{log: log, mux: http.NewServeMux(), byID: map[string]*endpoint{}}
+	eps.mux.HandleFunc("/{token}/mcp", func(w http.ResponseWriter, r *http.Request) {
+		e := eps.lookup(r.PathValue("token"))
+		if e == nil {
+			http.NotFound(w, r)
+			return
+		}
+		e.handler.ServeHTTP(w, r)
+	})
+	eps.mux.HandleFunc("POST /{token}/gate", eps.serveGate)
+	return eps
+}
+
+// SetBase is the URL at which agy reaches this handler.
+func (eps *Endpoints) SetBase(url string) {
+	eps.mu.Lock()
+	defer eps.mu.Unlock()
+	eps.url = strings.TrimSuffix(url, "/")
+}
+
+func (eps *Endpoints) base() string {
+	if eps == nil {
+		return ""
+	}
+	eps.mu.Lock()
+	defer eps.mu.Unlock()
+	return eps.url
+}
+
+func (eps *Endpoints) ServeHTTP(w http.ResponseWriter, r *http.Request) { eps.mux.ServeHTTP(w, r) }
+
+func (eps *Endpoints) lookup(token string) *endpoint {
+	eps.mu.Lock()
+	defer eps.mu.Unlock()
+	return eps.byID[token]
+}
+
+func (eps *Endpoints) add(e *endpoint) {
+	eps.mu.Lock()
+	defer eps.mu.Unlock()
+	eps.byID[e.token] = e
+}
+
+func (eps *Endpoints) remove(e *endpoint) {
+	eps.mu.Lock()
+	defer eps.mu.Unlock()
+	delete(eps.byID, e.token)
+}
 
 // endpoint is one session's MCP server and gate.
 type endpoint struct {

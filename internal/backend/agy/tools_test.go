@@ -38,13 +38,15 @@ func toolStand(t *testing.T, scenario map[string]any, adjust ...func(*agy.Config
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
+	eps := agy.NewEndpoints(nil)
+	mux.Handle("/agy-tools/", http.StripPrefix("/agy-tools", eps))
+	eps.SetBase(srv.URL + "/agy-tools")
 	cfg := agy.Config{Path: path, Env: env, SessionRoot: t.TempDir(), ExitGrace: 500 * time.Millisecond, KillGrace: 500 * time.Millisecond,
-		ToolsURL: srv.URL + "/agy-tools", GateCommand: gateEnv + "=1 '" + exe + "'"}
+		Endpoints: eps, GateCommand: gateEnv + "=1 '" + exe + "'"}
 	for _, f := range adjust {
 		f(&cfg)
 	}
 	d := agy.New(cfg)
-	mux.Handle("/agy-tools/", http.StripPrefix("/agy-tools", d.ToolsHandler()))
 	return &stand{d: d, calls: calls, dir: t.TempDir()}, srv
 }
 

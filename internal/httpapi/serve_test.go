@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -156,4 +159,106 @@ func TestHurryEndsTheDrain(t *testing.T) {
 	if c, _ := cause.Load().(error); !errors.Is(c, errShutdown) {
 		t.Fatalf("the request was cancelled with %v, want the shutdown", c)
 	}
+}
+
+// Open mounts check their own callers: no API key, no request log (their
+// paths hold secrets), no drain (agy holds a stream open on them), but the
+// host and origin guards, and only callers on this machine.
+func TestOpenMounts(t *testing.T) {
+	var log strings.Builder
+	var logMu sync.Mutex
+	held := make(chan struct{})
+	open := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/secret-token/hold" {
+			close(held)
+			<-r.Context().Done()
+			return
+		}
+		fmt.Fprint(w, "open:"+r.URL.Path)
+	})
+	s, err := New(Config{Addr: "127.0.0.1:0", APIKey: "the-key", DrainTimeout: time.Minute,
+		Open:   []Mount{{Prefix: "/open", Handler: open}},
+		Logger: slog.New(slog.NewTextHandler(lockedWriter{&logMu, &log}, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := s.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln) }()
+	base := "http://" + ln.Addr().String()
+	get := func(path string, header ...string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, base+path, nil)
+		for i := 0; i+1 < len(header); i += 2 {
+			if header[i] == "Host" {
+				req.Host = header[i+1]
+				continue
+			}
+			req.Header.Set(header[i], header[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get("/open/secret-token/mcp"); code != 200 || body != "open:/secret-token/mcp" {
+		t.Fatalf("open mount without a key: %d %s", code, body)
+	}
+	if code, _ := get("/v1/models"); code != http.StatusUnauthorized {
+		t.Fatalf("/v1/models without a key: %d", code)
+	}
+	if code, _ := get("/open/secret-token/mcp", "Host", "evil.example"); code != http.StatusForbidden {
+		t.Fatalf("a rebound host name: %d", code)
+	}
+	if code, _ := get("/open/secret-token/mcp", "Origin", "https://evil.example"); code != http.StatusForbidden {
+		t.Fatalf("another origin: %d", code)
+	}
+	// From another machine: not found, as if nothing were there.
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodGet, "/open/secret-token/mcp", nil)
+	req.RemoteAddr = "192.0.2.7:4000"
+	req = req.WithContext(context.WithValue(req.Context(), http.LocalAddrContextKey, ln.Addr()))
+	s.Handler().ServeHTTP(rec, req)
+	if rec.Code != http.StatusNotFound {
+		t.Fatalf("a caller from elsewhere: %d", rec.Code)
+	}
+	// A stream held open does not hold the shutdown for the drain's minute.
+	go func() {
+		if resp, err := http.Get(base + "/open/secret-token/hold"); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	<-held
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("an open mount's stream held the drain")
+	}
+	logMu.Lock()
+	defer logMu.Unlock()
+	if strings.Contains(log.String(), "secret-token") {
+		t.Fatalf("an open mount's path reached the log:\n%s", log.String())
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

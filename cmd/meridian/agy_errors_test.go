@@ -30,6 +30,9 @@ func TestAntigravityFailures(t *testing.T) {
 		fail("apikey", "agent executor error: generating and executing: Error 400, Message: API key not valid. Please pass a valid API key."),
 		{"match": "terminated", "steps": []any{map[string]any{"type": "error_message"}}, "status": "ERROR", "error": "Agent execution terminated due to error.", "exit": exit1},
 		fail("timeout", "timeout waiting for response"),
+		// The result says little; the AGY_ERROR line says what happened.
+		{"match": "agyerror", "status": "ERROR", "error": "agent executor error: generating and executing",
+			"agy_error": `{"code":429,"status":"RESOURCE_EXHAUSTED","message":"Resource has been exhausted (e.g. check quota).","retryDelay":"17s"}`},
 		{"match": "crash", "crash": true, "steps": []any{agyAnswer("never\n", 1, 1)}},
 	}})
 	g.start()
@@ -45,6 +48,7 @@ func TestAntigravityFailures(t *testing.T) {
 		{"apikey", "", 401, "authentication_error", "running `agy` in a terminal", ""},
 		{"terminated", "", 500, "api_error", "Agent execution terminated", ""},
 		{"timeout", "", 500, "api_error", "print timeout", ""},
+		{"agyerror", "", 429, "rate_limit_error", "Resource has been exhausted", "17"},
 		{"crash", "", 500, "api_error", "agy exited", ""},
 		{"hello", "no-such-model", 400, "invalid_request_error", `model \"no-such-model\" is not one agy offers; the models are: gemini-3.8-flash-high, gemini-3.8-flash-low`, ""},
 	} {

@@ -46,10 +46,13 @@ type Session struct {
 	init     *events.Init  // nil until init came
 	prev     *events.Usage // the conversation's totals after the last turn
 	stderr   strings.Builder
-	softDeny atomic.Bool // agy's stderr carried its headless auto-deny notice
-	replaced atomic.Bool // agy did not know the conversation asked for
-	dead     atomic.Bool
-	closed   sync.Once
+	agyError string // the turn's last AGY_ERROR line
+	// agyErrorSeen wakes a failed turn waiting for that line.
+	agyErrorSeen chan struct{}
+	softDeny     atomic.Bool // agy's stderr carried its headless auto-deny notice
+	replaced     atomic.Bool // agy did not know the conversation asked for
+	dead         atomic.Bool
+	closed       sync.Once
 
 	// Client tools: the session's MCP endpoint (nil without tools), the
 	// turn paused for their results, and the calls handed out, by
@@ -93,7 +96,7 @@ func (d *Driver) Start(ctx context.Context, opts backend.StartOptions) (backend.
 		d.cfg.Endpoints.add(tools)
 	}
 	s := &Session{d: d, proc: proc, dir: dir, resume: opts.Resume, model: opts.Model, tools: tools,
-		lines: make(chan []byte, 64), exited: make(chan struct{}), stderrDone: make(chan struct{})}
+		lines: make(chan []byte, 64), exited: make(chan struct{}), stderrDone: make(chan struct{}), agyErrorSeen: make(chan struct{}, 1)}
 	go s.readStdout()
 	go s.readStderr()
 	go func() {
@@ -193,6 +196,15 @@ func (s *Session) readStderr() {
 			s.softDeny.Store(true)
 		case strings.HasPrefix(line, "warning: conversation") && strings.HasSuffix(line, "not found"):
 			s.replaced.Store(true)
+		case strings.HasPrefix(line, events.AGYErrorPrefix):
+			s.d.log.Warn("agy reported an error", "line", truncate([]byte(line), 500))
+			s.mu.Lock()
+			s.agyError = truncate([]byte(line), 4<<10)
+			s.mu.Unlock()
+			select {
+			case s.agyErrorSeen <- struct{}{}:
+			default:
+			}
 		}
 		s.d.log.Debug("agy stderr", "line", line)
 		s.mu.Lock()

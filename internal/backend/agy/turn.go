@@ -18,6 +18,10 @@ import (
 // read first; the wait only keeps the client's order of text and call.
 const lateArrival = 250 * time.Millisecond
 
+// agyErrorWait is how long a failed turn waits for an AGY_ERROR line
+// still on its way through stderr.
+const agyErrorWait = 100 * time.Millisecond
+
 // errPaused ends a relay that handed client tool calls out.
 var errPaused = errors.New("agy turn paused for client tools")
 
@@ -51,6 +55,13 @@ func (s *Session) Turn(ctx context.Context, in backend.Input, emit func(*backend
 			"role": "user", "content": []map[string]string{{"type": "text", "text": prompt}}}})
 		if _, err := s.proc.Stdin().Write(append(line, '\n')); err != nil {
 			return &backend.Result{SessionID: s.ID(), Failure: s.exitFailure()}, nil
+		}
+		s.mu.Lock()
+		s.agyError = ""
+		s.mu.Unlock()
+		select {
+		case <-s.agyErrorSeen:
+		default:
 		}
 		r = &relay{s: s}
 	}
@@ -111,6 +122,9 @@ func (s *Session) finish(r *relay) (*backend.Result, error) {
 	s.clearCalls()
 	o := turn.Outcome(s.prev, s.softDeny.Swap(false))
 	s.prev = &o.Cumulative
+	if o.Failure != nil && o.Failure.Kind == backend.FailBackend {
+		o.Failure = s.withAGYError(o.Failure)
+	}
 	res := &backend.Result{SessionID: s.ID(), StopReason: "end_turn", Usage: o.Usage.BackendUsage(), Model: s.model, Text: o.Text, Failure: o.Failure,
 		// agy continues only where a conversation ends; the pin names that
 		// end by its turn count.
@@ -129,6 +143,35 @@ func (s *Session) finish(r *relay) (*backend.Result, error) {
 		return nil, s.abort(err)
 	}
 	return res, nil
+}
+
+// withAGYError refines a failure the result left unexplained with what
+// agy's AGY_ERROR line said during the turn (stream sessions report model
+// errors there and go on). agy writes the line before its result, but on
+// another pipe: a failed turn waits a moment for it.
+func (s *Session) withAGYError(f *backend.Failure) *backend.Failure {
+	s.mu.Lock()
+	line := s.agyError
+	s.mu.Unlock()
+	if line == "" {
+		select {
+		case <-s.agyErrorSeen:
+		case <-time.After(agyErrorWait):
+		}
+		s.mu.Lock()
+		line = s.agyError
+		s.mu.Unlock()
+	}
+	ae := events.ClassifyAGYError(line)
+	if line == "" || ae == nil {
+		return f
+	}
+	if ae.Message != "" {
+		ae.Message = f.Message + ": " + ae.Message
+	} else {
+		ae.Message = f.Message
+	}
+	return ae
 }
 
 // Answer gives a held client tool call its result.

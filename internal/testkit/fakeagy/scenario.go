@@ -58,9 +58,12 @@ type turn struct {
 	Exit   *int   `json:"exit"`
 	// Stall writes nothing more until killed; Crash writes half a line
 	// and exits 1; Garbage writes a line that is not JSON first.
-	Stall   bool `json:"stall"`
-	Crash   bool `json:"crash"`
-	Garbage bool `json:"garbage"`
+	// AgyError is written to stderr as an AGY_ERROR line before the
+	// result, as agy reports model errors since 1.2.6.
+	AgyError string `json:"agy_error"`
+	Stall    bool   `json:"stall"`
+	Crash    bool   `json:"crash"`
+	Garbage  bool   `json:"garbage"`
 	// PrintTimeout runs past --print-timeout after the first step: agy
 	// before 1.1.28 fails the turn; later ones return the partial answer
 	// as a success, with a notice on stderr.

@@ -203,6 +203,9 @@ func (s *session) turn(prompt string) int {
 		status, response = "CANCELED", ""
 		fmt.Fprintln(os.Stderr, `jetski: no output produced — a tool required the "command" permission that headless mode cannot prompt for, so it was auto-denied. Add an allow-rule under permissions.allow in settings.json (e.g. command(<target>)). Alternatively, re-run with --dangerously-skip-permissions to auto-approve all tools.`)
 	}
+	if t.AgyError != "" {
+		fmt.Fprintln(os.Stderr, "AGY_ERROR: "+t.AgyError)
+	}
 	s.conv.NumTurns++
 	s.conv.Usage = s.conv.Usage.plus(turnUsage)
 	s.conv.Duration += time.Since(s.started).Seconds()

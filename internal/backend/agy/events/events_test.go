@@ -206,3 +206,31 @@ func TestPartialSuccessAfterPrintTimeout(t *testing.T) {
 		t.Fatalf("%+v", o.Failure)
 	}
 }
+
+// AGY_ERROR lines are read leniently: their fields were never recorded.
+func TestClassifyAGYError(t *testing.T) {
+	for _, c := range []struct {
+		line   string
+		status int
+		msg    string
+		wait   time.Duration
+	}{
+		{`AGY_ERROR: {"code":429,"status":"RESOURCE_EXHAUSTED","message":"exhausted","retryDelay":"17s"}`, 429, "exhausted", 17 * time.Second},
+		{`AGY_ERROR: {"error":{"message":"The model is overloaded. MODEL_CAPACITY_EXHAUSTED"}}`, 529, "The model is overloaded. MODEL_CAPACITY_EXHAUSTED", 0},
+		{`AGY_ERROR: {"error":"Error 503 UNAVAILABLE","retry_delay":"soon"}`, 503, "Error 503 UNAVAILABLE", 0},
+		{`AGY_ERROR: not json but Error 429`, 429, "not json but Error 429", 0},
+		{`AGY_ERROR: {"message":"something else"}`, 0, "", 0},
+		{`AGY_ERROR:`, 0, "", 0},
+	} {
+		f := ClassifyAGYError(c.line)
+		if c.status == 0 {
+			if f != nil {
+				t.Errorf("%s: %+v, want nothing", c.line, f)
+			}
+			continue
+		}
+		if f == nil || f.Status != c.status || f.Message != c.msg || f.RetryDelay != c.wait {
+			t.Errorf("%s: %+v", c.line, f)
+		}
+	}
+}

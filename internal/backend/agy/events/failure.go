@@ -1,6 +1,7 @@
 package events
 
 import (
+	"encoding/json"
 	"regexp"
 	"strings"
 	"time"
@@ -87,6 +88,46 @@ func Classify(msg string) *backend.Failure {
 	case strings.Contains(lower, "timeout waiting for response"):
 		f.Kind = backend.FailLimit
 		f.Message = "the turn ran past agy's print timeout: " + msg
+	}
+	return f
+}
+
+// AGYErrorPrefix starts the stderr line on which agy (1.2.6 and later)
+// reports a model or agent error as JSON.
+const AGYErrorPrefix = "AGY_ERROR:"
+
+// ClassifyAGYError reads an AGY_ERROR line. Its JSON fields have never
+// been recorded, so it is read leniently: the whole line is classified as
+// a failure text is, a message is taken from "message" (or "error", or
+// "error"."message") when there is one, and a wait from "retryDelay" or
+// "retry_delay" when one parses as a duration (a guess after Google's
+// RetryInfo). It returns nil when the line says nothing classifiable.
+func ClassifyAGYError(line string) *backend.Failure {
+	payload := strings.TrimSpace(strings.TrimPrefix(line, AGYErrorPrefix))
+	f := Classify(payload)
+	if f.Kind != backend.FailUpstream {
+		return nil
+	}
+	var fields map[string]any
+	if json.Unmarshal([]byte(payload), &fields) != nil {
+		return f
+	}
+	f.Message = ""
+	switch e := fields["error"].(type) {
+	case string:
+		f.Message = e
+	case map[string]any:
+		f.Message, _ = e["message"].(string)
+	}
+	if m, ok := fields["message"].(string); ok && m != "" {
+		f.Message = m
+	}
+	for _, k := range []string{"retryDelay", "retry_delay"} {
+		if s, ok := fields[k].(string); ok {
+			if d, err := time.ParseDuration(s); err == nil && d > 0 {
+				f.RetryDelay = d
+			}
+		}
 	}
 	return f
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -57,8 +58,31 @@ func TestCombinedBackends(t *testing.T) {
 	if _, body := httpGetT(t, g.url+"/antigravity/v1/usage/quota"); !strings.Contains(body, "Gemini Models") {
 		t.Fatalf("antigravity quota: %s", body)
 	}
-	if _, body := httpGetT(t, g.url+"/v1/usage/quota"); strings.Contains(body, "Gemini") {
+	if _, body := httpGetT(t, g.url+"/v1/usage/quota"); strings.Contains(body, "Gemini") || !strings.Contains(body, `"plan":"get_usage"`) {
 		t.Fatalf("claude's quota shows agy's: %s", body)
+	}
+	if _, body := httpGetT(t, g.url+"/antigravity/v1/usage/quota"); !strings.Contains(body, `"plan":"agy -p /usage"`) {
+		t.Fatalf("antigravity's quota names another source: %s", body)
+	}
+	// Each backend's health names its own CLI; the providers page lists
+	// both, each with its own figures.
+	if _, body := httpGetT(t, g.url+"/antigravity/health"); !strings.Contains(body, `"agy":{"found":true`) || strings.Contains(body, `"claude"`) {
+		t.Fatalf("antigravity health: %s", body)
+	}
+	_, body := httpGetT(t, g.url+"/providers/status")
+	var ps struct {
+		Providers []struct {
+			Backend    string `json:"backend"`
+			CLIVersion string `json:"cli_version"`
+			Processes  struct {
+				Slots int `json:"slots"`
+			} `json:"processes"`
+		} `json:"providers"`
+	}
+	if err := json.Unmarshal([]byte(body), &ps); err != nil || len(ps.Providers) != 2 ||
+		ps.Providers[0].Backend != "claude" || ps.Providers[1].Backend != "antigravity" || ps.Providers[1].CLIVersion != "1.2.17" ||
+		ps.Providers[1].Processes.Slots != 1 {
+		t.Fatalf("providers: %v %s", err, body)
 	}
 	cancel()
 	<-held

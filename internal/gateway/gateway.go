@@ -91,13 +91,21 @@ type Request struct {
 
 // CLI names the backend's program where clients and logs read about it.
 type CLI struct {
-	Name string // "claude", "agy"
+	Name    string // "claude", "agy"
+	Backend string // the backend it is: "claude", "antigravity"
 	// LoginHint says what to do when it is not logged in.
 	LoginHint string
+	// PlanSource and WindowSource say where the quota's plan limits and
+	// rate-limit windows come from ("" when the CLI reports none).
+	PlanSource, WindowSource string
 }
 
 // The claude CLI, the default.
-var claudeCLI = CLI{Name: "claude", LoginHint: "run `claude login` or check `claude auth status` (or set ANTHROPIC_API_KEY)"}
+var claudeCLI = CLI{Name: "claude", Backend: "claude", LoginHint: "run `claude login` or check `claude auth status` (or set ANTHROPIC_API_KEY)",
+	PlanSource: "get_usage", WindowSource: "rate_limit_event"}
+
+// CLI is the CLI this gateway drives.
+func (g *Gateway) CLI() CLI { return g.cfg.CLI }
 
 // Inspector is what the gateway asks about its backend beyond sessions.
 type Inspector interface {

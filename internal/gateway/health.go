@@ -24,13 +24,26 @@ const (
 
 // Health is the gateway's state for GET /health.
 type Health struct {
-	Status    string       `json:"status"` // ok, degraded or unavailable
-	Claude    ClaudeHealth `json:"claude"`
-	Processes Slots        `json:"processes"`
+	Status string `json:"status"` // ok, degraded or unavailable
+	// The CLI, under its own name: claude, or agy for Antigravity.
+	Claude    *CLIHealth `json:"claude,omitempty"`
+	Agy       *CLIHealth `json:"agy,omitempty"`
+	Processes Slots      `json:"processes"`
 }
 
-// ClaudeHealth describes the CLI.
-type ClaudeHealth struct {
+// CLI is the backend's CLI, whichever it is.
+func (h Health) CLI() CLIHealth {
+	switch {
+	case h.Claude != nil:
+		return *h.Claude
+	case h.Agy != nil:
+		return *h.Agy
+	}
+	return CLIHealth{}
+}
+
+// CLIHealth describes the CLI.
+type CLIHealth struct {
 	Found   bool          `json:"found"`
 	Path    string        `json:"path,omitempty"`
 	Version string        `json:"version,omitempty"`
@@ -51,13 +64,17 @@ func (g *Gateway) Health(ctx context.Context) Health {
 	ctx, cancel := context.WithTimeout(ctx, healthPatience)
 	defer cancel()
 	inUse, waiting, size := g.slots.Stats()
-	h := Health{Status: "ok", Processes: Slots{Running: inUse, Waiting: waiting, Max: size}}
+	cli := &CLIHealth{}
+	h := Health{Status: "ok", Processes: Slots{Running: inUse, Waiting: waiting, Max: size}, Claude: cli}
+	if g.cfg.CLI.Name == "agy" {
+		h.Claude, h.Agy = nil, cli
+	}
 	path, err := g.cfg.Inspector.Locate()
 	if err != nil {
-		h.Status, h.Claude.Error = "unavailable", err.Error()
+		h.Status, cli.Error = "unavailable", err.Error()
 		return h
 	}
-	h.Claude.Found, h.Claude.Path = true, path
+	cli.Found, cli.Path = true, path
 	version, verr := g.health.version.get(ctx, g, func(ctx context.Context) (string, time.Duration, error) {
 		v, err := g.cfg.Inspector.Version(ctx)
 		return v, versionTTL, err
@@ -69,19 +86,19 @@ func (g *Gateway) Health(ctx context.Context) Health {
 		}
 		return a, authTTL, nil
 	})
-	h.Claude.Version = version
+	cli.Version = version
 	switch {
 	case errors.Is(verr, context.DeadlineExceeded), errors.Is(aerr, context.DeadlineExceeded):
-		h.Status, h.Claude.Error = "degraded", "the "+g.cfg.CLI.Name+" CLI is slow to answer its health probe; it goes on in the background and serves the next check"
+		h.Status, cli.Error = "degraded", "the "+g.cfg.CLI.Name+" CLI is slow to answer its health probe; it goes on in the background and serves the next check"
 	case verr != nil:
-		h.Status, h.Claude.Error = "degraded", g.cfg.CLI.Name+" version: "+verr.Error()
+		h.Status, cli.Error = "degraded", g.cfg.CLI.Name+" version: "+verr.Error()
 	case aerr != nil:
-		h.Status, h.Claude.Error = "degraded", g.cfg.CLI.Name+" login check: "+aerr.Error()
+		h.Status, cli.Error = "degraded", g.cfg.CLI.Name+" login check: "+aerr.Error()
 	case !auth.LoggedIn:
-		h.Claude.Auth = &auth
-		h.Status, h.Claude.Error = "unavailable", g.cfg.CLI.Name+" is not logged in: "+g.cfg.CLI.LoginHint
+		cli.Auth = &auth
+		h.Status, cli.Error = "unavailable", g.cfg.CLI.Name+" is not logged in: "+g.cfg.CLI.LoginHint
 	default:
-		h.Claude.Auth = &auth
+		cli.Auth = &auth
 	}
 	return h
 }

@@ -71,8 +71,9 @@ type Provider struct {
 // environment's identity.
 func (g *Gateway) Providers(ctx context.Context) []Provider {
 	h := g.Health(ctx)
-	p := Provider{Backend: "claude", Profile: g.cfg.Profile, Status: h.Status, CLIFound: h.Claude.Found,
-		CLIVersion: h.Claude.Version, Auth: h.Claude.Auth, Error: h.Claude.Error, RateLimits: g.windows.list(),
-		Processes: g.Inflight().Backends["claude"], CheckedAt: g.cfg.Now()}
+	cli := h.CLI()
+	p := Provider{Backend: g.cfg.CLI.Backend, Profile: g.cfg.Profile, Status: h.Status, CLIFound: cli.Found,
+		CLIVersion: cli.Version, Auth: cli.Auth, Error: cli.Error, RateLimits: g.windows.list(),
+		Processes: g.Inflight().Backends[g.cfg.CLI.Backend], CheckedAt: g.cfg.Now()}
 	return []Provider{p}
 }

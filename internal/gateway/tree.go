@@ -114,7 +114,7 @@ type TreeGauges struct {
 // Load is the claude backend's load with the memory of every live
 // process measured now (a read of /proc per process).
 func (g *Gateway) Load() BackendLoad {
-	b := g.Inflight().Backends["claude"]
+	b := g.Inflight().Backends[g.cfg.CLI.Backend]
 	b.Memory = g.pool.Memory()
 	return b
 }
@@ -148,7 +148,7 @@ func (g *Gateway) Inflight() Inflight {
 		spares += n
 	}
 	return Inflight{
-		Backends: map[string]BackendLoad{"claude": {Running: running, Queued: queued, Slots: slots, Live: live, Idle: idle, Spares: spares,
+		Backends: map[string]BackendLoad{g.cfg.CLI.Backend: {Running: running, Queued: queued, Slots: slots, Live: live, Idle: idle, Spares: spares,
 			IdleMemory: g.pool.IdleMemory()}},
 		Conversations: per,
 		Tree:          TreeGauges{Requests: gauges.Requests, Linked: gauges.Linked, Cancelled: gauges.Cancelled},

@@ -94,9 +94,10 @@ func (s *Server) signInPage(w http.ResponseWriter, r *http.Request) {
 // landing is GET / for a browser.
 func (s *Server) landing(w http.ResponseWriter, r *http.Request) {
 	h := s.gw.Health(r.Context())
-	l := web.Landing{Status: h.Status, CLIFound: h.Claude.Found, CLIVersion: h.Claude.Version, Login: "login unknown",
+	cli := h.CLI()
+	l := web.Landing{Status: h.Status, CLIFound: cli.Found, CLIVersion: cli.Version, Login: "login unknown",
 		Processes: s.load(), CostToday: "$0", KeyRequired: s.hasKey}
-	if a := h.Claude.Auth; a != nil {
+	if a := cli.Auth; a != nil {
 		l.Login = "not logged in"
 		if a.LoggedIn {
 			l.Login = strings.TrimSpace("logged in " + a.Method)

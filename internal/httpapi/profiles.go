@@ -83,7 +83,7 @@ func (s *Server) load() gateway.BackendLoad { return gateway.SumLoad(s.gateways(
 // providers reports every profile.
 func (s *Server) providers(ctx context.Context) []gateway.Provider {
 	var out []gateway.Provider
-	for _, gw := range s.gateways() {
+	for _, gw := range append(s.gateways(), s.cfg.AlsoShown...) {
 		out = append(out, gw.Providers(ctx)...)
 	}
 	return out
@@ -159,6 +159,7 @@ func (s *Server) quota(w http.ResponseWriter, r *http.Request) {
 		})
 	}
 	wg.Wait()
+	cli := s.gw.CLI()
 	writeJSON(w, http.StatusOK, map[string]any{"profiles": out, "as_of": time.Now().UTC(),
-		"sources": map[string]string{"windows": "rate_limit_event", "plan": "get_usage"}})
+		"sources": map[string]string{"windows": cli.WindowSource, "plan": cli.PlanSource}})
 }

@@ -75,6 +75,10 @@ type Config struct {
 	// Mounts serve other backends' routes under a path prefix on this
 	// server's listener (--backend combined: /antigravity/…).
 	Mounts []Mount
+	// AlsoShown are other backends' gateways on this listener (--backend
+	// combined: Antigravity's), listed on the providers page beside the
+	// profiles, each with its own figures.
+	AlsoShown []*gateway.Gateway
 	// Open are handlers that authenticate their own callers (agy
 	// sessions' tool endpoints, by a secret in the path): they pass the
 	// host and origin guards but need no API key, are not logged (their

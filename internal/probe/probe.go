@@ -38,20 +38,36 @@ type Report struct {
 // Health is the part of GET /health that status shows.
 type Health struct {
 	Status string `json:"status"`
-	Claude struct {
-		Found   bool   `json:"found"`
-		Version string `json:"version"`
-		Auth    *struct {
-			LoggedIn bool   `json:"logged_in"`
-			Method   string `json:"method"`
-		} `json:"auth"`
-		Error string `json:"error"`
-	} `json:"claude"`
+	// The CLI, under its name: claude, or agy for Antigravity.
+	Claude    *CLIHealth `json:"claude,omitempty"`
+	Agy       *CLIHealth `json:"agy,omitempty"`
 	Processes struct {
 		Running int `json:"running"`
 		Waiting int `json:"waiting"`
 		Max     int `json:"max"`
 	} `json:"processes"`
+}
+
+// CLIHealth is what /health says of the CLI.
+type CLIHealth struct {
+	Found   bool   `json:"found"`
+	Version string `json:"version"`
+	Auth    *struct {
+		LoggedIn bool   `json:"logged_in"`
+		Method   string `json:"method"`
+	} `json:"auth"`
+	Error string `json:"error"`
+}
+
+// CLI is the CLI whichever it is.
+func (h *Health) CLI() CLIHealth {
+	switch {
+	case h.Claude != nil:
+		return *h.Claude
+	case h.Agy != nil:
+		return *h.Agy
+	}
+	return CLIHealth{}
 }
 
 // Today is the day's request figures from /telemetry/summary.
@@ -161,15 +177,19 @@ func (r Report) Text() string {
 	b.WriteString("\n")
 	if h := r.Health; h != nil {
 		fmt.Fprintf(&b, "  status     %s\n", h.Status)
+		name, cli := "claude", h.CLI()
+		if h.Agy != nil {
+			name = "agy"
+		}
 		switch {
-		case !h.Claude.Found:
-			fmt.Fprintf(&b, "  claude     not found: %s\n", h.Claude.Error)
-		case h.Claude.Auth != nil && h.Claude.Auth.LoggedIn:
-			fmt.Fprintf(&b, "  claude     %s, logged in (%s)\n", h.Claude.Version, h.Claude.Auth.Method)
-		case h.Claude.Auth != nil:
-			fmt.Fprintf(&b, "  claude     %s, not logged in\n", h.Claude.Version)
+		case !cli.Found:
+			fmt.Fprintf(&b, "  %-10s not found: %s\n", name, cli.Error)
+		case cli.Auth != nil && cli.Auth.LoggedIn:
+			fmt.Fprintf(&b, "  %-10s %s, logged in (%s)\n", name, cli.Version, cli.Auth.Method)
+		case cli.Auth != nil:
+			fmt.Fprintf(&b, "  %-10s %s, not logged in\n", name, cli.Version)
 		default:
-			fmt.Fprintf(&b, "  claude     %s\n", h.Claude.Version)
+			fmt.Fprintf(&b, "  %-10s %s\n", name, cli.Version)
 		}
 		fmt.Fprintf(&b, "  slots      %d running, %d waiting, of %d\n", h.Processes.Running, h.Processes.Waiting, h.Processes.Max)
 	}

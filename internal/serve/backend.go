@@ -85,7 +85,8 @@ func antigravityCLI(cfg Config, tools *agy.Endpoints, log *slog.Logger) *cli {
 			Endpoints: tools, GateCommand: gate, Logger: log.With("component", "agy")})
 	}
 	return &cli{
-		names:    gateway.CLI{Name: "agy", LoginHint: "sign in once by running `agy` in a terminal"},
+		names: gateway.CLI{Name: "agy", Backend: BackendAntigravity, LoginHint: "sign in once by running `agy` in a terminal",
+			PlanSource: "agy -p /usage"},
 		driver:   func(_ string, env []string) driver { return newDriver(env) },
 		announce: func([]string, profile.Profile) { announceCLI(log, "agy", newDriver(nil)) },
 	}

@@ -239,6 +239,10 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		mounts = append(mounts, httpapi.Mount{Prefix: AntigravityPrefix, Handler: agySrv.Handler()})
 	}
 	var open []httpapi.Mount
+	var alsoShown []*gateway.Gateway
+	if agyGW != nil {
+		alsoShown = append(alsoShown, agyGW)
+	}
 	if agyTools != nil {
 		open = append(open, httpapi.Mount{Prefix: agyToolsPrefix, Handler: agyTools})
 	}
@@ -264,6 +268,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		Failover:     cfg.Failover,
 		Mounts:       mounts,
 		Open:         open,
+		AlsoShown:    alsoShown,
 		Logger:       log.With("component", "http"),
 	})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/openai/openai-go/v3"
 	oaoption "github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
 )
 
 func agyMCPCall(tool string, args any) map[string]any {
@@ -93,9 +94,10 @@ func TestAntigravityClientTools(t *testing.T) {
 	}
 }
 
-// The same loop through Chat Completions: the tool call comes as an
-// OpenAI tool_calls entry and its result as a tool message.
-func TestAntigravityClientToolsOverChat(t *testing.T) {
+// The same loop through Chat Completions (the call a tool_calls entry,
+// its result a tool message) and through Responses (a function_call item,
+// its output continuing the stored response by previous_response_id).
+func TestAntigravityClientToolsOverOpenAI(t *testing.T) {
 	t.Parallel()
 	g := newAgyGateway(t, map[string]any{"turns": []map[string]any{{"match": "time", "steps": []any{
 		agyMCPCall("get_time", map[string]string{"city": "Oslo"}),
@@ -123,5 +125,28 @@ func TestAntigravityClientToolsOverChat(t *testing.T) {
 	second, err := c.Chat.Completions.New(ctx, params)
 	if err != nil || second.Choices[0].Message.Content != "It is 09:30 in Oslo.\n" {
 		t.Fatalf("second: %v %s", err, second.RawJSON())
+	}
+
+	rc := openai.NewClient(oaoption.WithBaseURL(g.url+"/v1"), oaoption.WithAPIKey("client-key"), oaoption.WithMaxRetries(0))
+	r1, err := rc.Responses.New(ctx, responses.ResponseNewParams{Model: "gemini-3.8-flash-low",
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("And the time in Oslo now?")},
+		Tools: []responses.ToolUnionParam{{OfFunction: &responses.FunctionToolParam{Name: "get_time", Parameters: schema}}}})
+	var fc *responses.ResponseFunctionToolCall
+	for _, it := range r1.Output {
+		if it.Type == "function_call" {
+			f := it.AsFunctionCall()
+			fc = &f
+		}
+	}
+	if err != nil || fc == nil || fc.Name != "get_time" || fc.Arguments != `{"city":"Oslo"}` {
+		t.Fatalf("responses, first: %v %s", err, r1.RawJSON())
+	}
+	out := responses.ResponseInputItemParamOfFunctionCallOutput("09:31")
+	out.OfFunctionCallOutput.CallID = openai.String(fc.CallID)
+	r2, err := rc.Responses.New(ctx, responses.ResponseNewParams{Model: "gemini-3.8-flash-low", PreviousResponseID: openai.String(r1.ID),
+		Input: responses.ResponseNewParamsInputUnion{OfInputItemList: []responses.ResponseInputItemUnionParam{out}},
+		Tools: []responses.ToolUnionParam{{OfFunction: &responses.FunctionToolParam{Name: "get_time", Parameters: schema}}}})
+	if err != nil || r2.OutputText() != "It is 09:31 in Oslo.\n" {
+		t.Fatalf("responses, second: %v %s", err, r2.RawJSON())
 	}
 }

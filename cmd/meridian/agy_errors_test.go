@@ -74,15 +74,15 @@ func TestAntigravityFailures(t *testing.T) {
 	}
 }
 
-// A turn agy stops writing in is ended by the stall watchdog with a 504,
-// and that agy is killed.
+// A turn agy stops writing in is ended by the stall watchdog with a 504
+// that names agy, and that agy is killed.
 func TestAntigravityStall(t *testing.T) {
 	t.Parallel()
 	g := newAgyGateway(t, map[string]any{"turns": []map[string]any{{"match": "stall", "stall": true}}})
 	g.gatewayProc.start("--backend", "antigravity", "--agy-path", g.agy, "--stall-timeout", "1s")
 	_, err := g.client("stalled").Messages.New(context.Background(), agyParams("stall forever"))
 	var ae *sdk.Error
-	if !errors.As(err, &ae) || ae.StatusCode != 504 {
+	if !errors.As(err, &ae) || ae.StatusCode != 504 || !strings.Contains(ae.RawJSON(), "agy produced no output") {
 		t.Fatalf("stalled: %v", err)
 	}
 	g.noneLeft(t, "after the stall")

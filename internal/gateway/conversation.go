@@ -111,13 +111,13 @@ func (g *Gateway) converse(ctx context.Context, greq Request, ident adapter.Iden
 	case errors.Is(err, errStaleSession):
 		// The stored session is gone from the CLI's disk: start over with
 		// the whole conversation.
-		g.log.Warn("stored claude session could not be resumed; replaying the conversation", "conversation", ident.Key, "session", t.mapping.SessionID)
+		g.log.Warn("stored "+g.cfg.CLI.Name+" session could not be resumed; replaying the conversation", "conversation", ident.Key, "session", t.mapping.SessionID)
 		t.verdict, t.pending = lineage.Verdict{Kind: lineage.Diverged}, nil
 		err = g.runTurn(ctx, t, id, out)
 	case errors.Is(err, errLiveDied):
 		// The live process died before it answered: resume the stored
 		// session in a new one.
-		g.log.Warn("live claude process died before answering; resuming its conversation", "conversation", ident.Key)
+		g.log.Warn("live "+g.cfg.CLI.Name+" process died before answering; resuming its conversation", "conversation", ident.Key)
 		err = g.runTurn(ctx, t, id, out)
 	}
 	return err

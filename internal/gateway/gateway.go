@@ -387,7 +387,7 @@ func (g *Gateway) plan(req *anthropic.MessagesRequest) (backend.StartOptions, *E
 	}
 	if req.Messages[last].Role != anthropic.RoleUser {
 		return backend.StartOptions{}, InvalidRequest(fmt.Sprintf(
-			"messages.%d: the last message must be the user's; prefilling the assistant's reply is not supported by the claude backend", last))
+			"messages.%d: the last message must be the user's; prefilling the assistant's reply is not supported by the %s backend", last, g.cfg.CLI.Backend))
 	}
 	if msg := checkModel(req.Model); msg != "" {
 		e := InvalidRequest("model: " + msg)

@@ -114,7 +114,7 @@ func (g *Gateway) keepSpares(b backend.SpareBackend) {
 			sess, err := b.StartSpare(g.closing, want)
 			if err != nil {
 				g.pool.Release()
-				g.log.Debug("could not start a spare claude process", "err", err)
+				g.log.Debug("could not start a spare "+g.cfg.CLI.Name+" process", "err", err)
 				break
 			}
 			g.pool.PutSpare(&pool.Live{Session: sess, Spare: wantKey})

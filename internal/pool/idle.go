@@ -54,7 +54,7 @@ func (p *Pool) overBounds() []*Live {
 		if n <= p.cfg.MaxOneOff {
 			break
 		}
-		p.log.Info("closing a one-off conversation's idle claude process: more one-offs are idle than are kept", "conversation", oldest.Key)
+		p.log.Info("closing a one-off conversation's idle CLI process: more one-offs are idle than are kept", "conversation", oldest.Key)
 		take(oldest)
 	}
 	if p.cfg.Memory <= 0 {
@@ -72,7 +72,7 @@ func (p *Pool) overBounds() []*Live {
 		if held <= p.cfg.Memory || lru == nil {
 			return victims
 		}
-		p.log.Info("closing the least recently used idle claude process: idle processes hold more than --live-memory",
+		p.log.Info("closing the least recently used idle CLI process: idle processes hold more than --live-memory",
 			"conversation", lru.Key, "held_mib", held>>20, "bound_mib", p.cfg.Memory>>20)
 		take(lru)
 	}
@@ -96,7 +96,7 @@ func (p *Pool) sleepLater(l *Live) {
 			return
 		}
 		if err := l.Session.(backend.Freezer).Freeze(); err != nil {
-			p.log.Debug("could not freeze an idle claude process", "conversation", l.Key, "err", err)
+			p.log.Debug("could not freeze an idle CLI process", "conversation", l.Key, "err", err)
 			return
 		}
 		l.frozen = true
@@ -111,7 +111,7 @@ func (p *Pool) wake(l *Live) {
 	}
 	l.frozen = false
 	if err := l.Session.(backend.Freezer).Thaw(); err != nil {
-		p.log.Warn("could not thaw a claude process", "conversation", l.Key, "err", err)
+		p.log.Warn("could not thaw a CLI process", "conversation", l.Key, "err", err)
 	}
 }
 

@@ -214,7 +214,7 @@ func (p *Pool) Reserve(ctx context.Context) error {
 	delete(p.idle, victim.Key)
 	p.stopTimer(victim)
 	p.mu.Unlock()
-	p.log.Info("closing the least recently used idle claude process to make room", "conversation", victim.Key)
+	p.log.Info("closing the least recently used idle CLI process to make room", "conversation", victim.Key)
 	p.closeLive(victim) // its place passes to the caller
 	if err := ctx.Err(); err != nil {
 		p.Release()
@@ -335,7 +335,7 @@ func (p *Pool) reap() {
 		p.count -= len(expired)
 		p.mu.Unlock()
 		for _, l := range expired {
-			p.log.Info("closing an idle claude process", "conversation", l.Key, "idle_for", p.ttlOf(l))
+			p.log.Info("closing an idle CLI process", "conversation", l.Key, "idle_for", p.ttlOf(l))
 			p.closeLive(l)
 		}
 	}

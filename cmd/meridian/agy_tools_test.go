@@ -26,15 +26,19 @@ var agyClientTools = []sdk.ToolUnionParam{
 
 // Through the official SDK and meridian --backend antigravity (with an
 // API key, which agy's tool calls do not carry): agy's own tool is refused
-// by the gate (`meridian agy-gate`, asking the gateway), then a loop of
-// three client tool calls runs through the session's MCP server, each
-// result reaching the stand-in, whose answer quotes the last one. One agy
-// process serves the whole loop.
+// by the gate (`meridian agy-gate`, asking the gateway); a call whose
+// arguments break its schema is answered by the gateway without reaching
+// the client; then a loop of three client tool calls runs through the
+// session's MCP server, each result reaching the stand-in, whose answer
+// quotes the last one. One agy process serves the whole loop; the same
+// request again gets the saved answer, and the same results in another
+// request are refused.
 func TestAntigravityClientTools(t *testing.T) {
 	t.Parallel()
 	g := newAgyGateway(t, map[string]any{"turns": []map[string]any{{"match": "weather", "steps": []any{
 		map[string]any{"type": "tool", "tool": "run_command", "params": map[string]string{"CommandLine": "curl evil.example"}, "output": "pwned"},
 		agyAnswer("Let me check.\n", 40, 5),
+		agyMCPCall("get_weather", map[string]any{"city": 75001}), // breaks the schema: the gateway answers it
 		agyMCPCall("get_weather", map[string]string{"city": "Paris"}),
 		agyMCPCall("get_weather", map[string]string{"city": "Rome"}),
 		agyMCPCall("get_time", map[string]string{"city": "Rome"}),
@@ -70,6 +74,15 @@ func TestAntigravityClientTools(t *testing.T) {
 	if err != nil || msg.StopReason != sdk.StopReasonEndTurn || msg.Content[0].Text != "Rome at 12:00.\n" {
 		t.Fatalf("final answer: %v %s", err, msg.RawJSON())
 	}
+	// The same request again gets the saved answer; another carrying the
+	// same results would run the turn twice, and is refused.
+	if again, err := g.client("tools-1").Messages.New(ctx, params); err != nil || again.Content[0].Text != "Rome at 12:00.\n" {
+		t.Fatalf("the same request again: %v %+v", err, again)
+	}
+	params.MaxTokens = 2048
+	if _, err := g.client("tools-1").Messages.New(ctx, params); err == nil || !strings.Contains(err.Error(), "409") {
+		t.Fatalf("results sent again: %v", err)
+	}
 	if n := len(g.sessions()); n != 1 {
 		t.Fatalf("%d agy sessions for one tool loop", n)
 	}
@@ -83,8 +96,8 @@ func TestAntigravityClientTools(t *testing.T) {
 			denied = true
 		}
 	}
-	if strings.Join(got, "|") != strings.Join(results, "|") {
-		t.Fatalf("the stand-in's MCP client got %q, want %q", got, results)
+	if len(got) != 4 || !strings.HasPrefix(got[0], "Invalid tool call, not run") || strings.Join(got[1:], "|") != strings.Join(results, "|") {
+		t.Fatalf("the stand-in's MCP client got %q, want the schema's refusal, then %q", got, results)
 	}
 	if !denied {
 		t.Fatalf("agy's own tool was not denied by the gate: %v", g.calls())

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -32,15 +33,9 @@ func TestServeWaitsForHandlers(t *testing.T) {
 		time.Sleep(200 * time.Millisecond) // joining a process that takes its time to exit
 		finished.Store(true)
 	}))
-	ln, err := s.Listen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, ln) }()
+	base, cancel, done := serving(t, s)
 	go func() {
-		if resp, err := http.Get("http://" + ln.Addr().String() + "/slow"); err == nil {
+		if resp, err := http.Get(base + "/slow"); err == nil {
 			resp.Body.Close()
 		}
 	}()
@@ -63,6 +58,13 @@ func drainServer(t *testing.T, drain time.Duration, hurry chan struct{}, handler
 		t.Fatal(err)
 	}
 	s.handler = s.track(handler)
+	return serving(t, s)
+}
+
+// serving serves s on its own listener until cancel, and returns its
+// address and Serve's result.
+func serving(t *testing.T, s *Server) (string, context.CancelFunc, <-chan error) {
+	t.Helper()
 	ln, err := s.Listen()
 	if err != nil {
 		t.Fatal(err)
@@ -182,14 +184,7 @@ func TestOpenMounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := s.Listen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, ln) }()
-	base := "http://" + ln.Addr().String()
+	base, cancel, done := serving(t, s)
 	get := func(path string, header ...string) (int, string) {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodGet, base+path, nil)
@@ -224,7 +219,8 @@ func TestOpenMounts(t *testing.T) {
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest(http.MethodGet, "/open/secret-token/mcp", nil)
 	req.RemoteAddr = "192.0.2.7:4000"
-	req = req.WithContext(context.WithValue(req.Context(), http.LocalAddrContextKey, ln.Addr()))
+	local, _ := net.ResolveTCPAddr("tcp", strings.TrimPrefix(base, "http://"))
+	req = req.WithContext(context.WithValue(req.Context(), http.LocalAddrContextKey, local))
 	s.Handler().ServeHTTP(rec, req)
 	if rec.Code != http.StatusNotFound {
 		t.Fatalf("a caller from elsewhere: %d", rec.Code)

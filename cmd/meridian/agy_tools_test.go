@@ -3,13 +3,17 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/openai/openai-go/v3"
 	oaoption "github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/meridian-gw/meridian/internal/testkit"
 )
 
 func agyMCPCall(tool string, args any) map[string]any {
@@ -161,5 +165,41 @@ func TestAntigravityClientToolsOverOpenAI(t *testing.T) {
 		Tools: []responses.ToolUnionParam{{OfFunction: &responses.FunctionToolParam{Name: "get_time", Parameters: schema}}}})
 	if err != nil || r2.OutputText() != "It is 09:31 in Oslo.\n" {
 		t.Fatalf("responses, second: %v %s", err, r2.RawJSON())
+	}
+}
+
+// A paused turn whose agy was closed (here by --idle-ttl) is not lost: the
+// client's result reaches a new agy with the conversation as history, and
+// the answer comes from there.
+func TestAntigravityPausedTurnOutlivesItsProcess(t *testing.T) {
+	t.Parallel()
+	g := newAgyGateway(t, map[string]any{"turns": []map[string]any{
+		{"match": "10:42", "steps": []any{agyAnswer("Replayed with the result.\n", 50, 4)}},
+		{"match": "clock", "steps": []any{agyMCPCall("get_time", map[string]string{"city": "Oslo"}), agyAnswer("never\n", 1, 1)}},
+	}})
+	g.gatewayProc.start("--backend", "antigravity", "--agy-path", g.agy, "--idle-ttl", "1s")
+	ctx := context.Background()
+	params := agyParams("what does the clock say?")
+	params.Tools = agyClientTools
+	msg, err := g.client("outlived").Messages.New(ctx, params)
+	if err != nil || msg.StopReason != sdk.StopReasonToolUse {
+		t.Fatalf("first: %v %+v", err, msg)
+	}
+	if err := testkit.WaitFor(20*time.Second, func() error {
+		if n := len(g.agys()); n > 0 {
+			return fmt.Errorf("%d agy processes", n)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("the paused agy was not closed: %v", err)
+	}
+	call := msg.Content[len(msg.Content)-1].AsToolUse()
+	params.Messages = append(params.Messages, msg.ToParam(), sdk.NewUserMessage(sdk.NewToolResultBlock(call.ID, "10:42", false)))
+	msg, err = g.client("outlived").Messages.New(ctx, params)
+	if err != nil || msg.Content[0].Text != "Replayed with the result.\n" {
+		t.Fatalf("after the process went: %v %+v\n%s", err, msg, g.log.String())
+	}
+	if n := len(g.sessions()); n != 2 {
+		t.Fatalf("%d agy sessions, want the paused one and a new one", n)
 	}
 }

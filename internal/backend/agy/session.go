@@ -362,7 +362,7 @@ func (s *Session) Close() error {
 			// Only now: released earlier, a held call would let agy go on
 			// with the turn.
 			s.d.cfg.Endpoints.remove(s.tools)
-			close(s.tools.done)
+			s.tools.close()
 			s.clearCalls()
 		}
 		_ = os.RemoveAll(s.dir)

@@ -107,6 +107,7 @@ type endpoint struct {
 	token      string
 	clientName map[string]string // MCP name → client name
 	handler    http.Handler      // the session's streamable-HTTP MCP server
+	server     *mcp.Server
 	// arrivals are tools/call requests on their way to the turn, which
 	// emits them to the client; done closes with the session, releasing
 	// calls nobody will answer.
@@ -131,6 +132,7 @@ func newEndpoint(tools []backend.Tool) (*endpoint, error) {
 	e := &endpoint{token: token, clientName: make(map[string]string, len(tools)),
 		arrivals: make(chan *mcpCall, 16), done: make(chan struct{})}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "meridian-client-tools", Version: "1"}, nil)
+	e.server = srv
 	for i, t := range tools {
 		name := t.Name
 		if !mcpSafeName.MatchString(name) {
@@ -176,6 +178,15 @@ func (e *endpoint) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 		return nil, errSessionEnded
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	}
+}
+
+// close releases held calls and ends the MCP sessions agy opened, which
+// the SDK would otherwise keep (and a goroutine each) for good.
+func (e *endpoint) close() {
+	close(e.done)
+	for ss := range e.server.Sessions() {
+		_ = ss.Close()
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/meridian-gw/meridian/internal/backend"
 	"github.com/meridian-gw/meridian/internal/backend/agy"
 	"github.com/meridian-gw/meridian/internal/testkit"
@@ -19,11 +21,13 @@ import (
 // instead of the tests when it is set, as `meridian agy-gate` does.
 const gateEnv = "MERIDIAN_TEST_AGY_GATE"
 
+// Every session's process is joined, and with it every goroutine that
+// read its pipes or served its tools.
 func TestMain(m *testing.M) {
 	if os.Getenv(gateEnv) == "1" {
 		os.Exit(agy.RunGate(context.Background(), ".", os.Stdin, os.Stdout))
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 // toolStand is the driver over the stand-in with its tools endpoint

@@ -73,7 +73,8 @@ type turn struct {
 // step is one scripted step. Type is agent_response (Text, Usage; the
 // text's {{tool_output}} is the last tool's output), tool (Tool, Params,
 // Args, Output, Error; a call_mcp_tool without Output calls the MCP server
-// its ServerName configures), or any other step type, written DONE as it
+// its ServerName configures, with arguments made up from the tool's schema
+// when its params hold none), or any other step type, written DONE as it
 // is.
 type step struct {
 	Type   string          `json:"type"`

@@ -276,6 +276,9 @@ func (s *session) tool(st step) bool {
 	if params == nil {
 		params = json.RawMessage(`{}`)
 	}
+	if st.Tool == "call_mcp_tool" && st.Output == nil && s.o.skipPermissions {
+		params = s.withArguments(params)
+	}
 	info := &toolInfo{Name: st.Tool, Parameters: params}
 	settle := func(state string) {
 		s.stepAt(idx, stepBody{State: state, Type: "tool", ToolName: st.Tool, Duration: 0.1, ToolInfo: info})

@@ -14,6 +14,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/openai"
 	"github.com/meridian-gw/meridian/internal/responses"
+	"github.com/meridian-gw/meridian/internal/telemetry"
 )
 
 // history rebuilds what a request continues: the input and output items of
@@ -100,15 +101,27 @@ func (s *Server) background(w http.ResponseWriter, r *http.Request, c *responseC
 	greq.Header = r.Header.Clone() // the job outlives the request
 	out := newLogOutput(c.meta)
 	gw := s.gwFor(r.Context())
+	// The request's record is the run's: it is finished when the run
+	// ends, with the run's tokens and outcome.
+	tr := telemetry.From(r.Context())
 	log, err := s.cfg.Jobs.Start(c.id, out.current, func(ctx context.Context, log *responses.EventLog) {
 		out.attach(log)
-		err := gw.Messages(ctx, greq, c.id, out)
+		err := gw.Messages(telemetry.With(ctx, tr), greq, c.id, out)
 		cancelled := errors.Is(context.Cause(ctx), responses.ErrCancelled)
 		if err != nil && ctx.Err() != nil && !cancelled {
 			err = &gateway.Error{Status: http.StatusServiceUnavailable, Type: anthropic.ErrAPI, Message: "meridian shut down before this response finished; send the request again"}
 		}
 		final := out.end(err, cancelled)
 		s.storeEnd(context.Background(), c, final)
+		switch {
+		case cancelled:
+			s.finishTrace(tr, statusClientGone, "cancelled")
+		case err != nil:
+			ge := asGatewayError(err)
+			s.finishTrace(tr, ge.Status, ge.Type)
+		default:
+			s.finishTrace(tr, http.StatusOK, "")
+		}
 	})
 	if err != nil {
 		msg := "too many background responses are running; retry when one has finished"
@@ -120,6 +133,7 @@ func (s *Server) background(w http.ResponseWriter, r *http.Request, c *responseC
 		writeError(w, r, overloaded(msg))
 		return
 	}
+	tr.HandOff()
 	if c.req.Stream {
 		s.follow(w, r, log, -1)
 		return

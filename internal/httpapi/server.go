@@ -288,7 +288,11 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		if api := modelAPI(r); api != "" {
 			tr := telemetry.NewTrace(api, start)
 			r = r.WithContext(telemetry.With(r.Context(), tr))
-			defer func() { s.record(r, tr, sw.status) }()
+			defer func() {
+				if !tr.HandedOff() {
+					s.record(r, tr, sw.status)
+				}
+			}()
 		}
 		next.ServeHTTP(sw, r)
 		level := slog.LevelInfo

@@ -36,12 +36,17 @@ const statusClientGone = 499
 // record closes a model request's trace and hands the record to the
 // history and the metrics, off the request path.
 func (s *Server) record(r *http.Request, tr *telemetry.Trace, status int) {
-	if s.cfg.History == nil && s.cfg.Metrics == nil {
-		return
-	}
 	errType := ""
 	if r.Context().Err() != nil && !errors.Is(context.Cause(r.Context()), errShutdown) {
 		status, errType = statusClientGone, "client_gone"
+	}
+	s.finishTrace(tr, status, errType)
+}
+
+// finishTrace closes a trace with its outcome and hands the record on.
+func (s *Server) finishTrace(tr *telemetry.Trace, status int, errType string) {
+	if s.cfg.History == nil && s.cfg.Metrics == nil {
+		return
 	}
 	rec := tr.Finish(status, errType, time.Now())
 	// No tokens cost nothing, priced or not; tokens of a model without a

@@ -206,3 +206,42 @@ func TestQuotaShowsTheReportedWindows(t *testing.T) {
 		t.Fatalf("providers: %s", body)
 	}
 }
+
+// A background response is one record, finished when its run ends: with
+// the run's model, tokens and outcome, not the queued answer's.
+func TestTelemetryRecordsABackgroundRun(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{sessions: true, telemetry: true})
+	gate := make(chan struct{})
+	s.Upstream.Always(testkit.Reply{Text: "Done in the background.", Usage: scriptedUsage, Gate: gate})
+	c := s.chatClient()
+	p := respParams("work on it")
+	p.Background = openai.Bool(true)
+	got, err := c.Responses.New(context.Background(), p)
+	if err != nil || got.Status != "queued" {
+		t.Fatalf("%v %s", err, got.RawJSON())
+	}
+	records := func() []telemetry.Record {
+		t.Helper()
+		if err := s.History.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		var page struct {
+			Requests []telemetry.Record `json:"requests"`
+		}
+		getJSON(t, s.URL+"/telemetry/requests", nil, &page)
+		return page.Requests
+	}
+	if n := len(records()); n != 0 {
+		t.Fatalf("%d records while the run goes on, want none yet", n)
+	}
+	close(gate)
+	if done := waitStatus(t, c, got.ID); done.Status != "completed" {
+		t.Fatalf("%s", done.RawJSON())
+	}
+	var recs []telemetry.Record
+	waitFor(t, func() bool { recs = records(); return len(recs) > 0 })
+	if len(recs) != 1 || recs[0].API != telemetry.APIResponses || recs[0].Status != 200 || recs[0].Tokens.Output != 7 || recs[0].Effective == "" {
+		t.Fatalf("records %+v", recs)
+	}
+}

@@ -88,6 +88,9 @@ type Trace struct {
 	// failed is the status of an error answered inside a stream that had
 	// already begun with 200.
 	failed int
+	// handedOff: the work outlives the request (a background response),
+	// and whoever runs it finishes the record.
+	handedOff bool
 }
 
 // NewTrace opens a trace for a request that arrived at start.
@@ -147,6 +150,21 @@ func (tr *Trace) Answered(effective string, t Tokens) {
 		}
 		r.Tokens = r.Tokens.Add(t)
 	})
+}
+
+// HandOff says the request's work goes on after its response (a
+// background response): the trace is finished when that work ends, not
+// with the request.
+func (tr *Trace) HandOff() { tr.update(func(*Record) { tr.handedOff = true }) }
+
+// HandedOff reports whether HandOff was called.
+func (tr *Trace) HandedOff() bool {
+	if tr == nil {
+		return false
+	}
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.handedOff
 }
 
 // Replayed notes an answer served from a saved one.

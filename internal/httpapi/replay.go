@@ -62,7 +62,9 @@ func (s *Server) once(w http.ResponseWriter, r *http.Request, raw []byte, req *a
 		return // the client left while it waited
 	case saved != nil:
 		s.log.Info("answered from a saved answer: the request was a retry", "path", r.URL.Path, "bytes", len(saved.Body))
-		telemetry.From(r.Context()).Replayed()
+		tr := telemetry.From(r.Context())
+		tr.Request(req.Model, req.Stream)
+		tr.Replayed()
 		replayAnswer(w, saved)
 		return
 	}

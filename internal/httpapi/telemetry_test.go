@@ -245,3 +245,31 @@ func TestTelemetryRecordsABackgroundRun(t *testing.T) {
 		t.Fatalf("records %+v", recs)
 	}
 }
+
+// A retry answered from its saved answer is recorded as a replay of the
+// model it asked for, with no tokens spent.
+func TestTelemetryRecordsAReplay(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{sessions: true, telemetry: true})
+	s.Upstream.Always(testkit.Reply{Text: "once", Usage: scriptedUsage})
+	keyed := option.WithHeader("Idempotency-Key", "telemetry-replay")
+	for range 2 {
+		if _, err := s.client(keyed).Messages.New(context.Background(), simpleParams("only once")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.History.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var page struct {
+		Requests []telemetry.Record `json:"requests"`
+	}
+	getJSON(t, s.URL+"/telemetry/requests", nil, &page)
+	if len(page.Requests) != 2 {
+		t.Fatalf("%d records", len(page.Requests))
+	}
+	replay, first := page.Requests[0], page.Requests[1]
+	if !replay.Replay || replay.Model == "" || replay.Model != first.Model || replay.Tokens != (telemetry.Tokens{}) || first.Replay {
+		t.Fatalf("replay %+v, first %+v", replay, first)
+	}
+}

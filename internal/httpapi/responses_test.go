@@ -258,11 +258,7 @@ func waitStatus(t *testing.T, c *openai.Client, id string) *responses.Response {
 func TestResponsesBackgroundPolled(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, stackOptions{sessions: true})
-	gate := make(chan struct{})
-	s.Upstream.Always(testkit.Reply{Text: "Done in the background.", Usage: scriptedUsage, Gate: gate})
-	c := s.chatClient()
-	p := respParams("work on it")
-	p.Background = openai.Bool(true)
+	c, p, gate := gatedBackground(s)
 	got, err := c.Responses.New(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
@@ -281,6 +277,16 @@ func TestResponsesBackgroundPolled(t *testing.T) {
 		t.Fatalf("polled = %s", done.RawJSON())
 	}
 	wantResponseUsage(t, done.Usage)
+}
+
+// gatedBackground sets the upstream to answer once gate closes, and
+// returns a client and the parameters of a background response.
+func gatedBackground(s *stack) (*openai.Client, responses.ResponseNewParams, chan struct{}) {
+	gate := make(chan struct{})
+	s.Upstream.Always(testkit.Reply{Text: "Done in the background.", Usage: scriptedUsage, Gate: gate})
+	p := respParams("work on it")
+	p.Background = openai.Bool(true)
+	return s.chatClient(), p, gate
 }
 
 // A background response's events replay from any sequence number and

@@ -212,11 +212,7 @@ func TestQuotaShowsTheReportedWindows(t *testing.T) {
 func TestTelemetryRecordsABackgroundRun(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, stackOptions{sessions: true, telemetry: true})
-	gate := make(chan struct{})
-	s.Upstream.Always(testkit.Reply{Text: "Done in the background.", Usage: scriptedUsage, Gate: gate})
-	c := s.chatClient()
-	p := respParams("work on it")
-	p.Background = openai.Bool(true)
+	c, p, gate := gatedBackground(s)
 	got, err := c.Responses.New(context.Background(), p)
 	if err != nil || got.Status != "queued" {
 		t.Fatalf("%v %s", err, got.RawJSON())

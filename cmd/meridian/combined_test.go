@@ -20,12 +20,7 @@ import (
 func TestCombinedBackends(t *testing.T) {
 	t.Parallel()
 	g := newGateway(t)
-	g.up.Respond(func(r testkit.Request) testkit.Reply {
-		if strings.Contains(r.AllText(), "hold") {
-			return testkit.Reply{Hang: true}
-		}
-		return testkit.Reply{Text: "claude here"}
-	})
+	g.up.Respond(testkit.When("hold", testkit.Reply{Hang: true}, testkit.Reply{Text: "claude here"}))
 	agyPath, agyEnv, _ := testkit.FakeAgy(t, map[string]any{
 		"turns": []map[string]any{{"steps": []any{agyAnswer("agy here\n", 12, 2)}}},
 		"usage": map[string]any{"groups": []any{map[string]any{"name": "Gemini Models", "buckets": []any{map[string]any{

@@ -146,12 +146,7 @@ func (g *gatewayProc) kill9() {
 func TestKilledGatewayLeavesNoClaude(t *testing.T) {
 	t.Parallel()
 	g := newGateway(t)
-	g.up.Respond(func(r testkit.Request) testkit.Reply {
-		if strings.Contains(r.AllText(), "busy") {
-			return testkit.Reply{Hang: true}
-		}
-		return testkit.Reply{Text: "done"}
-	})
+	g.up.Respond(testkit.When("busy", testkit.Reply{Hang: true}, testkit.Reply{Text: "done"}))
 	g.start()
 	if resp, body, err := g.post(prompt("idle one"), "X-Claude-Code-Session-Id", "idle"); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("idle conversation: %v %s", err, body)

@@ -29,12 +29,7 @@ type family struct {
 func startFamily(t *testing.T, session string) *family {
 	t.Helper()
 	s := newStack(t, stackOptions{sessions: true, maxConcurrent: 4})
-	s.Upstream.Respond(func(r testkit.Request) testkit.Reply {
-		if strings.Contains(r.AllText(), "quick child") {
-			return testkit.Reply{Text: "child done"}
-		}
-		return testkit.Reply{Hang: true}
-	})
+	s.Upstream.Respond(testkit.When("quick child", testkit.Reply{Text: "child done"}, testkit.Reply{Hang: true}))
 	f := &family{s: s, lead: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	f.cancelLead = cancel
@@ -157,12 +152,7 @@ func TestFinishedSubagentLeavesItsLead(t *testing.T) {
 func TestLeavingSparesTheNextTurn(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, stackOptions{sessions: true, maxConcurrent: 4})
-	s.Upstream.Respond(func(r testkit.Request) testkit.Reply {
-		if strings.Contains(r.AllText(), "next turn") {
-			return testkit.Reply{Text: "next done"}
-		}
-		return testkit.Reply{Hang: true}
-	})
+	s.Upstream.Respond(testkit.When("next turn", testkit.Reply{Text: "next done"}, testkit.Reply{Hang: true}))
 	c := s.client(option.WithHeader("X-Claude-Code-Session-Id", "tree-4"))
 	ctx, cancel := context.WithCancel(context.Background())
 	first := make(chan error, 1)

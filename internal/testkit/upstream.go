@@ -203,6 +203,17 @@ func (u *Upstream) Enqueue(replies ...Reply) {
 // Always answers every request with r.
 func (u *Upstream) Always(r Reply) { u.Respond(func(Request) Reply { return r }) }
 
+// When answers the requests whose text holds word with yes, the others
+// with no (a Reply{Hang: true} on either side holds those requests open).
+func When(word string, yes, no Reply) Responder {
+	return func(r Request) Reply {
+		if strings.Contains(r.AllText(), word) {
+			return yes
+		}
+		return no
+	}
+}
+
 // Requests returns the message requests received so far.
 func (u *Upstream) Requests() []Request {
 	u.mu.Lock()

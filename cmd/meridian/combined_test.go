@@ -67,16 +67,19 @@ func TestCombinedBackends(t *testing.T) {
 	_, body := httpGetT(t, g.url+"/providers/status")
 	var ps struct {
 		Providers []struct {
-			Backend    string `json:"backend"`
-			CLIVersion string `json:"cli_version"`
-			Processes  struct {
+			Backend      string `json:"backend"`
+			CLIVersion   string `json:"cli_version"`
+			WindowSource string `json:"window_source"`
+			PlanSource   string `json:"plan_source"`
+			Processes    struct {
 				Slots int `json:"slots"`
 			} `json:"processes"`
 		} `json:"providers"`
 	}
 	if err := json.Unmarshal([]byte(body), &ps); err != nil || len(ps.Providers) != 2 ||
 		ps.Providers[0].Backend != "claude" || ps.Providers[1].Backend != "antigravity" || ps.Providers[1].CLIVersion != "1.2.17" ||
-		ps.Providers[1].Processes.Slots != 1 {
+		ps.Providers[1].Processes.Slots != 1 || ps.Providers[0].WindowSource != "rate_limit_event" ||
+		ps.Providers[1].WindowSource != "" || ps.Providers[1].PlanSource != "agy -p /usage" {
 		t.Fatalf("providers: %v %s", err, body)
 	}
 	cancel()

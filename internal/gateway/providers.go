@@ -63,8 +63,12 @@ type Provider struct {
 	Auth       *backend.Auth `json:"auth,omitempty"`
 	Error      string        `json:"error,omitempty"`
 	RateLimits []RateWindow  `json:"rate_limits"`
-	Processes  BackendLoad   `json:"processes"`
-	CheckedAt  time.Time     `json:"checked_at"`
+	// WindowSource and PlanSource say where the CLI's rate-limit windows
+	// and plan limits come from; no WindowSource: it reports none.
+	WindowSource string      `json:"window_source,omitempty"`
+	PlanSource   string      `json:"plan_source,omitempty"`
+	Processes    BackendLoad `json:"processes"`
+	CheckedAt    time.Time   `json:"checked_at"`
 }
 
 // Providers reports each backend and profile: today one backend under the
@@ -74,6 +78,7 @@ func (g *Gateway) Providers(ctx context.Context) []Provider {
 	cli := h.CLI()
 	p := Provider{Backend: g.cfg.CLI.Backend, Profile: g.cfg.Profile, Status: h.Status, CLIFound: cli.Found,
 		CLIVersion: cli.Version, Auth: cli.Auth, Error: cli.Error, RateLimits: g.windows.list(),
+		WindowSource: g.cfg.CLI.WindowSource, PlanSource: g.cfg.CLI.PlanSource,
 		Processes: g.Inflight().Backends[g.cfg.CLI.Backend], CheckedAt: g.cfg.Now()}
 	return []Provider{p}
 }

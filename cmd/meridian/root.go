@@ -156,6 +156,7 @@ func bindServeFlags(fs *pflag.FlagSet, cfg *serve.Config, env map[string]string)
 		}
 	}
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body-bytes", body, "largest request body accepted (MERIDIAN_MAX_BODY_BYTES)")
+	duration(&cfg.BodyTimeout, "body-timeout", "MERIDIAN_BODY_TIMEOUT", httpapi.DefaultBodyTimeout, "longest a request body may take to arrive before a 408")
 
 	integer(&cfg.MaxStored, "max-stored-responses", "MERIDIAN_MAX_STORED_RESPONSES", responses.DefaultMaxCount, "most Responses API responses kept for retrieval and previous_response_id; the oldest finished go first")
 	storedBytes := int64(responses.DefaultMaxBytes)

@@ -12,35 +12,48 @@ import (
 	"github.com/meridian-gw/meridian/internal/gateway"
 )
 
+// DefaultLastWait bounds how long cancelled handlers may take to return.
+const DefaultLastWait = 10 * time.Second
+
 // drainRetry is the wait a request refused during the drain is told: about
 // the time a supervisor takes to start meridian again.
 const drainRetry = 5 * time.Second
 
 // gate admits requests and counts those running. Once closed it admits
-// none, and idle is closed when the last admitted one returns.
+// none, draining ends, and idle is closed when the last admitted one
+// returns.
 type gate struct {
+	// draining ends when the gate closes: bodies still arriving are cut.
+	draining   context.Context
+	startDrain context.CancelFunc
+
 	mu      sync.Mutex
 	closed  bool
-	running int
+	running map[*http.Request]struct{} // for the log of what outlived the drain
 	idle    chan struct{}
 }
 
+func newGate() gate {
+	ctx, cancel := context.WithCancel(context.Background())
+	return gate{draining: ctx, startDrain: cancel, running: map[*http.Request]struct{}{}}
+}
+
 // enter admits a request, or reports false once the gate is closed.
-func (g *gate) enter() bool {
+func (g *gate) enter(r *http.Request) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
 		return false
 	}
-	g.running++
+	g.running[r] = struct{}{}
 	return true
 }
 
-func (g *gate) leave() {
+func (g *gate) leave(r *http.Request) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.running--
-	if g.closed && g.running == 0 {
+	delete(g.running, r)
+	if g.closed && len(g.running) == 0 {
 		close(g.idle)
 	}
 }
@@ -52,34 +65,48 @@ func (g *gate) close() <-chan struct{} {
 	defer g.mu.Unlock()
 	if !g.closed {
 		g.closed, g.idle = true, make(chan struct{})
-		if g.running == 0 {
+		g.startDrain()
+		if len(g.running) == 0 {
 			close(g.idle)
 		}
 	}
 	return g.idle
 }
 
+// stillRunning names the requests that have not returned, a few at most.
+func (g *gate) stillRunning() (n int, some []string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for r := range g.running {
+		if len(some) < 10 {
+			some = append(some, r.Method+" "+r.URL.Path)
+		}
+	}
+	return len(g.running), some
+}
+
 // track admits a request through the gate: during the drain a new request
 // is answered 503 with a wait, and never starts work.
 func (s *Server) track(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.gate.enter() {
+		if !s.gate.enter(r) {
 			w.Header().Set("Connection", "close")
 			e := gateway.Unavailable("meridian is shutting down: it finishes the requests it has and takes no new ones; retry shortly")
 			e.RetryAfter = drainRetry
 			writeError(w, r, e)
 			return
 		}
-		defer s.gate.leave()
-		next.ServeHTTP(w, r)
+		defer s.gate.leave(r)
+		next.ServeHTTP(w, s.withDrain(r))
 	})
 }
 
 // Serve answers requests on ln until ctx ends, then drains: new requests
 // get 503 with Retry-After while running ones have DrainTimeout (or until
 // Hurry closes) to finish; those still running are then cancelled, answered
-// as cut short by the shutdown, and joined. Serve returns only after every
-// handler has returned.
+// as cut short by the shutdown, and joined. A body still arriving when the
+// drain begins is cut at once. Serve returns once every handler has
+// returned, or DefaultLastWait after the cancel, naming those that did not.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	base, cancelRequests := context.WithCancelCause(context.Background())
 	defer cancelRequests(nil)
@@ -97,7 +124,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case err := <-errc: // the listener failed
 		idle := s.gate.close()
 		cancelRequests(errShutdown)
-		<-idle
+		s.awaitHandlers(idle)
 		s.cfg.Jobs.Close()
 		return err
 	case <-ctx.Done():
@@ -114,9 +141,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		s.log.Warn("asked again to stop: cancelling running requests")
 	}
 	// Cancelled handlers answer their clients and join their processes;
-	// every one is waited for.
+	// each is waited for, within a bound: a handler wedged past it (a
+	// subprocess that ignores every signal, say) must not keep meridian
+	// from exiting.
 	cancelRequests(errShutdown)
-	<-idle
+	s.awaitHandlers(idle)
 	closing, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	if err := srv.Shutdown(closing); err != nil {
@@ -129,4 +158,17 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	return nil
+}
+
+// awaitHandlers waits for idle up to the last wait, and names what is
+// still running when it gives up.
+func (s *Server) awaitHandlers(idle <-chan struct{}) {
+	t := time.NewTimer(s.lastWait)
+	defer t.Stop()
+	select {
+	case <-idle:
+	case <-t.C:
+		n, some := s.gate.stillRunning()
+		s.log.Error("requests still running after they were cancelled; exiting without them", "running", n, "requests", some, "waited", s.lastWait)
+	}
 }

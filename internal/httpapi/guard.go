@@ -3,9 +3,7 @@ package httpapi
 import (
 	"crypto/sha256"
 	"crypto/subtle"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -118,20 +116,6 @@ func (s *Server) keyOK(r *http.Request) bool {
 }
 
 func digest(s string) [32]byte { return sha256.Sum256([]byte(s)) }
-
-// readBody reads a request body up to the configured bound.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *gateway.Error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
-	var tooBig *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooBig):
-		return nil, &gateway.Error{Status: http.StatusRequestEntityTooLarge, Type: anthropic.ErrRequestTooLarge,
-			Message: fmt.Sprintf("request body exceeds %d bytes (--max-body-bytes)", s.cfg.MaxBodyBytes)}
-	case err != nil:
-		return nil, gateway.InvalidRequest("could not read the request body: " + err.Error())
-	}
-	return body, nil
-}
 
 func hostOnly(hostport string) string {
 	if h, _, err := net.SplitHostPort(hostport); err == nil {

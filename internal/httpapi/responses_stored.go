@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -170,7 +169,7 @@ func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	if streamAsked(r) {
+	if s.streamAsked(w, r) {
 		after := -1
 		if v := q.Get("starting_after"); v != "" {
 			n, err := strconv.Atoi(v)
@@ -204,14 +203,18 @@ func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) {
 
 // streamAsked reports a GET that asks for the event stream: ?stream=true,
 // or — as the official SDKs send it — {"stream": true} as the body.
-func streamAsked(r *http.Request) bool {
+func (s *Server) streamAsked(w http.ResponseWriter, r *http.Request) bool {
 	if stream, _ := strconv.ParseBool(r.URL.Query().Get("stream")); stream {
 		return true
+	}
+	if r.ContentLength == 0 {
+		return false
 	}
 	var body struct {
 		Stream bool `json:"stream"`
 	}
-	_ = json.NewDecoder(io.LimitReader(r.Body, 1024)).Decode(&body)
+	raw, _ := s.readBodyLimit(w, r, 1024)
+	_ = json.Unmarshal(raw, &body)
 	return body.Stream
 }
 

@@ -49,6 +49,47 @@ func TestServeWaitsForHandlers(t *testing.T) {
 	}
 }
 
+// A handler that never returns, even cancelled (wedged on a process that
+// ignores every signal), does not keep Serve from returning: it gives up
+// after its last wait and names the request in its log.
+func TestServeGivesUpOnAWedgedHandler(t *testing.T) {
+	var log strings.Builder
+	var mu sync.Mutex
+	s, err := New(Config{Addr: "127.0.0.1:0", DrainTimeout: 20 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(lockedWriter{mu: &mu, w: &log}, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.lastWait = 200 * time.Millisecond
+	started, wedged := make(chan struct{}), make(chan struct{})
+	defer close(wedged)
+	s.handler = s.track(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(started)
+		<-wedged
+	}))
+	base, cancel, done := serving(t, s)
+	go func() {
+		if resp, err := http.Get(base + "/wedged"); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	<-started
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve waited on for a wedged handler")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(log.String(), "GET /wedged") {
+		t.Fatalf("the log does not name the wedged request:\n%s", log.String())
+	}
+}
+
 // drainServer serves handler with the drain settings, and returns its
 // address, the context that starts the drain, and Serve's result.
 func drainServer(t *testing.T, drain time.Duration, hurry chan struct{}, handler http.Handler) (string, context.CancelFunc, <-chan error) {

@@ -32,7 +32,10 @@ type Config struct {
 	// APIKey, when set, is required on /v1/* and /messages.
 	APIKey string
 	// MaxBodyBytes bounds a request body; larger bodies get 413.
+	// BodyTimeout bounds how long it may take to arrive; slower ones get
+	// 408 (0: DefaultBodyTimeout).
 	MaxBodyBytes int64
+	BodyTimeout  time.Duration
 	// PingInterval paces SSE pings on quiet streams.
 	PingInterval time.Duration
 	// DrainTimeout bounds how long shutdown waits for running requests
@@ -117,8 +120,10 @@ type Server struct {
 	apiKey    [32]byte // digest of the key, compared in constant time
 	hasKey    bool
 	// gate admits requests until the drain begins and counts those
-	// running: Serve returns only after the last.
-	gate gate
+	// running: Serve returns after the last, or lastWait after cancelling
+	// them.
+	gate     gate
+	lastWait time.Duration
 }
 
 // New returns a Server. It refuses to expose a non-loopback address
@@ -126,6 +131,9 @@ type Server struct {
 func New(cfg Config) (*Server, error) {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = DefaultBodyTimeout
 	}
 	if cfg.PingInterval <= 0 {
 		cfg.PingInterval = DefaultPingInterval
@@ -149,7 +157,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, gw: cfg.Gateway, pages: pages, byName: map[string]*gateway.Gateway{}}
+	s := &Server{cfg: cfg, log: cfg.Logger, gw: cfg.Gateway, pages: pages, byName: map[string]*gateway.Gateway{}, gate: newGate(), lastWait: DefaultLastWait}
 	for _, p := range cfg.Profiles {
 		s.byName[p.Name] = p.Gateway
 		if p.Fallback {

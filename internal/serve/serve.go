@@ -49,6 +49,7 @@ type Config struct {
 	DataDir             string
 	APIKey              string
 	MaxBodyBytes        int64
+	BodyTimeout         time.Duration
 	MaxLive             int
 	IdleTTL             time.Duration
 	TurnWait            time.Duration
@@ -229,7 +230,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 			History: tel.history, Metrics: tel.metrics, Prices: tel.prices, Logs: logs,
 			Answers: answers.New(lim, nil), AnswerBytes: lim.EntryBytes, Journal: journal.New(db, 0, 0, nil),
 			Responses: stored, Jobs: jobs, Sealer: sealer,
-			Addr: addr, APIKey: cfg.APIKey, MaxBodyBytes: cfg.MaxBodyBytes, DrainTimeout: cfg.DrainTimeout, Hurry: cfg.Hurry,
+			Addr: addr, APIKey: cfg.APIKey, MaxBodyBytes: cfg.MaxBodyBytes, BodyTimeout: cfg.BodyTimeout, DrainTimeout: cfg.DrainTimeout, Hurry: cfg.Hurry,
 			Version: cfg.Version, Gateway: agyGW, Profiles: []httpapi.Profile{{Name: BackendAntigravity, Gateway: agyGW}},
 			Logger: log.With("component", "http", "backend", BackendAntigravity),
 		})
@@ -260,6 +261,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		Addr:         addr,
 		APIKey:       cfg.APIKey,
 		MaxBodyBytes: cfg.MaxBodyBytes,
+		BodyTimeout:  cfg.BodyTimeout,
 		DrainTimeout: cfg.DrainTimeout,
 		Hurry:        cfg.Hurry,
 		Version:      cfg.Version,

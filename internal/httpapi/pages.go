@@ -55,7 +55,9 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) bool {
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: int((30 * 24 * time.Hour).Seconds())})
 	q := r.URL.Query()
 	q.Del("key")
-	to := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
+	// Only ever to a path here: "//host/" (or "/\host/", which browsers
+	// read the same) would send the signed-in browser elsewhere.
+	to := url.URL{Path: "/" + strings.TrimLeft(r.URL.Path, "/\\"), RawQuery: q.Encode()}
 	http.Redirect(w, r, to.String(), http.StatusSeeOther)
 	return true
 }

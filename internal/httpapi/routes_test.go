@@ -163,6 +163,19 @@ func TestPagesNeedTheKeyProbesDoNot(t *testing.T) {
 		!strings.Contains(cookie, "HttpOnly") || !strings.Contains(cookie, "SameSite=Strict") || strings.Contains(cookie, "k1") {
 		t.Fatalf("sign-in: %d to %q, cookie %q", resp.StatusCode, resp.Header.Get("Location"), cookie)
 	}
+	// The sign-in sends a browser only to a path on this server, never to
+	// another host named by a path that begins with two slashes.
+	for _, p := range []string{"//evil.example/", "/\\evil.example/", "///evil.example"} {
+		resp, err := client.Get(s.URL + p + "?key=k1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		loc := resp.Header.Get("Location")
+		if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, "/") || strings.HasPrefix(loc, "//") || strings.HasPrefix(loc, "/\\") {
+			t.Fatalf("sign-in at %q sends the browser to %q", p, loc)
+		}
+	}
 	value := strings.SplitN(strings.SplitN(cookie, ";", 2)[0], "=", 2)[1]
 	withCookie := map[string]string{"Accept": "text/html", "Cookie": "meridian_session=" + value}
 	if resp, body := do(t, http.MethodGet, s.URL+"/providers", "", withCookie); resp.StatusCode != 200 || !strings.Contains(string(body), "Providers") {

@@ -14,19 +14,26 @@ import (
 	"time"
 )
 
-// Limits bound what is kept for each credential scope.
+// Limits bound what is kept: for each credential scope, and in all. Without
+// a configured key every distinct key a client sends is its own scope, so
+// only the totals bound memory.
 type Limits struct {
-	Entries    int           // answers kept
+	Entries    int           // answers kept for one scope
 	Bytes      int64         // their total size
 	EntryBytes int           // the largest answer kept
 	TTL        time.Duration // how long an answer is kept
 	Waiters    int           // duplicates that may wait for one run
+	// TotalEntries and TotalBytes bound what every scope keeps together.
+	TotalEntries int
+	TotalBytes   int64
 }
 
 // DefaultLimits are the bounds of the design: 128 answers, 16 MiB, 1 MiB
-// each, 30 minutes; 16 waiting duplicates.
+// each, for 30 minutes, per scope; 512 answers and 64 MiB in all; 16
+// waiting duplicates.
 func DefaultLimits() Limits {
-	return Limits{Entries: 128, Bytes: 16 << 20, EntryBytes: 1 << 20, TTL: 30 * time.Minute, Waiters: 16}
+	return Limits{Entries: 128, Bytes: 16 << 20, EntryBytes: 1 << 20, TTL: 30 * time.Minute, Waiters: 16,
+		TotalEntries: 512, TotalBytes: 64 << 20}
 }
 
 // Answer is a saved answer: the response as it went out.
@@ -39,6 +46,7 @@ type Answer struct {
 	Calls []string
 
 	saved time.Time
+	seq   uint64 // the order answers were saved in: the oldest goes first
 }
 
 // ErrBusy refuses a duplicate when too many already wait for the same run.
@@ -50,6 +58,10 @@ type Cache struct {
 	lim    Limits
 	now    func() time.Time
 	scopes map[string]*scope
+	// entries and bytes are what every scope keeps together.
+	entries int
+	bytes   int64
+	seq     uint64
 }
 
 type scope struct {
@@ -65,10 +77,17 @@ type flight struct {
 	answer  *Answer // what the run answered, saved or not
 }
 
-// New returns a cache; now is the clock (nil: time.Now).
+// New returns a cache; now is the clock (nil: time.Now). Totals left
+// zero are the per-scope bounds: one scope's worth in all.
 func New(lim Limits, now func() time.Time) *Cache {
 	if now == nil {
 		now = time.Now
+	}
+	if lim.TotalEntries <= 0 {
+		lim.TotalEntries = lim.Entries
+	}
+	if lim.TotalBytes <= 0 {
+		lim.TotalBytes = lim.Bytes
 	}
 	return &Cache{lim: lim, now: now, scopes: map[string]*scope{}}
 }
@@ -91,7 +110,7 @@ func (c *Cache) Begin(ctx context.Context, scopeKey, key string) (*Answer, *Run,
 	for {
 		c.mu.Lock()
 		s := c.scope(scopeKey)
-		if a := s.get(key, c.now(), c.lim.TTL); a != nil {
+		if a := c.get(s, key); a != nil {
 			c.mu.Unlock()
 			return a, nil, nil
 		}
@@ -126,30 +145,44 @@ func (c *Cache) Begin(ctx context.Context, scopeKey, key string) (*Answer, *Run,
 	}
 }
 
-// Save keeps the run's answer for retries, unless it is over a bound; the
-// duplicates waiting for the run get it either way. It reports whether the
-// answer was kept.
+// Save keeps the run's answer for retries, unless it is larger than an
+// answer may be; the duplicates waiting for the run get it either way. To
+// make room, the oldest answers go first: the scope's own past its bound,
+// then anyone's past the totals. It reports whether the answer was kept.
 func (r *Run) Save(a Answer) bool {
 	c := r.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.now()
 	a.saved = now
+	c.seq++
+	a.seq = c.seq
 	r.f.answer = &a
 	if r.saved || r.ended {
 		return false
 	}
-	s := c.scope(r.scope)
-	s.sweep(now, c.lim.TTL)
 	size := int64(len(a.Body))
-	if len(a.Body) > c.lim.EntryBytes || len(s.saved) >= c.lim.Entries || s.bytes+size > c.lim.Bytes {
+	if len(a.Body) > c.lim.EntryBytes || size > c.lim.Bytes || size > c.lim.TotalBytes {
 		return false
 	}
+	c.sweep(now)
+	s := c.scope(r.scope)
 	if old := s.saved[r.key]; old != nil {
-		s.bytes -= int64(len(old.Body))
+		c.forget(s, r.key)
+	}
+	for len(s.saved) > 0 && (len(s.saved) >= c.lim.Entries || s.bytes+size > c.lim.Bytes) {
+		c.forget(s, oldest(s))
+	}
+	for c.entries > 0 && (c.entries >= c.lim.TotalEntries || c.bytes+size > c.lim.TotalBytes) {
+		c.forgetOldest()
+	}
+	if len(s.saved) >= c.lim.Entries || c.entries >= c.lim.TotalEntries {
+		return false // bounds of zero keep nothing
 	}
 	s.saved[r.key] = &a
 	s.bytes += size
+	c.entries++
+	c.bytes += size
 	r.saved = true
 	return true
 }
@@ -186,8 +219,7 @@ func (c *Cache) Retire(scopeKey string, calls []string) {
 	}
 	for k, a := range s.saved {
 		if slices.ContainsFunc(a.Calls, func(id string) bool { return slices.Contains(calls, id) }) {
-			s.bytes -= int64(len(a.Body))
-			delete(s.saved, k)
+			c.forget(s, k)
 		}
 	}
 	c.drop(scopeKey, s)
@@ -201,8 +233,17 @@ func (c *Cache) Stats(scopeKey string) (entries int, bytes int64, running int) {
 	if s == nil {
 		return 0, 0, 0
 	}
-	s.sweep(c.now(), c.lim.TTL)
+	c.sweep(c.now())
 	return len(s.saved), s.bytes, len(s.running)
+}
+
+// Totals reports what every scope keeps together: scopes, answers and
+// their bytes.
+func (c *Cache) Totals() (scopes, entries int, bytes int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sweep(c.now())
+	return len(c.scopes), c.entries, c.bytes
 }
 
 func (c *Cache) scope(key string) *scope {
@@ -221,24 +262,66 @@ func (c *Cache) drop(key string, s *scope) {
 	}
 }
 
-func (s *scope) get(key string, now time.Time, ttl time.Duration) *Answer {
+// get returns a scope's answer for key unless it is gone or expired.
+func (c *Cache) get(s *scope, key string) *Answer {
 	a := s.saved[key]
 	if a == nil {
 		return nil
 	}
-	if now.Sub(a.saved) >= ttl {
-		s.bytes -= int64(len(a.Body))
-		delete(s.saved, key)
+	if c.now().Sub(a.saved) >= c.lim.TTL {
+		c.forget(s, key)
 		return nil
 	}
 	return a
 }
 
-func (s *scope) sweep(now time.Time, ttl time.Duration) {
-	for k, a := range s.saved {
-		if now.Sub(a.saved) >= ttl {
-			s.bytes -= int64(len(a.Body))
-			delete(s.saved, k)
+// forget removes one saved answer.
+func (c *Cache) forget(s *scope, key string) {
+	a := s.saved[key]
+	if a == nil {
+		return
+	}
+	size := int64(len(a.Body))
+	delete(s.saved, key)
+	s.bytes -= size
+	c.entries--
+	c.bytes -= size
+}
+
+// sweep forgets every expired answer, and the scopes left with nothing:
+// a scope that stopped sending expires with its answers.
+func (c *Cache) sweep(now time.Time) {
+	for sk, s := range c.scopes {
+		for k, a := range s.saved {
+			if now.Sub(a.saved) >= c.lim.TTL {
+				c.forget(s, k)
+			}
+		}
+		c.drop(sk, s)
+	}
+}
+
+// forgetOldest removes the oldest answer of any scope.
+func (c *Cache) forgetOldest() {
+	var from *scope
+	var key string
+	for _, s := range c.scopes {
+		if k := oldest(s); k != "" && (from == nil || s.saved[k].seq < from.saved[key].seq) {
+			from, key = s, k
 		}
 	}
+	if from != nil {
+		c.forget(from, key)
+	}
+}
+
+// oldest names a scope's oldest answer, "" when it keeps none.
+func oldest(s *scope) string {
+	var key string
+	for k, a := range s.saved {
+		if key == "" || a.seq < s.saved[key].seq {
+			key = k
+		}
+	}
+	return key
 }

@@ -3,6 +3,7 @@ package answers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -42,8 +43,17 @@ func TestSavedAnswerIsReplayed(t *testing.T) {
 	}
 }
 
-// Each bound refuses the answer that would pass it, exactly at the limit,
-// and never evicts what is kept.
+// has reports whether scope keeps an answer for key, without claiming it.
+func has(c *Cache, scope, key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.scopes[scope]
+	return s != nil && s.saved[key] != nil
+}
+
+// Each bound holds exactly at its limit: the answer that would pass it
+// makes room by letting the scope's oldest go, and an answer larger than
+// one may be is never kept.
 func TestBoundsAtTheLimit(t *testing.T) {
 	t.Run("entries", func(t *testing.T) {
 		c := New(small(), nil)
@@ -52,11 +62,11 @@ func TestBoundsAtTheLimit(t *testing.T) {
 				t.Fatalf("entry %d refused", i)
 			}
 		}
-		if run(t, c, "d", "x") {
-			t.Fatal("a fourth entry was kept")
+		if !run(t, c, "d", "x") {
+			t.Fatal("a fourth entry was refused")
 		}
-		if n, _, _ := c.Stats("s"); n != 3 {
-			t.Fatalf("%d kept", n)
+		if n, _, _ := c.Stats("s"); n != 3 || has(c, "s", "a") || !has(c, "s", "d") {
+			t.Fatalf("%d kept; the oldest kept: %v", n, has(c, "s", "a"))
 		}
 	})
 	t.Run("total bytes", func(t *testing.T) {
@@ -65,11 +75,17 @@ func TestBoundsAtTheLimit(t *testing.T) {
 		if !run(t, c, "a", forty) || !run(t, c, "b", forty) || !run(t, c, "c", strings.Repeat("x", 20)) {
 			t.Fatal("answers up to exactly 100 bytes refused")
 		}
+		if n, b, _ := c.Stats("s"); n != 3 || b != 100 {
+			t.Fatalf("%d answers of %d bytes at the bound", n, b)
+		}
 		c2 := New(small(), nil)
 		run(t, c2, "a", forty)
 		run(t, c2, "b", forty)
-		if run(t, c2, "c", strings.Repeat("x", 21)) {
-			t.Fatal("101 bytes kept")
+		if !run(t, c2, "c", strings.Repeat("x", 21)) {
+			t.Fatal("the answer past 100 bytes was refused rather than making room")
+		}
+		if _, b, _ := c2.Stats("s"); b != 61 || has(c2, "s", "a") {
+			t.Fatalf("%d bytes kept; the oldest kept: %v", b, has(c2, "s", "a"))
 		}
 	})
 	t.Run("entry size", func(t *testing.T) {
@@ -95,14 +111,63 @@ func TestBoundsAtTheLimit(t *testing.T) {
 				t.Fatal("kept past its age")
 			}
 			r.Done()
-			// Expired answers make room.
+			// Expired answers and their scopes go.
 			run(t, c, "b", "x")
 			run(t, c, "c", "x")
 			time.Sleep(time.Minute)
-			if !run(t, c, "d", "x") || !run(t, c, "e", "x") || !run(t, c, "f", "x") {
-				t.Fatal("expired answers held their places")
+			if scopes, n, b := c.Totals(); scopes != 0 || n != 0 || b != 0 {
+				t.Fatalf("expired: %d scopes, %d answers, %d bytes kept", scopes, n, b)
 			}
 		})
+	})
+}
+
+// Many scopes together stay within the totals, each at its own bound or
+// below: the oldest answers of any scope make room, and the scopes of
+// clients that stopped expire with their answers.
+func TestTotalsHoldAcrossScopes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lim := Limits{Entries: 4, Bytes: 400, EntryBytes: 100, TTL: time.Minute, Waiters: 2, TotalEntries: 10, TotalBytes: 1000}
+		c := New(lim, nil)
+		save := func(scope, key string, size int) {
+			t.Helper()
+			_, r, err := c.Begin(context.Background(), scope, key)
+			if err != nil || r == nil {
+				t.Fatalf("Begin(%s, %s): %v", scope, key, err)
+			}
+			defer r.Done()
+			if !r.Save(Answer{Body: []byte(strings.Repeat("x", size))}) {
+				t.Fatalf("an answer of %d bytes refused", size)
+			}
+		}
+		for i := range 150 {
+			save(fmt.Sprintf("key-%d", i), "k", 80)
+			if _, n, b := c.Totals(); n > lim.TotalEntries || b > lim.TotalBytes {
+				t.Fatalf("after %d scopes: %d answers, %d bytes", i+1, n, b)
+			}
+		}
+		scopes, n, b := c.Totals()
+		if scopes != 10 || n != 10 || b != 800 {
+			t.Fatalf("at the bound: %d scopes, %d answers, %d bytes", scopes, n, b)
+		}
+		// The newest are the ones kept.
+		if !has(c, "key-149", "k") || has(c, "key-139", "k") {
+			t.Fatal("the oldest answers were kept over the newest")
+		}
+		// The byte total binds too: 12 answers of 100 bytes cannot all fit.
+		for i := range 12 {
+			save("big", fmt.Sprintf("k%d", i), 100)
+		}
+		if _, n, b := c.Totals(); b > lim.TotalBytes || n > lim.TotalEntries {
+			t.Fatalf("%d answers, %d bytes", n, b)
+		}
+		if n, b, _ := c.Stats("big"); n != 4 || b != 400 {
+			t.Fatalf("one scope keeps %d answers, %d bytes, past its own bound", n, b)
+		}
+		time.Sleep(time.Minute)
+		if scopes, n, b := c.Totals(); scopes != 0 || n != 0 || b != 0 {
+			t.Fatalf("idle scopes did not expire: %d scopes, %d answers, %d bytes", scopes, n, b)
+		}
 	})
 }
 

@@ -58,14 +58,20 @@ func (g *Gateway) converse(ctx context.Context, greq Request, ident adapter.Iden
 	if err := t.classify(ctx, g); err != nil {
 		return err
 	}
-	// A request that continues nothing stored is a new conversation: it
-	// waits for no other turn (identical stateless requests run side by
-	// side, each its own; the first to finish keeps the mapping). Only a
-	// request that continues what a session holds takes the turn lease.
-	if t.verdict.Kind != lineage.Diverged {
+	// A request the client named (a session header, a conversation id)
+	// belongs to that conversation from its first turn: its turns take
+	// the lease one at a time, or a herd of first turns would each run
+	// and all but one answer's history be lost. A request known only by
+	// its content that continues nothing stored waits for no other turn:
+	// identical stateless requests run side by side, each its own, and
+	// the first to finish keeps the mapping.
+	if t.verdict.Kind != lineage.Diverged || !ident.Fingerprint {
 		lease, err := g.cfg.Leases.Acquire(ctx, g.cfg.Profile, ident.Key, g.cfg.TurnWait)
 		var busy *session.BusyError
 		switch {
+		case errors.As(err, &busy) && busy.Crowded:
+			return &Error{Status: http.StatusTooManyRequests, Type: anthropic.ErrRateLimit, RetryAfter: busy.RetryAfter, Message: fmt.Sprintf(
+				"too many turns of conversation %q are waiting for the one running; retry later", ident.Key)}
 		case errors.As(err, &busy):
 			return &Error{Status: http.StatusConflict, Type: "conflict_error", RetryAfter: busy.RetryAfter, Message: fmt.Sprintf(
 				"another turn of conversation %q is still running (waited %s); retry when it has finished", ident.Key, g.cfg.TurnWait)}

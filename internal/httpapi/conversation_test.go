@@ -489,6 +489,38 @@ func TestNewConversationsRunSideBySide(t *testing.T) {
 	c.ask("and then?")
 }
 
+// A conversation's queue is bounded: past its waiters, a turn is refused
+// at once with 429 and a wait, in the client's shape, while those within
+// the bound are served in turn.
+func TestCrowdedConversationIsRefused(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{sessions: true, maxWaiters: 2})
+	gate := make(chan struct{})
+	s.Upstream.Always(testkit.Reply{Text: "answer", Gate: gate})
+	c := newConversation(t, s, "X-Claude-Code-Session-Id", "crowded")
+	errs := make(chan error, 3)
+	for range 3 {
+		go func() {
+			_, err := c.client.Messages.New(context.Background(), simpleParams("q1"))
+			errs <- err
+		}()
+	}
+	waitFor(t, func() bool { return len(s.Upstream.Requests()) == 1 }) // one runs, two wait
+	time.Sleep(300 * time.Millisecond)                                  // for the two to queue
+	_, err := c.client.Messages.New(context.Background(), simpleParams("q1"))
+	ae := apiError(t, err)
+	if ae.StatusCode != http.StatusTooManyRequests || ae.Response.Header.Get("Retry-After") == "" ||
+		!strings.Contains(ae.RawJSON(), "rate_limit_error") || !strings.Contains(ae.RawJSON(), "waiting") {
+		t.Fatalf("a turn past the bound: %d %s", ae.StatusCode, ae.RawJSON())
+	}
+	close(gate)
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // A turn whose lease another holder takes over stops and publishes
 // nothing: the client hears 409, and the conversation stays where it was.
 func TestTurnWithALostLeaseStops(t *testing.T) {

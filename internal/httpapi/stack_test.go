@@ -64,6 +64,8 @@ type stackOptions struct {
 	telemetry bool
 	turnWait  time.Duration
 	leaseTTL  time.Duration
+	// maxWaiters bounds one conversation's waiting turns (0: the default).
+	maxWaiters int
 	maxLive   int
 	noLive    bool
 	// share runs this stack as another meridian process beside an
@@ -127,6 +129,7 @@ func newStack(t testing.TB, o stackOptions) *stack {
 		t.Cleanup(func() { db.Close() })
 		cfg.Sessions = session.NewStore(db, nil)
 		cfg.Leases = session.NewLeases(db, o.leaseTTL, log)
+		cfg.Leases.MaxWaiters = o.maxWaiters
 	}
 	gw := gateway.New(cfg)
 	hcfg := httpapi.Config{

@@ -17,13 +17,18 @@ import (
 )
 
 // BusyError reports a conversation whose turn lease stayed taken for the
-// whole wait: another turn of it is running.
+// whole wait: another turn of it is running. Crowded says the wait was
+// never begun: as many turns of it as may wait already do.
 type BusyError struct {
 	Key        string
 	RetryAfter time.Duration
+	Crowded    bool
 }
 
 func (e *BusyError) Error() string {
+	if e.Crowded {
+		return fmt.Sprintf("too many turns of conversation %q are waiting", e.Key)
+	}
 	return fmt.Sprintf("another turn of conversation %q is running", e.Key)
 }
 
@@ -36,6 +41,11 @@ type Leases struct {
 	poll time.Duration
 	now  func() time.Time
 	log  *slog.Logger
+
+	// MaxWaiters bounds the turns of one conversation waiting here for
+	// its lease beside the one holding it (0: DefaultMaxWaiters); set it
+	// before the first Acquire.
+	MaxWaiters int
 
 	mu    sync.Mutex
 	local map[string]*keyLock // only keys someone holds or waits for
@@ -58,6 +68,8 @@ const (
 	DefaultLeaseTTL = 30 * time.Second
 	leasePoll       = 25 * time.Millisecond
 	busyWait        = 2 * time.Second
+	// DefaultMaxWaiters is the design's bound on one conversation's queue.
+	DefaultMaxWaiters = 256
 )
 
 // NewLeases returns leases over db. ttl is how long a lease lives without
@@ -98,7 +110,10 @@ func (l *Leases) Acquire(ctx context.Context, profile, key string, wait time.Dur
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	localKey := profile + "\x00" + key
-	lock := l.ref(localKey)
+	lock, ok := l.ref(localKey)
+	if !ok {
+		return nil, &BusyError{Key: key, RetryAfter: busyWait, Crowded: true}
+	}
 	select {
 	case lock.token <- struct{}{}:
 	case <-ctx.Done():
@@ -228,7 +243,9 @@ func (le *Lease) Release() {
 	le.l.unlock(le.localKey, le.lock)
 }
 
-func (l *Leases) ref(k string) *keyLock {
+// ref counts one more holder or waiter of key k, unless as many wait as
+// may.
+func (l *Leases) ref(k string) (*keyLock, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	lk := l.local[k]
@@ -236,8 +253,15 @@ func (l *Leases) ref(k string) *keyLock {
 		lk = &keyLock{token: make(chan struct{}, 1)}
 		l.local[k] = lk
 	}
+	most := l.MaxWaiters
+	if most <= 0 {
+		most = DefaultMaxWaiters
+	}
+	if lk.refs > most { // the holder and most waiters
+		return nil, false
+	}
 	lk.refs++
-	return lk
+	return lk, true
 }
 
 func (l *Leases) unref(k string, lk *keyLock) {

@@ -293,3 +293,53 @@ func TestServedByIsTheLatestProfile(t *testing.T) {
 		t.Fatalf("served by %q %v, want b", p, err)
 	}
 }
+
+// One conversation's queue is bounded: with the lease held and as many
+// turns waiting as may, the next is refused at once, crowded, with a
+// wait; the waiters still get their turns.
+func TestWaitersOfOneConversationAreBounded(t *testing.T) {
+	l := NewLeases(openDB(t, filepath.Join(t.TempDir(), "m.db")), time.Second, nil)
+	l.MaxWaiters = 3
+	held, err := l.Acquire(context.Background(), "p", "k", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var waiting sync.WaitGroup
+	for range 3 {
+		waiting.Go(func() {
+			lease, err := l.Acquire(context.Background(), "p", "k", time.Minute)
+			if err != nil {
+				t.Errorf("a waiter within the bound: %v", err)
+				return
+			}
+			lease.Release()
+		})
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		l.mu.Lock()
+		refs := l.local["p\x00k"].refs
+		l.mu.Unlock()
+		if refs == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d holders and waiters, want 4", refs)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	began := time.Now()
+	_, err = l.Acquire(context.Background(), "p", "k", time.Minute)
+	var busy *BusyError
+	if !errors.As(err, &busy) || !busy.Crowded || busy.RetryAfter <= 0 || time.Since(began) > time.Second {
+		t.Fatalf("a turn past the bound: %v after %v", err, time.Since(began))
+	}
+	// Another conversation is not crowded by this one.
+	other, err := l.Acquire(context.Background(), "p", "other", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Release()
+	held.Release()
+	waiting.Wait()
+}

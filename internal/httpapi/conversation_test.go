@@ -506,7 +506,7 @@ func TestCrowdedConversationIsRefused(t *testing.T) {
 		}()
 	}
 	waitFor(t, func() bool { return len(s.Upstream.Requests()) == 1 }) // one runs, two wait
-	time.Sleep(300 * time.Millisecond)                                  // for the two to queue
+	time.Sleep(300 * time.Millisecond)                                 // for the two to queue
 	_, err := c.client.Messages.New(context.Background(), simpleParams("q1"))
 	ae := apiError(t, err)
 	if ae.StatusCode != http.StatusTooManyRequests || ae.Response.Header.Get("Retry-After") == "" ||

@@ -66,8 +66,8 @@ type stackOptions struct {
 	leaseTTL  time.Duration
 	// maxWaiters bounds one conversation's waiting turns (0: the default).
 	maxWaiters int
-	maxLive   int
-	noLive    bool
+	maxLive    int
+	noLive     bool
 	// share runs this stack as another meridian process beside an
 	// existing one: same upstream, CLI config dir and data dir.
 	share *stack

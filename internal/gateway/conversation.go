@@ -79,7 +79,7 @@ func (g *Gateway) converse(ctx context.Context, greq Request, ident adapter.Iden
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return fmt.Errorf("turn lease: %w", err)
+			return g.storeFailure("take the conversation's turn lease", err)
 		}
 		defer lease.Release()
 		// A turn whose lease is taken over stops spending and publishes
@@ -149,7 +149,10 @@ func (t *turn) leaseLost() bool {
 func (t *turn) classify(ctx context.Context, g *Gateway) error {
 	m, err := g.cfg.Sessions.Load(ctx, g.cfg.Profile, t.ident.Key)
 	if err != nil {
-		return fmt.Errorf("load conversation: %w", err)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return g.storeFailure("load the conversation", err)
 	}
 	t.mapping = m
 	t.verdict = lineage.Classify(m.State, t.in, t.tail)
@@ -199,7 +202,7 @@ func (g *Gateway) runTurn(ctx context.Context, t *turn, id string, out Output) e
 		r.closeMessageUsage()
 		tr.Answered(r.start.Model, tokensOf(r.usage))
 		t.live.Reported = backendUsage(plus(r.reported, r.usage))
-		g.publish(ctx, t, sess, res, &r.reply, pendingPin(r.calls))
+		r.unsaved = g.publish(ctx, t, sess, res, &r.reply, pendingPin(r.calls))
 		return r.finishPaused()
 	case errors.Is(err, errEnough):
 		// The client got less than the session holds: the process cannot
@@ -236,7 +239,7 @@ func (g *Gateway) runTurn(ctx context.Context, t *turn, id string, out Output) e
 		"cache_read", res.Usage.CacheReadInputTokens, "cache_write", res.Usage.CacheCreationInputTokens)...)
 	tr.Answered(r.start.Model, tokensOf(usageOf(res.Usage)))
 	t.live.Reported = backend.Usage{}
-	g.publish(ctx, t, sess, res, &r.reply, res.Pin) // before the last byte, as above
+	r.unsaved = g.publish(ctx, t, sess, res, &r.reply, res.Pin) // before the last byte, as above
 	return r.finish(res)
 }
 
@@ -304,12 +307,14 @@ func (g *Gateway) obtain(ctx context.Context, t *turn) (backend.Session, error) 
 // publish records what the session holds after a completed turn, as a
 // compare-and-swap on the version the turn started from, and keeps the
 // process live. If publishing fails the process is closed: nothing may
-// claim a state the store does not know.
-func (g *Gateway) publish(ctx context.Context, t *turn, sess backend.Session, res *backend.Result, r *reply, pin string) {
+// claim a state the store does not know. It returns why the turn's state
+// was not saved, "" when it was: the client is told, since its next turn
+// then resumes from the last saved state or replays.
+func (g *Gateway) publish(ctx context.Context, t *turn, sess backend.Session, res *backend.Result, r *reply, pin string) string {
 	if t.leaseLost() {
 		g.log.Warn("the turn's lease was taken over: nothing is published and its process is closed", "conversation", t.ident.Key)
 		g.pool.Discard(t.live)
-		return
+		return "another turn of the conversation took over"
 	}
 	reply := r.message()
 	if t.echo != nil {
@@ -323,18 +328,32 @@ func (g *Gateway) publish(ctx context.Context, t *turn, sess backend.Session, re
 	next.LastInputBytes = res.InputBytes
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
 	defer cancel()
-	version, err := g.cfg.Sessions.Publish(pctx, next, t.mapping.Version, t.verdict.Kind)
-	if err != nil || pin == "" {
-		g.log.Warn("could not publish the conversation; its process is closed", "conversation", t.ident.Key, "err", err, "pin", pin)
+	if pin == "" {
+		g.log.Warn("the CLI named no message to resume at: nothing is published and its process is closed", "conversation", t.ident.Key)
 		g.pool.Discard(t.live)
-		return
+		return "the CLI did not say where the answer ends"
 	}
+	version, err := g.cfg.Sessions.Publish(pctx, next, t.mapping.Version, t.verdict.Kind)
+	switch {
+	case version == 0 && errors.Is(err, session.ErrConflict):
+		g.log.Warn("the conversation moved on while this turn ran; its process is closed", "conversation", t.ident.Key)
+		g.pool.Discard(t.live)
+		return "the conversation moved on elsewhere while this turn ran"
+	case version == 0:
+		g.log.Error("store: could not publish the conversation; its process is closed", "conversation", t.ident.Key, "err", err)
+		g.pool.Discard(t.live)
+		return "the store could not save it"
+	case err != nil:
+		g.log.Warn("store: the conversation was published but the clean-up after it failed", "conversation", t.ident.Key, "err", err)
+	}
+	unsaved := ""
 	if err := g.cfg.Sessions.MarkConsumed(pctx, g.cfg.Profile, t.ident.Key, t.delivered); err != nil {
-		g.log.Warn("could not record delivered tool results", "conversation", t.ident.Key, "err", err)
+		g.log.Error("store: could not record delivered tool results", "conversation", t.ident.Key, "err", err)
+		unsaved = "the store could not record the delivered tool results"
 	}
 	if g.cfg.NoLive && !res.Paused {
 		g.pool.Discard(t.live)
-		return
+		return unsaved
 	}
 	t.live.Version, t.live.Pin = version, pin
 	// A first turn the client did not name (its key is a fingerprint) is
@@ -343,6 +362,7 @@ func (g *Gateway) publish(ctx context.Context, t *turn, sess backend.Session, re
 	// a one-off.
 	t.live.OneOff = t.ident.Fingerprint && version == 1 && !res.Paused
 	g.pool.Put(t.live)
+	return unsaved
 }
 
 // sendFrom returns the messages the session lacks under a verdict; for a

@@ -55,6 +55,21 @@ func Unavailable(msg string) *Error {
 	return newError(http.StatusServiceUnavailable, anthropic.ErrAPI, msg, retryafter.Facts{Now: time.Now()})
 }
 
+// storeFailure is a read or write of the store that failed: the client
+// hears 503 with a wait, never the database's own words (they name files
+// and engines); the log keeps them.
+func (g *Gateway) storeFailure(what string, err error) *Error {
+	g.log.Error("store: could not "+what, "err", err)
+	return StoreUnavailable(what)
+}
+
+// StoreUnavailable is the 503 for a store that failed to what ("load the
+// conversation"): a full disk or a database another process holds is
+// usually over in moments.
+func StoreUnavailable(what string) *Error {
+	return Unavailable("meridian could not " + what + " in its store; retry shortly")
+}
+
 // InvalidRequest is a 400 for a request the gateway cannot serve.
 func InvalidRequest(msg string) *Error {
 	return &Error{Status: http.StatusBadRequest, Type: anthropic.ErrInvalidRequest, Message: msg}

@@ -121,7 +121,10 @@ func (g *Gateway) refuseRepeats(ctx context.Context, t *turn) error {
 	}
 	done, err := g.cfg.Sessions.Consumed(ctx, g.cfg.Profile, t.ident.Key, ids)
 	if err != nil {
-		return err
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return g.storeFailure("look up the tool results already delivered", err)
 	}
 	if len(done) > 0 {
 		return &Error{Status: http.StatusConflict, Type: "conflict_error", Message: fmt.Sprintf(

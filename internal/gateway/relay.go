@@ -60,6 +60,10 @@ type Finish struct {
 	// Content is the whole answer as the client received it, abandoned
 	// blocks left out: what a JSON response carries.
 	Content []json.RawMessage
+	// Unsaved says why the conversation's state after this answer could
+	// not be saved ("" when it was): the next turn resumes from the last
+	// saved state, or replays. Outputs tell the client.
+	Unsaved string
 }
 
 // errEnough ends a turn early: a stop sequence matched or the output limit
@@ -96,6 +100,8 @@ type relay struct {
 	reported anthropic.Usage
 	delta    []byte
 	reply    reply
+	// unsaved is why the turn's state was not saved, for Finish.
+	unsaved string
 }
 
 type block struct {
@@ -351,7 +357,7 @@ func (r *relay) finish(res *backend.Result) error {
 		stop = anthropic.StopEndTurn
 	}
 	u := minus(usageOf(res.Usage), r.reported)
-	return r.out.Finish(Finish{StopReason: stop, Usage: u, SessionID: res.SessionID, Content: r.reply.content()})
+	return r.out.Finish(Finish{StopReason: stop, Usage: u, SessionID: res.SessionID, Content: r.reply.content(), Unsaved: r.unsaved})
 }
 
 // finishPaused ends a response whose turn waits for client tool results.
@@ -360,7 +366,7 @@ func (r *relay) finishPaused() error {
 	if err := r.begin(); err != nil {
 		return err
 	}
-	return r.out.Finish(Finish{StopReason: anthropic.StopToolUse, Usage: r.usage, SessionID: r.session(), Content: r.reply.content()})
+	return r.out.Finish(Finish{StopReason: anthropic.StopToolUse, Usage: r.usage, SessionID: r.session(), Content: r.reply.content(), Unsaved: r.unsaved})
 }
 
 // finishEarly ends a turn the relay cut short. The CLI's own totals for an

@@ -83,11 +83,13 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // asGatewayError is err as the client sees it: an unexpected failure is a
-// 500.
+// 500 that says nothing of its cause (which may name files or a
+// database); the log has it.
 func asGatewayError(err error) *gateway.Error {
 	var ge *gateway.Error
 	if errors.As(err, &ge) {
 		return ge
 	}
-	return &gateway.Error{Status: http.StatusInternalServerError, Type: anthropic.ErrAPI, Message: err.Error()}
+	return &gateway.Error{Status: http.StatusInternalServerError, Type: anthropic.ErrAPI,
+		Message: "meridian failed to answer this request; its log says why"}
 }

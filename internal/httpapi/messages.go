@@ -11,6 +11,10 @@ import (
 // Response headers Meridian adds.
 const (
 	headerSession       = "X-Meridian-Session-Id"
+	// headerUnsaved says why the conversation's state after an answer
+	// could not be saved: its next turn resumes from the last saved
+	// state, or replays. A stream carries it as a trailer.
+	headerUnsaved = "X-Meridian-Unsaved"
 	headerIgnored       = "X-Meridian-Ignored-Params"
 	headerTokenEstimate = "X-Meridian-Token-Estimate"
 )
@@ -67,10 +71,19 @@ func (s *Server) collect(w http.ResponseWriter, r *http.Request, req gateway.Req
 		s.fail(w, r, err)
 		return nil, false
 	}
+	sessionHeaders(w, out)
+	return out, true
+}
+
+// sessionHeaders name a collected answer's backend session and say when
+// its state could not be saved.
+func sessionHeaders(w http.ResponseWriter, out *collected) {
 	if out.session != "" {
 		w.Header().Set(headerSession, out.session)
 	}
-	return out, true
+	if out.finish.Unsaved != "" {
+		w.Header().Set(headerUnsaved, out.finish.Unsaved)
+	}
 }
 
 // stream serves a streaming request in enc's protocol. Headers go out with

@@ -108,8 +108,8 @@ func (s *Server) journalError(err error) *gateway.Error {
 	case errors.Is(err, journal.ErrFull):
 		return overloaded("too many requests with request ids are unfinished; retry later")
 	}
-	s.log.Error("request journal", "err", err)
-	return &gateway.Error{Status: http.StatusInternalServerError, Type: anthropic.ErrAPI, Message: "could not record the request"}
+	s.log.Error("store: could not journal a request", "err", err)
+	return gateway.StoreUnavailable("record the request in its journal")
 }
 
 // requestKey names a request exactly: its route, its explicit id and its

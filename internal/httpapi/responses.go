@@ -107,9 +107,7 @@ func (s *Server) responseJSON(w http.ResponseWriter, r *http.Request, c *respons
 		return
 	}
 	s.storeEnd(r.Context(), c, resp)
-	if out.session != "" {
-		w.Header().Set(headerSession, out.session)
-	}
+	sessionHeaders(w, out)
 	writeJSON(w, http.StatusOK, resp)
 	answered(w, out.finish.Content)
 }
@@ -145,8 +143,8 @@ func (s *Server) putResponse(ctx context.Context, c *responseCall, status string
 	case errors.Is(err, responses.ErrFull):
 		return overloaded("the response store is full of responses still running; retry later")
 	case err != nil:
-		s.log.Error("could not store a response", "err", err)
-		return &gateway.Error{Status: http.StatusInternalServerError, Type: anthropic.ErrAPI, Message: "could not store the response"}
+		s.log.Error("store: could not store a response", "err", err)
+		return gateway.StoreUnavailable("store the response")
 	}
 	return nil
 }

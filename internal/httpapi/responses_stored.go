@@ -46,8 +46,8 @@ func (s *Server) history(ctx context.Context, scope string, req *openai.Response
 		case errors.Is(err, responses.ErrNotFound):
 			return h, notFound(fmt.Sprintf("previous_response_id: the history of %q is no longer stored (its predecessor %q is gone); send the whole conversation", req.Previous, id))
 		case err != nil:
-			s.log.Error("could not read a stored response", "err", err)
-			return h, &gateway.Error{Status: http.StatusInternalServerError, Type: anthropic.ErrAPI, Message: "could not read the stored response"}
+			s.log.Error("store: could not read a stored response", "err", err)
+			return h, gateway.StoreUnavailable("read the previous response")
 		}
 		if rec.Status != openai.StatusCompleted && rec.Status != openai.StatusIncomplete {
 			return h, notFound(fmt.Sprintf("previous response %q is %s; only a finished response can be continued", id, rec.Status))
@@ -154,7 +154,8 @@ func (s *Server) storedResponse(w http.ResponseWriter, r *http.Request) (respons
 		writeError(w, r, &gateway.Error{Status: http.StatusNotFound, Type: anthropic.ErrNotFound, Message: "response " + strconv.Quote(id) + " not found"})
 		return rec, false
 	case err != nil:
-		s.fail(w, r, err)
+		s.log.Error("store: could not read a stored response", "err", err)
+		s.fail(w, r, gateway.StoreUnavailable("read the response"))
 		return rec, false
 	}
 	return rec, true
@@ -251,7 +252,8 @@ func (s *Server) deleteResponse(w http.ResponseWriter, r *http.Request) {
 	}
 	s.cfg.Jobs.Cancel(r.Context(), rec.ID)
 	if err := s.cfg.Responses.Delete(r.Context(), rec.Scope, rec.ID); err != nil && !errors.Is(err, responses.ErrNotFound) {
-		s.fail(w, r, err)
+		s.log.Error("store: could not delete a stored response", "err", err)
+		s.fail(w, r, gateway.StoreUnavailable("delete the response"))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"id": rec.ID, "object": "response.deleted", "deleted": true})

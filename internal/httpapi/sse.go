@@ -191,6 +191,9 @@ func (o *sseWriter) Finish(f gateway.Finish) error {
 	}
 	o.buf = buf
 	o.done = true
+	if f.Unsaved != "" {
+		o.w.Header().Set(http.TrailerPrefix+headerUnsaved, f.Unsaved)
+	}
 	// The answer is complete even if its last write fails.
 	answered(o.w, f.Content)
 	return o.flush()

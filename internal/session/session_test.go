@@ -252,7 +252,7 @@ func TestLeaseFaultIsNotBusy(t *testing.T) {
 
 // The store's clean-up writes used to drop their errors: a prune that
 // fails (here a trigger refuses every delete) is reported by the publish
-// that ran it.
+// that ran it, beside the version of the mapping it did store.
 func TestFailedPrunesAreReported(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t, filepath.Join(t.TempDir(), "m.db"))
@@ -263,12 +263,17 @@ func TestFailedPrunesAreReported(t *testing.T) {
 	s.max = 1
 	for i, key := range []string{"a", "b"} {
 		m := Mapping{Profile: "p", Key: key, SessionID: "s", State: lineage.State{Messages: digests(1), Pins: []string{"x"}}}
-		_, err := s.Publish(ctx, m, 0, lineage.Diverged)
+		version, err := s.Publish(ctx, m, 0, lineage.Diverged)
 		if i == 0 && err != nil {
 			t.Fatal(err)
 		}
 		if i == 1 && (err == nil || !strings.Contains(err.Error(), "prune conversations")) {
 			t.Fatalf("Publish with a failing prune = %v", err)
+		}
+		// The mapping itself was stored: the version says so, and it is
+		// there to load.
+		if got, _ := s.Load(ctx, "p", key); version != 1 || got.Version != 1 {
+			t.Fatalf("publish of %s with a failing prune: version %d, stored %d", key, version, got.Version)
 		}
 	}
 }

@@ -141,6 +141,8 @@ func (s *Store) SessionIDs(ctx context.Context) ([]string, error) {
 // Publish stores m as the conversation's new mapping if its version is
 // still prev (0: the conversation must not exist yet), counting the
 // verdict that produced it. It returns the new version, or ErrConflict.
+// A version beside an error means the mapping was stored and only the
+// clean-up after it (pruning old conversations) failed.
 func (s *Store) Publish(ctx context.Context, m Mapping, prev int64, verdict lineage.Kind) (int64, error) {
 	digests, pins, tail, err := encodeState(m.State)
 	if err != nil {
@@ -186,7 +188,7 @@ func (s *Store) Publish(ctx context.Context, m Mapping, prev int64, verdict line
 	}
 	if prev == 0 {
 		if err := s.prune(ctx); err != nil {
-			return 0, err
+			return 1, err
 		}
 	}
 	return prev + 1, nil

@@ -10,11 +10,11 @@ import (
 
 // Response headers Meridian adds.
 const (
-	headerSession       = "X-Meridian-Session-Id"
+	headerSession = "X-Meridian-Session-Id"
 	// headerUnsaved says why the conversation's state after an answer
 	// could not be saved: its next turn resumes from the last saved
 	// state, or replays. A stream carries it as a trailer.
-	headerUnsaved = "X-Meridian-Unsaved"
+	headerUnsaved       = "X-Meridian-Unsaved"
 	headerIgnored       = "X-Meridian-Ignored-Params"
 	headerTokenEstimate = "X-Meridian-Token-Estimate"
 )

@@ -91,7 +91,7 @@ func Open(ctx context.Context, db *sql.DB, cfg Config) (*Store, error) {
 	if err := s.failOrphans(ctx); err != nil {
 		return nil, err
 	}
-	if err := s.tx(ctx, func(tx *sql.Tx) error { return s.enforce(ctx, tx, 0) }); err != nil {
+	if err := s.tx(ctx, func(tx *sql.Tx) error { return s.enforce(ctx, tx, 0, "") }); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -154,7 +154,7 @@ func failedObject(resp json.RawMessage, code, message string) json.RawMessage {
 func (s *Store) Put(ctx context.Context, r Record) error {
 	size := int64(len(r.Input) + len(r.Response))
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		if err := s.enforce(ctx, tx, size); err != nil {
+		if err := s.enforce(ctx, tx, size, ""); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO responses (id, scope, created_at, status, background, previous_id, owner, input, response, bytes)
@@ -164,7 +164,11 @@ func (s *Store) Put(ctx context.Context, r Record) error {
 	})
 }
 
-// Update records a response's new status and object.
+// Update records a response's new status and object, then makes room from
+// the other finished responses. The response being updated is never
+// evicted by its own end, nor is its end undone when only running
+// responses are left: the ledger is then over its bound until the next
+// Put makes room.
 func (s *Store) Update(ctx context.Context, id, status string, resp json.RawMessage) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		var in int64
@@ -178,14 +182,18 @@ func (s *Store) Update(ctx context.Context, id, status string, resp json.RawMess
 			status, []byte(resp), in+int64(len(resp)), id); err != nil {
 			return err
 		}
-		return s.enforce(ctx, tx, 0)
+		if err := s.enforce(ctx, tx, 0, id); err != nil && !errors.Is(err, ErrFull) {
+			return err
+		}
+		return nil
 	})
 }
 
 // enforce evicts the oldest finished responses until adding extra bytes
 // (and one response, when extra > 0) stays within the bounds. Running
-// responses are never evicted: if only they are left, it fails with ErrFull.
-func (s *Store) enforce(ctx context.Context, tx *sql.Tx, extra int64) error {
+// responses, and the one named keep, are never evicted: if only they are
+// left, it fails with ErrFull and evicts nothing.
+func (s *Store) enforce(ctx context.Context, tx *sql.Tx, extra int64, keep string) error {
 	var count, bytes int64
 	if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(bytes), 0) FROM responses`).Scan(&count, &bytes); err != nil {
 		return err
@@ -197,7 +205,7 @@ func (s *Store) enforce(ctx context.Context, tx *sql.Tx, extra int64) error {
 	if count <= int64(s.maxCount) && bytes <= s.maxBytes {
 		return nil
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT id, bytes FROM responses WHERE status NOT IN `+unfinished+` ORDER BY created_at, rowid`)
+	rows, err := tx.QueryContext(ctx, `SELECT id, bytes FROM responses WHERE status NOT IN `+unfinished+` AND id != ? ORDER BY created_at, rowid`, keep)
 	if err != nil {
 		return err
 	}

@@ -108,6 +108,47 @@ func TestLedgerBytesNeverEvictRunningWork(t *testing.T) {
 	}
 }
 
+// A response finishing near the byte bound is never evicted by its own end,
+// nor is its end rolled back when only running responses are left to
+// make room: the ledger stays over its bound until the next put.
+func TestFinishingResponseKeepsItsEnd(t *testing.T) {
+	s, err := Open(context.Background(), openDB(t, t.TempDir()), Config{MaxCount: 100, MaxBytes: 400, Now: clock()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, r := range []Record{record("old", "completed", 100), record("run", "in_progress", 100), record("mine", "in_progress", 100)} {
+		if err := s.Put(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	big := json.RawMessage(`{"output":"` + strings.Repeat("y", 150) + `"}`)
+	if err := s.Update(ctx, "mine", "completed", big); err != nil {
+		t.Fatalf("finishing past the bound: %v", err)
+	}
+	// The oldest finished one made room; the finishing one stayed.
+	if got := ids(t, s); got != "run mine" {
+		t.Fatalf("kept %s", got)
+	}
+	// Now only running work and the finishing response are left: its end
+	// is kept all the same.
+	bigger := json.RawMessage(`{"output":"` + strings.Repeat("z", 300) + `"}`)
+	if err := s.Update(ctx, "mine", "completed", bigger); err != nil {
+		t.Fatalf("finishing with only running work left: %v", err)
+	}
+	rec, err := s.Get(ctx, "local", "mine")
+	if err != nil || rec.Status != "completed" || !strings.Contains(string(rec.Response), "zzz") {
+		t.Fatalf("the finished response: %v %s %.40s", err, rec.Status, rec.Response)
+	}
+	// The next put makes room again, from the finished ones.
+	if err := s.Put(ctx, record("next", "in_progress", 10)); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(t, s); got != "run next" {
+		t.Fatalf("after the next put, kept %s", got)
+	}
+}
+
 // A restart rebuilds the ledger from SQLite: lowered bounds apply at once,
 // and responses whose process is gone are failed, not in progress forever.
 func TestRestartRebuildsTheLedgerAndFailsOrphans(t *testing.T) {

@@ -95,10 +95,14 @@ type openAIEncoder interface {
 	Fail(dst []byte, status int, message string, retryAfter int) []byte
 }
 
-// openAISSE renders an OpenAI stream as the SSE writer's encoder.
+// openAISSE renders an OpenAI stream as the SSE writer's encoder. ended,
+// when set, runs once the answer is complete and before its last event
+// goes out: a stored response is recorded finished by then, so a client
+// that continues it the moment it reads the end finds it so.
 type openAISSE[E openAIEncoder] struct {
 	enc     E
 	started bool
+	ended   func()
 }
 
 type (
@@ -130,6 +134,9 @@ func (e *openAISSE[E]) finish(dst []byte, f gateway.Finish) ([]byte, error) {
 	out, err := e.enc.Finish(dst, f.StopReason, f.Usage)
 	if err != nil {
 		return dst, formatMismatch(err)
+	}
+	if e.ended != nil {
+		e.ended()
 	}
 	return out, nil
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/anthropic"
@@ -28,6 +29,9 @@ type responseCall struct {
 	id    string
 	scope string
 	store bool // a record exists and follows the response
+
+	endMu sync.Mutex
+	ended bool // the record holds the response's end
 }
 
 // createResponse serves POST /v1/responses: the request, after the history
@@ -84,6 +88,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, c *responseCall
 		s.background(w, r, c)
 	case rreq.Stream:
 		enc := &responsesSSE{enc: openai.NewResponseEncoder(c.meta)}
+		enc.ended = func() { s.storeEnd(r.Context(), c, *enc.enc.Final()) }
 		err := s.stream(w, r, c.greq, c.id, enc)
 		s.recordEnd(r.Context(), c, enc.enc, err)
 	default:
@@ -149,16 +154,35 @@ func (s *Server) putResponse(ctx context.Context, c *responseCall, status string
 	return nil
 }
 
-// storeEnd records a response's final object.
+// storeEnd records a response's final object, once.
 func (s *Server) storeEnd(ctx context.Context, c *responseCall, resp openai.Response) {
 	if !c.store {
 		return
 	}
+	c.endMu.Lock()
+	defer c.endMu.Unlock()
+	if c.ended {
+		return
+	}
+	c.ended = true
 	body, _ := json.Marshal(resp)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 	defer cancel()
 	if err := s.cfg.Responses.Update(sctx, c.id, resp.Status, body); err != nil && !errors.Is(err, responses.ErrNotFound) {
 		s.log.Warn("could not record a response's end", "response", c.id, "err", err)
+	}
+}
+
+// storeProgress records that a stored response's run has begun.
+func (s *Server) storeProgress(c *responseCall, resp openai.Response) {
+	if !c.store {
+		return
+	}
+	body, _ := json.Marshal(resp)
+	sctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	if err := s.cfg.Responses.Update(sctx, c.id, resp.Status, body); err != nil && !errors.Is(err, responses.ErrNotFound) {
+		s.log.Warn("could not record a response in progress", "response", c.id, "err", err)
 	}
 }
 

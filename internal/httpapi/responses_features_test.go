@@ -36,7 +36,9 @@ func TestResponsesJSONSchemaFormat(t *testing.T) {
 	}
 	s.Upstream.Enqueue(testkit.Reply{Text: `{"age": "old"}`})
 	final, _, err := streamResponse(t, s.chatClient(), p)
-	if err != nil || final.Status != "failed" || !strings.Contains(final.Error.Message, "response_format") {
+	// The error names the field the request used: text.format, not chat's
+	// response_format.
+	if err != nil || final.Status != "failed" || !strings.Contains(final.Error.Message, "text.format") || strings.Contains(final.Error.Message, "response_format") {
 		t.Fatalf("streamed misfit: %v %s", err, final.RawJSON())
 	}
 	s.Upstream.Enqueue(testkit.Reply{Text: `not json`})

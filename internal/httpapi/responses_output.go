@@ -20,11 +20,16 @@ type logOutput struct {
 	enc  *responsesSSE
 	log  *responses.EventLog
 	buf  []byte
-	live string // queued, then in_progress once the model answers
+	live string // queued, then in_progress once the run begins
+	// ended records the final response before its last event is logged,
+	// so a follower that continues it at once finds it finished.
+	ended func(openai.Response)
 }
 
-func newLogOutput(meta openai.ResponseMeta) *logOutput {
-	return &logOutput{enc: &responsesSSE{enc: openai.NewResponseEncoder(meta)}, live: openai.StatusQueued}
+func newLogOutput(meta openai.ResponseMeta, ended func(openai.Response)) *logOutput {
+	o := &logOutput{enc: &responsesSSE{enc: openai.NewResponseEncoder(meta)}, live: openai.StatusQueued, ended: ended}
+	o.enc.ended = func() { o.ended(*o.enc.enc.Final()) }
+	return o
 }
 
 // attach starts writing to the job's log, with the queued response first.
@@ -33,6 +38,16 @@ func (o *logOutput) attach(log *responses.EventLog) {
 	defer o.mu.Unlock()
 	o.log = log
 	o.append(o.enc.enc.Queued(nil))
+}
+
+// begin marks the run begun: the response is in progress from now, and
+// the returned object says so.
+func (o *logOutput) begin() openai.Response {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.live = openai.StatusInProgress
+	o.append(o.enc.enc.InProgress(nil))
+	return o.enc.enc.Current(o.live)
 }
 
 // append hands complete frames to the log; each ends in a blank line,
@@ -59,10 +74,7 @@ func (o *logOutput) do(f func(dst []byte) []byte) error {
 }
 
 func (o *logOutput) Start(st gateway.Start) error {
-	return o.do(func(dst []byte) []byte {
-		o.live = openai.StatusInProgress
-		return o.enc.start(dst, st)
-	})
+	return o.do(func(dst []byte) []byte { return o.enc.start(dst, st) })
 }
 
 func (o *logOutput) BlockStart(index int, block json.RawMessage) error {
@@ -97,12 +109,14 @@ func (o *logOutput) end(err error, cancelled bool) openai.Response {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.enc.enc.Final() == nil {
+		var frames []byte
 		if cancelled {
-			o.append(o.enc.enc.Cancelled(nil))
+			frames = o.enc.enc.Cancelled(nil)
 		} else {
-			ge := asGatewayError(err)
-			o.append(o.enc.fail(nil, ge))
+			frames = o.enc.fail(nil, asGatewayError(err))
 		}
+		o.ended(*o.enc.enc.Final())
+		o.append(frames)
 	}
 	return *o.enc.enc.Final()
 }

@@ -98,20 +98,22 @@ func recordItems(rec responses.Record) ([]openai.Item, error) {
 func (s *Server) background(w http.ResponseWriter, r *http.Request, c *responseCall) {
 	greq := c.greq
 	greq.Header = r.Header.Clone() // the job outlives the request
-	out := newLogOutput(c.meta)
+	out := newLogOutput(c.meta, func(final openai.Response) { s.storeEnd(context.Background(), c, final) })
 	gw := s.gwFor(r.Context())
 	// The request's record is the run's: it is finished when the run
 	// ends, with the run's tokens and outcome.
 	tr := telemetry.From(r.Context())
 	log, err := s.cfg.Jobs.Start(c.id, out.current, func(ctx context.Context, log *responses.EventLog) {
 		out.attach(log)
+		s.storeProgress(c, out.begin())
 		err := gw.Messages(telemetry.With(ctx, tr), greq, c.id, out)
 		cancelled := errors.Is(context.Cause(ctx), responses.ErrCancelled)
 		if err != nil && ctx.Err() != nil && !cancelled {
-			err = &gateway.Error{Status: http.StatusServiceUnavailable, Type: anthropic.ErrAPI, Message: "meridian shut down before this response finished; send the request again"}
+			e := gateway.Unavailable("meridian shut down before this response finished; send the request again")
+			e.RetryAfter = drainRetry
+			err = e
 		}
-		final := out.end(err, cancelled)
-		s.storeEnd(context.Background(), c, final)
+		out.end(err, cancelled) // recorded by out before its last event
 		switch {
 		case cancelled:
 			s.finishTrace(tr, statusClientGone, "cancelled")

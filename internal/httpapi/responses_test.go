@@ -267,9 +267,15 @@ func TestResponsesBackgroundPolled(t *testing.T) {
 		t.Fatalf("background answer = %s", got.RawJSON())
 	}
 	waitFor(t, func() bool { return len(s.Upstream.Requests()) == 1 })
+	// Running (its CLI has asked the model) is in progress, here and in
+	// the store any other meridian on the data dir reads.
 	running, err := c.Responses.Get(context.Background(), got.ID, responses.ResponseGetParams{})
-	if err != nil || running.Status != "in_progress" && running.Status != "queued" {
+	if err != nil || running.Status != "in_progress" {
 		t.Fatalf("while running: %v %s", err, running.RawJSON())
+	}
+	var stored string
+	if err := storeDB(t, s).QueryRow(`SELECT status FROM responses WHERE id = ?`, got.ID).Scan(&stored); err != nil || stored != "in_progress" {
+		t.Fatalf("the store says %q while it runs (%v)", stored, err)
 	}
 	close(gate)
 	done := waitStatus(t, c, got.ID)

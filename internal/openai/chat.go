@@ -95,4 +95,7 @@ type ResponseFormat struct {
 	Type   string // json_object or json_schema
 	Name   string
 	Schema []byte
+	// Field is where the request asked for it (response_format, or
+	// text.format on the Responses API), for the error of a misfit.
+	Field string
 }

@@ -173,13 +173,14 @@ func decodeFormat(top jsonbody.Object, req *ChatRequest) error {
 // nothing, json_object for any JSON; json_schema (more) still needs its
 // name and schema read.
 func formatType(path, typ string) (f *ResponseFormat, more bool, err error) {
+	field := strings.TrimSuffix(path, ".type")
 	switch typ {
 	case "text":
 		return nil, false, nil
 	case "json_object":
-		return &ResponseFormat{Type: typ}, false, nil
+		return &ResponseFormat{Type: typ, Field: field}, false, nil
 	case "json_schema":
-		return &ResponseFormat{Type: typ}, true, nil
+		return &ResponseFormat{Type: typ, Field: field}, true, nil
 	}
 	return nil, false, jsonbody.Errorf(path, "must be text, json_object or json_schema, got %q", typ)
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/schemacheck"
 )
 
-// response_format is emulated, honestly: the CLI cannot constrain the
+// response_format (text.format on the Responses API) is emulated, honestly: the CLI cannot constrain the
 // model's decoding, so the format reaches the model as an instruction in
 // the system prompt, the answer is held back until it is complete, and it
 // is checked before the client sees it. An answer wrapped in a Markdown
@@ -29,11 +29,16 @@ func (f *ResponseFormat) Instruction() string {
 		name, compactJSON(f.Schema))
 }
 
-// FormatError is an answer that does not fit the requested format.
-type FormatError struct{ Reason string }
+// FormatError is an answer that does not fit the requested format, asked
+// for in Field.
+type FormatError struct{ Field, Reason string }
 
 func (e *FormatError) Error() string {
-	return "the model's answer does not fit response_format: " + e.Reason
+	field := e.Field
+	if field == "" {
+		field = "response_format"
+	}
+	return "the model's answer does not fit " + field + ": " + e.Reason
 }
 
 // Check returns the answer as the client receives it, or why it does not
@@ -44,15 +49,15 @@ func (f *ResponseFormat) Check(text string) (string, error) {
 	case "json_object":
 		var obj map[string]json.RawMessage
 		if err := json.Unmarshal([]byte(text), &obj); err != nil || !strings.HasPrefix(text, "{") {
-			return "", &FormatError{Reason: "it is not a JSON object"}
+			return "", &FormatError{Field: f.Field, Reason: "it is not a JSON object"}
 		}
 	case "json_schema":
 		s, err := compileFormat(f.Schema)
 		if err != nil {
-			return "", &FormatError{Reason: err.Error()}
+			return "", &FormatError{Field: f.Field, Reason: err.Error()}
 		}
 		if err := s.Check([]byte(text)); err != nil {
-			return "", &FormatError{Reason: err.Error()}
+			return "", &FormatError{Field: f.Field, Reason: err.Error()}
 		}
 	}
 	return text, nil

@@ -254,6 +254,7 @@ type outItem struct {
 	kind      string // message, function_call, reasoning
 	id        string
 	done      bool
+	cut       bool // closed by a failure or cancellation: incomplete
 	text      []byte // message text, reasoning summary, call arguments
 	callID    string
 	name      string
@@ -288,7 +289,10 @@ func (m ResponseMeta) json(it *outItem) json.RawMessage {
 		it.sealed = m.sealer.Seal(it.thought)
 	}
 	status := StatusInProgress
-	if it.done {
+	switch {
+	case it.cut:
+		status = StatusIncomplete
+	case it.done:
 		status = StatusCompleted
 	}
 	var v any

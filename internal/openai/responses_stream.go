@@ -26,7 +26,9 @@ type ResponseEncoder struct {
 	// for the whole answer to check it.
 	held    []byte
 	created bool
-	final   *Response
+	// progressed: response.in_progress went out (the run began).
+	progressed bool
+	final      *Response
 }
 
 // NewResponseEncoder starts a response's encoder.
@@ -41,8 +43,15 @@ func (e *ResponseEncoder) Queued(dst []byte) []byte {
 	return e.event(dst, "response.created", map[string]any{"response": e.snapshot(StatusQueued)})
 }
 
+// InProgress writes response.in_progress: a queued response's run has
+// begun, before the model answers.
+func (e *ResponseEncoder) InProgress(dst []byte) []byte {
+	e.progressed = true
+	return e.event(dst, "response.in_progress", map[string]any{"response": e.snapshot(StatusInProgress)})
+}
+
 // Start writes response.created (unless Queued did) and
-// response.in_progress for the model that answers.
+// response.in_progress (unless InProgress did) for the model that answers.
 func (e *ResponseEncoder) Start(dst []byte, model string) []byte {
 	if model != "" {
 		e.model = model
@@ -52,6 +61,10 @@ func (e *ResponseEncoder) Start(dst []byte, model string) []byte {
 		e.created = true
 		dst = e.event(dst, "response.created", map[string]any{"response": snap})
 	}
+	if e.progressed {
+		return dst
+	}
+	e.progressed = true
 	return e.event(dst, "response.in_progress", map[string]any{"response": snap})
 }
 
@@ -59,7 +72,7 @@ func (e *ResponseEncoder) Start(dst []byte, model string) []byte {
 // the response so far is final. No event names a cancellation; the
 // stream simply ends.
 func (e *ResponseEncoder) Cancelled(dst []byte) []byte {
-	dst = e.closeOpen(dst)
+	dst = e.cutOpen(dst)
 	resp := e.snapshot(StatusCancelled)
 	e.final = &resp
 	return dst
@@ -301,7 +314,7 @@ func (e *ResponseEncoder) Finish(dst []byte, stopReason string, u anthropic.Usag
 
 // Fail ends the response as failed, with the error and its wait.
 func (e *ResponseEncoder) Fail(dst []byte, status int, message string, retryAfter int) []byte {
-	dst = e.closeOpen(dst)
+	dst = e.cutOpen(dst)
 	resp := e.meta.Failed(e.output(), status, message, retryAfter)
 	resp.Model = e.model
 	e.final = &resp
@@ -313,6 +326,17 @@ func (e *ResponseEncoder) Final() *Response { return e.final }
 
 // Seq is the sequence number the next event gets.
 func (e *ResponseEncoder) Seq() int { return e.seq }
+
+// cutOpen closes the items still open as incomplete: the response ended
+// before they did.
+func (e *ResponseEncoder) cutOpen(dst []byte) []byte {
+	for _, it := range e.items {
+		if !it.done {
+			it.cut = true
+		}
+	}
+	return e.closeOpen(dst)
+}
 
 func (e *ResponseEncoder) closeOpen(dst []byte) []byte {
 	for at, it := range e.items {

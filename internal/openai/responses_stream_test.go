@@ -218,8 +218,8 @@ func TestResponseEventsHoldTextForTheFormat(t *testing.T) {
 		t.Fatalf("final = %s", final.Output)
 	}
 	var fe *FormatError
-	if _, err := run(`{"m":1}`); !errors.As(err, &fe) {
-		t.Fatalf("err = %v", err)
+	if _, err := run(`{"m":1}`); !errors.As(err, &fe) || !strings.Contains(err.Error(), "text.format") {
+		t.Fatalf("err = %v, want a FormatError naming text.format", err)
 	}
 }
 
@@ -240,6 +240,14 @@ func TestResponseEventsOnFailureAndCancel(t *testing.T) {
 	}
 	if evs[len(evs)-2].Type != "response.output_item.done" {
 		t.Fatalf("the open item was not closed: %s", types(evs))
+	}
+	// The message the failure cut is incomplete, in its done event and in
+	// the failed response alike: it never completed.
+	if item := string(evs[len(evs)-2].Item); !strings.Contains(item, `"status":"incomplete"`) {
+		t.Fatalf("the cut message closed as %s", item)
+	}
+	if out := string(last.Response.Output[0]); !strings.Contains(out, `"status":"incomplete"`) || !strings.Contains(out, "par") {
+		t.Fatalf("the failed response holds %s", out)
 	}
 
 	c := NewResponseEncoder(req.Meta("resp_Y", 1, nil))

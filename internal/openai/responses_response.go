@@ -254,7 +254,7 @@ type outItem struct {
 	kind      string // message, function_call, reasoning
 	id        string
 	done      bool
-	cut       bool // closed by a failure or cancellation: incomplete
+	cut       bool   // closed by a failure or cancellation: incomplete
 	text      []byte // message text, reasoning summary, call arguments
 	callID    string
 	name      string

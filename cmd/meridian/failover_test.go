@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"os"
@@ -10,6 +11,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/openai/openai-go/v3"
+	oaioption "github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/meridian-gw/meridian/internal/testkit"
 )
@@ -180,5 +185,70 @@ func twoProfiles(t *testing.T, g *gatewayProc, keyA, keyB string) {
 	}
 	if out, code := p.run("", "default", "a"); code != 0 {
 		t.Fatalf("default: %s", out)
+	}
+}
+
+// Background responses go through the same dispatch as foreground ones:
+// refused by a for its rate limit, a background turn fails over to b, and
+// the conversation's next background turn stays with b although a has
+// reopened (profile affinity).
+func TestBackgroundResponsesFailOverAndKeepTheirProfile(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	const keyA, keyB = "sk-ant-a-SECRET", "sk-ant-b-SECRET"
+	var aRefuses atomic.Bool
+	var aCalls, bCalls atomic.Int32
+	g.up.Respond(func(r testkit.Request) testkit.Reply {
+		switch r.Header.Get("X-Api-Key") {
+		case keyA:
+			aCalls.Add(1)
+			if aRefuses.Load() {
+				return testkit.Reply{Status: 429, ErrorType: "rate_limit_error", ErrorMessage: "slow down"}
+			}
+			return testkit.Reply{Text: "a answered"}
+		case keyB:
+			bCalls.Add(1)
+		}
+		return testkit.Reply{Text: "b answered"}
+	})
+	twoProfiles(t, g, keyA, keyB)
+	g.start("--failover")
+	c := openai.NewClient(oaioption.WithBaseURL(g.url+"/v1"), oaioption.WithAPIKey("client-key"), oaioption.WithMaxRetries(0),
+		oaioption.WithHeader("X-Claude-Code-Session-Id", "bg-fo"))
+	ctx := context.Background()
+	run := func(p responses.ResponseNewParams) *responses.Response {
+		t.Helper()
+		p.Background = openai.Bool(true)
+		started, err := c.Responses.New(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got *responses.Response
+		if err := testkit.WaitFor(60*time.Second, func() error {
+			got, err = c.Responses.Get(ctx, started.ID, responses.ResponseGetParams{})
+			if err != nil {
+				return err
+			}
+			if got.Status == "queued" || got.Status == "in_progress" {
+				return fmt.Errorf("still %s", got.Status)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	aRefuses.Store(true)
+	first := run(responses.ResponseNewParams{Model: "test-model", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("first")}})
+	if first.Status != "completed" || first.OutputText() != "b answered" {
+		t.Fatalf("the refused background turn did not fail over: %s", first.RawJSON())
+	}
+	aRefuses.Store(false)
+	before := aCalls.Load()
+	p := responses.ResponseNewParams{Model: "test-model", Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("and then?")},
+		PreviousResponseID: openai.String(first.ID)}
+	second := run(p)
+	if second.Status != "completed" || second.OutputText() != "b answered" || aCalls.Load() != before {
+		t.Fatalf("the conversation's next background turn left b: %s (a asked %d more times)", second.RawJSON(), aCalls.Load()-before)
 	}
 }

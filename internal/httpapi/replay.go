@@ -7,12 +7,11 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/meridian-gw/meridian/internal/answers"
 	"github.com/meridian-gw/meridian/internal/anthropic"
+	"github.com/meridian-gw/meridian/internal/dispatch"
 	"github.com/meridian-gw/meridian/internal/gateway"
-	"github.com/meridian-gw/meridian/internal/journal"
 	"github.com/meridian-gw/meridian/internal/telemetry"
 )
 
@@ -44,19 +43,17 @@ func (s *Server) once(w http.ResponseWriter, r *http.Request, raw []byte, req *a
 		writeError(w, r, gateway.InvalidRequest("the request id (Idempotency-Key) is longer than 256 bytes"))
 		return
 	}
-	scope := credentialScope(r)
-	results := resultIDs(req)
-	if s.cfg.Answers == nil || (id == "" && len(results) == 0) {
-		s.retire(scope, results)
+	retry := dispatch.Retry{Scope: credentialScope(r), Named: id != "", Results: resultIDs(req)}
+	if id == "" && len(retry.Results) == 0 {
 		serve(w)
 		return
 	}
-	key := requestKey(r, id, raw)
-	saved, run, err := s.cfg.Answers.Begin(r.Context(), scope, key)
+	retry.Key = requestKey(r, id, raw)
+	saved, run, err := s.dispatch.Once(r.Context(), retry)
+	var ge *gateway.Error
 	switch {
-	case errors.Is(err, answers.ErrBusy):
-		writeError(w, r, &gateway.Error{Status: http.StatusTooManyRequests, Type: anthropic.ErrRateLimit, RetryAfter: time.Second,
-			Message: "too many identical requests are waiting for the first one's answer; retry shortly"})
+	case errors.As(err, &ge):
+		writeError(w, r, ge)
 		return
 	case err != nil:
 		return // the client left while it waited
@@ -69,47 +66,11 @@ func (s *Server) once(w http.ResponseWriter, r *http.Request, raw []byte, req *a
 		return
 	}
 	defer run.Done()
-	if id != "" && s.cfg.Journal != nil {
-		if err := s.cfg.Journal.Begin(r.Context(), key); err != nil {
-			writeError(w, r, s.journalError(err))
-			return
-		}
-		defer func() {
-			if err := s.cfg.Journal.End(r.Context(), key); err != nil {
-				s.log.Warn("could not clear a finished request from the journal", "err", err)
-			}
-		}()
-	}
-	s.retire(scope, results)
 	rec := &recorder{ResponseWriter: w, limit: s.cfg.AnswerBytes}
 	serve(rec)
 	if rec.done && !rec.over {
 		run.Save(answers.Answer{Status: rec.status, Header: rec.header, Body: rec.body, Calls: rec.calls})
 	}
-}
-
-// retire ends the replay of the answers whose tool calls these results
-// answer: the request that asked for them is now a new turn, not a retry.
-func (s *Server) retire(scope string, results []string) {
-	if s.cfg.Answers != nil {
-		s.cfg.Answers.Retire(scope, results)
-	}
-}
-
-func (s *Server) journalError(err error) *gateway.Error {
-	switch {
-	case errors.Is(err, journal.ErrUnknownOutcome):
-		return &gateway.Error{Status: http.StatusConflict, Type: "conflict_error", Message: "this request (same request id and body) " +
-			"started before meridian restarted and never finished: it may have run, and its outcome is unknown. " +
-			"It is not run a second time; send it with a new request id to run it again"}
-	case errors.Is(err, journal.ErrRunning):
-		return &gateway.Error{Status: http.StatusConflict, Type: "conflict_error", RetryAfter: time.Second,
-			Message: "an identical request (same request id and body) is running; retry when it has finished"}
-	case errors.Is(err, journal.ErrFull):
-		return overloaded("too many requests with request ids are unfinished; retry later")
-	}
-	s.log.Error("store: could not journal a request", "err", err)
-	return gateway.StoreUnavailable("record the request in its journal")
 }
 
 // requestKey names a request exactly: its route, its explicit id and its

@@ -67,3 +67,46 @@ func TestOpenAIRetriesAreReplayed(t *testing.T) {
 		t.Fatalf("chat retry: replayed %v/%v, ids %s/%s", replayed(r3), replayed(r4), x.ID, y.ID)
 	}
 }
+
+// A background response that delivers a tool batch's outputs retires the
+// saved answer that asked for them, as a foreground one does: the request
+// that got the batch, sent again, is no longer answered from its save.
+func TestBackgroundResultsRetireTheirSavedBatch(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{sessions: true})
+	s.Upstream.Respond(threeSteps)
+	c := s.chatClient()
+	history := []responses.ResponseInputItemUnionParam{responses.ResponseInputItemParamOfMessage("fix the build", responses.EasyInputMessageRoleUser)}
+	p := itemsParams(history...)
+	p.Tools, p.Store = responseTools(), openai.Bool(false)
+	first, err := c.Responses.New(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	history = append(history, echo(t, first)...)
+	history = append(history, responses.ResponseInputItemParamOfFunctionCallOutput("package main"))
+	history[len(history)-1].OfFunctionCallOutput.CallID = openai.String("toolu_1")
+	batch := itemsParams(history...)
+	batch.Tools, batch.Store = responseTools(), openai.Bool(false)
+	second, err := c.Responses.New(context.Background(), batch) // saved: it delivered results, its answer is toolu_2
+	if err != nil || len(calls(second)) != 1 {
+		t.Fatalf("second: %v", err)
+	}
+	history = append(history, echo(t, second)...)
+	history = append(history, responses.ResponseInputItemParamOfFunctionCallOutput("ok"))
+	history[len(history)-1].OfFunctionCallOutput.CallID = openai.String(calls(second)[0].CallID)
+	bg := itemsParams(history...)
+	bg.Tools, bg.Background = responseTools(), openai.Bool(true)
+	started, err := c.Responses.New(context.Background(), bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done := waitStatus(t, c, started.ID); done.Status != "completed" {
+		t.Fatalf("the background response: %s", done.RawJSON())
+	}
+	var again *http.Response
+	_, _ = c.Responses.New(context.Background(), batch, oaioption.WithResponseInto(&again))
+	if replayed(again) {
+		t.Fatal("the batch whose outputs a background response delivered was replayed from its save")
+	}
+}

@@ -21,6 +21,9 @@ type logOutput struct {
 	log  *responses.EventLog
 	buf  []byte
 	live string // queued, then in_progress once the run begins
+	// began: the model's answer started; until then a refused run may
+	// move to another profile.
+	began bool
 	// ended records the final response before its last event is logged,
 	// so a follower that continues it at once finds it finished.
 	ended func(openai.Response)
@@ -74,7 +77,18 @@ func (o *logOutput) do(f func(dst []byte) []byte) error {
 }
 
 func (o *logOutput) Start(st gateway.Start) error {
-	return o.do(func(dst []byte) []byte { return o.enc.start(dst, st) })
+	return o.do(func(dst []byte) []byte {
+		o.began = true
+		return o.enc.start(dst, st)
+	})
+}
+
+// Committed: the queued and in_progress events say nothing of who
+// answers, so a run is committed only once the model's answer began.
+func (o *logOutput) Committed() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.began
 }
 
 func (o *logOutput) BlockStart(index int, block json.RawMessage) error {

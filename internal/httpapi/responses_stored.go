@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/meridian-gw/meridian/internal/anthropic"
+	"github.com/meridian-gw/meridian/internal/dispatch"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/openai"
 	"github.com/meridian-gw/meridian/internal/responses"
@@ -99,14 +100,14 @@ func (s *Server) background(w http.ResponseWriter, r *http.Request, c *responseC
 	greq := c.greq
 	greq.Header = r.Header.Clone() // the job outlives the request
 	out := newLogOutput(c.meta, func(final openai.Response) { s.storeEnd(context.Background(), c, final) })
-	gw := s.gwFor(r.Context())
+	call := dispatch.Call{Request: greq, ID: c.id, Named: named(r.Context())}
 	// The request's record is the run's: it is finished when the run
 	// ends, with the run's tokens and outcome.
 	tr := telemetry.From(r.Context())
 	log, err := s.cfg.Jobs.Start(c.id, out.current, func(ctx context.Context, log *responses.EventLog) {
 		out.attach(log)
 		s.storeProgress(c, out.begin())
-		err := gw.Messages(telemetry.With(ctx, tr), greq, c.id, out)
+		err := s.dispatch.Answer(telemetry.With(ctx, tr), call, out)
 		cancelled := errors.Is(context.Cause(ctx), responses.ErrCancelled)
 		if err != nil && ctx.Err() != nil && !cancelled {
 			e := gateway.Unavailable("meridian shut down before this response finished; send the request again")

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/answers"
-	"github.com/meridian-gw/meridian/internal/failover"
+	"github.com/meridian-gw/meridian/internal/dispatch"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/journal"
 	"github.com/meridian-gw/meridian/internal/logring"
@@ -112,12 +112,10 @@ type Server struct {
 	gw      *gateway.Gateway
 	handler http.Handler
 	pages   *web.Pages
-	bench   failover.Bench // profiles refused for their rate limits, until when
-	// byName finds a profile's gateway; fallbacks are the profiles failover
-	// may move requests to, in priority order. Both are fixed at New.
-	byName    map[string]*gateway.Gateway
-	fallbacks []string
-	apiKey    [32]byte // digest of the key, compared in constant time
+	// dispatch chooses who answers each model request, and keeps what
+	// makes retries safe.
+	dispatch *dispatch.Dispatcher
+	apiKey   [32]byte // digest of the key, compared in constant time
 	hasKey    bool
 	// gate admits requests until the drain begins and counts those
 	// running: Serve returns after the last, or lastWait after cancelling
@@ -157,13 +155,9 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, gw: cfg.Gateway, pages: pages, byName: map[string]*gateway.Gateway{}, gate: newGate(), lastWait: DefaultLastWait}
-	for _, p := range cfg.Profiles {
-		s.byName[p.Name] = p.Gateway
-		if p.Fallback {
-			s.fallbacks = append(s.fallbacks, p.Name)
-		}
-	}
+	s := &Server{cfg: cfg, log: cfg.Logger, gw: cfg.Gateway, pages: pages, gate: newGate(), lastWait: DefaultLastWait,
+		dispatch: dispatch.New(dispatch.Config{Default: cfg.Gateway, Profiles: cfg.Profiles, Failover: cfg.Failover,
+			Answers: cfg.Answers, Journal: cfg.Journal, Logger: cfg.Logger})}
 	if cfg.APIKey != "" {
 		s.apiKey, s.hasKey = digest(cfg.APIKey), true
 	}

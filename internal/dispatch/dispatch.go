@@ -1,0 +1,179 @@
+// Package dispatch decides who answers a model request: the profile it
+// names, else the one that last served its conversation, else the
+// default; with failover, the next profile that is not benched when one
+// refuses for its rate limit before anything reached the client. It also
+// owns what makes a retried request safe: the saved answers a retry gets
+// instead of a second run, and the journal of requests with explicit ids.
+// Every API, and background runs, come through one entry point; dispatch
+// knows no transport.
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/meridian-gw/meridian/internal/answers"
+	"github.com/meridian-gw/meridian/internal/anthropic"
+	"github.com/meridian-gw/meridian/internal/failover"
+	"github.com/meridian-gw/meridian/internal/gateway"
+	"github.com/meridian-gw/meridian/internal/journal"
+)
+
+// Profile is a named profile's gateway.
+type Profile struct {
+	Name    string
+	Gateway *gateway.Gateway
+	// Fallback: failover may move requests of other profiles here. The
+	// environment's implicit profile may have no login of its own, so it
+	// answers only requests that chose it.
+	Fallback bool
+}
+
+// Config configures a Dispatcher.
+type Config struct {
+	// Default answers requests that name no profile; Profiles are every
+	// profile in priority order.
+	Default  *gateway.Gateway
+	Profiles []Profile
+	// Failover moves a request refused for a rate limit or overload,
+	// before anything reached its client, to the next profile that is
+	// not benched.
+	Failover bool
+	// Answers keeps completed answers for retries; Journal records the
+	// requests with explicit ids while they run. Either may be nil.
+	Answers *answers.Cache
+	Journal *journal.Journal
+	Logger  *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Dispatcher chooses the gateway for each request.
+type Dispatcher struct {
+	cfg   Config
+	log   *slog.Logger
+	bench failover.Bench // profiles refused for their rate limits, until when
+	// byName finds a profile's gateway; fallbacks are the profiles failover
+	// may move requests to, in priority order. Both are fixed at New.
+	byName    map[string]*gateway.Gateway
+	fallbacks []string
+}
+
+// New returns a Dispatcher.
+func New(cfg Config) *Dispatcher {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	d := &Dispatcher{cfg: cfg, log: cfg.Logger, byName: map[string]*gateway.Gateway{}}
+	for _, p := range cfg.Profiles {
+		d.byName[p.Name] = p.Gateway
+		if p.Fallback {
+			d.fallbacks = append(d.fallbacks, p.Name)
+		}
+	}
+	return d
+}
+
+// Default is the gateway of requests that name no profile.
+func (d *Dispatcher) Default() *gateway.Gateway { return d.cfg.Default }
+
+// Lookup finds a profile by name.
+func (d *Dispatcher) Lookup(name string) (*gateway.Gateway, bool) {
+	gw, ok := d.byName[name]
+	return gw, ok
+}
+
+// Names lists the profiles in priority order.
+func (d *Dispatcher) Names() []string {
+	names := make([]string, len(d.cfg.Profiles))
+	for i, p := range d.cfg.Profiles {
+		names[i] = p.Name
+	}
+	return names
+}
+
+// Gateways lists every profile's gateway once, in priority order; the
+// default alone when there are no named profiles.
+func (d *Dispatcher) Gateways() []*gateway.Gateway {
+	if len(d.cfg.Profiles) == 0 {
+		return []*gateway.Gateway{d.cfg.Default}
+	}
+	out := make([]*gateway.Gateway, len(d.cfg.Profiles))
+	for i, p := range d.cfg.Profiles {
+		out[i] = p.Gateway
+	}
+	return out
+}
+
+// Call is one model request as dispatch sees it.
+type Call struct {
+	Request gateway.Request
+	// ID is the response's id.
+	ID string
+	// Named is the profile the client chose; nil lets dispatch choose.
+	Named *gateway.Gateway
+	// Answering, when set, hears each profile that is about to answer
+	// (after a failover, the next), before it runs.
+	Answering func(profile string)
+}
+
+// Answer runs a model request on its profile: the one it names, else the
+// one that last served its conversation, else the default. With failover,
+// a refusal for a rate limit or overload before anything reached the
+// client benches that profile until its wait has passed and the request
+// goes to the next profile by priority that is not benched; when all are
+// benched the refusal is a 429 with the earliest reopening as its wait.
+func (d *Dispatcher) Answer(ctx context.Context, c Call, out gateway.Output) error {
+	chosen := c.Named
+	if chosen == nil {
+		chosen = d.cfg.Default
+		if len(d.cfg.Profiles) > 1 {
+			// A conversation stays with the profile that served it last
+			// (after a failover, the one it moved to), whatever the default.
+			if last, err := chosen.ServedBy(ctx, c.Request); err != nil {
+				d.log.Warn("could not look up the conversation's profile; the default serves it", "err", err)
+			} else if gw, ok := d.byName[last]; ok {
+				chosen = gw
+			}
+		}
+	}
+	answering := func(name string) {
+		if c.Answering != nil {
+			c.Answering(name)
+		}
+	}
+	if !d.cfg.Failover || len(d.cfg.Profiles) < 2 {
+		answering(chosen.Profile())
+		return chosen.Messages(ctx, c.Request, c.ID, out)
+	}
+	st, retryable := out.(gateway.Committer)
+	order, reopen := d.bench.Order(chosen.Profile(), d.fallbacks, d.cfg.Now())
+	for _, name := range order {
+		answering(name)
+		err := d.byName[name].Messages(ctx, c.Request, c.ID, out)
+		var ge *gateway.Error
+		if !errors.As(err, &ge) || (ge.Status != http.StatusTooManyRequests && ge.Status != anthropic.StatusOverloaded) ||
+			!retryable || st.Committed() || ctx.Err() != nil {
+			return err
+		}
+		until := d.bench.Put(name, d.cfg.Now(), ge.RetryAfter)
+		d.log.Warn("profile refused the request for its rate limit: benched, trying the next profile",
+			"profile", name, "status", ge.Status, "benched_until", until)
+		if reopen.IsZero() || until.Before(reopen) {
+			reopen = until
+		}
+	}
+	if len(order) == 0 {
+		answering(chosen.Profile())
+	}
+	wait := reopen.Sub(d.cfg.Now())
+	return &gateway.Error{Status: http.StatusTooManyRequests, Type: anthropic.ErrRateLimit, RetryAfter: wait,
+		Message: fmt.Sprintf("every profile is rate-limited; the first reopens in %s", wait.Round(time.Second))}
+}

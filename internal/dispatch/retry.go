@@ -1,0 +1,133 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/meridian-gw/meridian/internal/answers"
+	"github.com/meridian-gw/meridian/internal/anthropic"
+	"github.com/meridian-gw/meridian/internal/gateway"
+	"github.com/meridian-gw/meridian/internal/journal"
+	"github.com/meridian-gw/meridian/internal/retryafter"
+)
+
+// Retry is a request that may be the retry of one already answered: it
+// carries tool results (the same results twice can only be a retry), or
+// its client named it with an explicit id. Key names it exactly (its
+// route, id and body), within the credential Scope.
+type Retry struct {
+	Scope, Key string
+	// Named: the client gave the request an id, so it is journaled while
+	// it runs.
+	Named bool
+	// Results are the tool results the request delivers.
+	Results []string
+}
+
+// Run is the one run of a retriable request; Save its answer when it has
+// one, then call Done exactly once.
+type Run struct {
+	d     *Dispatcher
+	r     Retry
+	saved *answers.Run // nil without saved answers
+	ended bool         // the journal's entry, when there is one, is ended
+}
+
+// Once looks a retriable request up. It returns the saved answer of an
+// earlier run (nothing runs again); or, while an identical request runs,
+// waits for that run and returns its answer; or makes the caller the
+// request's run, journaled when the client named it. Refusals are
+// *gateway.Error: too many identical requests waiting, a request whose
+// outcome a crash left unknown, an identical one running elsewhere. A
+// request that begins to run retires the saved answers its tool results
+// answer: the request that asked for them is no longer a retry.
+func (d *Dispatcher) Once(ctx context.Context, r Retry) (*answers.Answer, *Run, error) {
+	run := &Run{d: d, r: r}
+	if d.cfg.Answers != nil {
+		saved, ar, err := d.cfg.Answers.Begin(ctx, r.Scope, r.Key)
+		switch {
+		case errors.Is(err, answers.ErrBusy):
+			return nil, nil, &gateway.Error{Status: http.StatusTooManyRequests, Type: anthropic.ErrRateLimit, RetryAfter: time.Second,
+				Message: "too many identical requests are waiting for the first one's answer; retry shortly"}
+		case err != nil:
+			return nil, nil, err // the client left while it waited
+		case saved != nil:
+			return saved, nil, nil
+		}
+		run.saved = ar
+	}
+	if r.Named && d.cfg.Journal != nil {
+		if err := d.cfg.Journal.Begin(ctx, r.Key); err != nil {
+			if run.saved != nil {
+				run.saved.Done()
+			}
+			if ctx.Err() != nil {
+				return nil, nil, ctx.Err()
+			}
+			return nil, nil, d.journalError(err)
+		}
+	} else {
+		run.ended = true
+	}
+	d.Retire(r.Scope, r.Results)
+	return nil, run, nil
+}
+
+// Save keeps the run's answer for its retries; the identical requests
+// waiting for it get it either way.
+func (r *Run) Save(a answers.Answer) {
+	if r.saved != nil {
+		r.saved.Save(a)
+	}
+}
+
+// Done ends the run: its journal entry is cleared and its waiters take its
+// answer, or one of them runs.
+func (r *Run) Done() {
+	if !r.ended {
+		r.ended = true
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := r.d.cfg.Journal.End(ctx, r.r.Key); err != nil {
+			r.d.log.Warn("store: could not clear a finished request from the journal", "err", err)
+		}
+	}
+	if r.saved != nil {
+		r.saved.Done()
+	}
+}
+
+// Retire forgets the saved answers whose tool calls these results answer:
+// the request that asked for them is now a new turn, not a retry. Every
+// request with tool results, retriable or not, background or not, does.
+func (d *Dispatcher) Retire(scope string, results []string) {
+	if d.cfg.Answers != nil {
+		d.cfg.Answers.Retire(scope, results)
+	}
+}
+
+// Saves reports whether requests of this kind can be answered again: with
+// saved answers kept, a retriable request is; without, only the journal
+// guards named ones.
+func (d *Dispatcher) Saves() bool { return d.cfg.Answers != nil }
+
+func (d *Dispatcher) journalError(err error) *gateway.Error {
+	switch {
+	case errors.Is(err, journal.ErrUnknownOutcome):
+		return &gateway.Error{Status: http.StatusConflict, Type: "conflict_error", Message: "this request (same request id and body) " +
+			"started before meridian restarted and never finished: it may have run, and its outcome is unknown. " +
+			"It is not run a second time; send it with a new request id to run it again"}
+	case errors.Is(err, journal.ErrRunning):
+		return &gateway.Error{Status: http.StatusConflict, Type: "conflict_error", RetryAfter: time.Second,
+			Message: "an identical request (same request id and body) is running; retry when it has finished"}
+	case errors.Is(err, journal.ErrFull):
+		e := &gateway.Error{Status: anthropic.StatusOverloaded, Type: anthropic.ErrOverloaded,
+			Message: "too many requests with request ids are unfinished; retry later"}
+		e.RetryAfter, e.WaitSource = retryafter.Compute(retryafter.Facts{Status: e.Status, Message: e.Message, Now: d.cfg.Now()})
+		return e
+	}
+	d.log.Error("store: could not journal a request", "err", err)
+	return gateway.StoreUnavailable("record the request in its journal")
+}

@@ -116,7 +116,7 @@ type Server struct {
 	// makes retries safe.
 	dispatch *dispatch.Dispatcher
 	apiKey   [32]byte // digest of the key, compared in constant time
-	hasKey    bool
+	hasKey   bool
 	// gate admits requests until the drain begins and counts those
 	// running: Serve returns after the last, or lastWait after cancelling
 	// them.

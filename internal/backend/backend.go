@@ -68,6 +68,12 @@ type Freezer interface {
 	Thaw() error
 }
 
+// Closer is a Backend with work of its own (a check it runs for its
+// callers, say) that ends when its gateway closes.
+type Closer interface {
+	Close()
+}
+
 // Measurer is a Session that can say how much memory its process holds,
 // in bytes (its proportional share, PSS, where the system tells).
 type Measurer interface {

@@ -110,6 +110,9 @@ func (g *Gateway) Close() {
 	g.spares.wg.Wait() // spares being started land in the pool, which closes them
 	g.pool.Close()
 	g.probes.Wait()
+	if c, ok := g.cfg.Backend.(backend.Closer); ok {
+		c.Close()
+	}
 }
 
 // Models lists the backend's models, cached.

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/backend"
@@ -34,8 +35,6 @@ const InstallHint = "install Antigravity's CLI (agy) and sign in once by running
 
 // Defaults for Config.
 const (
-	DefaultExitGrace   = 2 * time.Second
-	DefaultKillGrace   = 2 * time.Second
 	DefaultTurnTimeout = 30 * time.Minute
 )
 
@@ -50,7 +49,8 @@ type Config struct {
 	Launcher    subproc.Launcher
 	Logger      *slog.Logger
 	// ExitGrace is how long a closed session may take to exit before its
-	// group gets SIGTERM, and KillGrace how long after that before SIGKILL.
+	// group gets SIGTERM, and KillGrace how long after that before SIGKILL
+	// (0: subproc's defaults).
 	ExitGrace, KillGrace time.Duration
 	// TurnTimeout is agy's --print-timeout: how long one turn may run.
 	TurnTimeout time.Duration
@@ -62,11 +62,29 @@ type Config struct {
 	GateCommand string
 }
 
+// What the driver and its sessions are, checked by the compiler: a
+// renamed capability method fails the build instead of silently dropping
+// the capability.
+var (
+	_ backend.Backend       = (*Driver)(nil)
+	_ backend.Inspector     = (*Driver)(nil)
+	_ backend.PlanReader    = (*Driver)(nil)
+	_ backend.EndOnly       = (*Driver)(nil)
+	_ backend.ModelResolver = (*Driver)(nil)
+	_ backend.Closer        = (*Driver)(nil)
+	_ backend.Session       = (*Session)(nil)
+)
+
 // Driver starts agy sessions and answers what the gateway asks about agy.
 type Driver struct {
 	cfg       Config
 	log       *slog.Logger
 	readiness readiness
+	// checks are the readiness checks running for callers; closing ends
+	// them when the driver closes.
+	checks  sync.WaitGroup
+	closing context.Context
+	stop    context.CancelFunc
 }
 
 // New returns a Driver.
@@ -83,16 +101,18 @@ func New(cfg Config) *Driver {
 	if cfg.SessionRoot == "" {
 		cfg.SessionRoot = filepath.Join(os.TempDir(), "meridian-agy")
 	}
-	if cfg.ExitGrace <= 0 {
-		cfg.ExitGrace = DefaultExitGrace
-	}
-	if cfg.KillGrace <= 0 {
-		cfg.KillGrace = DefaultKillGrace
-	}
 	if cfg.TurnTimeout <= 0 {
 		cfg.TurnTimeout = DefaultTurnTimeout
 	}
-	return &Driver{cfg: cfg, log: cfg.Logger}
+	closing, stop := context.WithCancel(context.Background())
+	return &Driver{cfg: cfg, log: cfg.Logger, closing: closing, stop: stop}
+}
+
+// Close ends the readiness check that may be running and joins it.
+// Sessions are closed by their owner.
+func (d *Driver) Close() {
+	d.stop()
+	d.checks.Wait()
 }
 
 // ResumesAtEndOnly implements backend.EndOnly: agy continues a

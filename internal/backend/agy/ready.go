@@ -41,7 +41,7 @@ func (d *Driver) ready(ctx context.Context) error {
 	if running == nil {
 		running = make(chan struct{})
 		r.running = running
-		go d.check(running)
+		d.checks.Go(func() { d.check(running) })
 	}
 	r.mu.Unlock()
 	select {
@@ -54,9 +54,10 @@ func (d *Driver) ready(ctx context.Context) error {
 	return r.withWait(r.err)
 }
 
-// check asks agy, detached from any one caller.
+// check asks agy, detached from any one caller; the driver's Close ends
+// and joins it.
 func (d *Driver) check(done chan struct{}) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(d.closing, 30*time.Second)
 	defer cancel()
 	err := d.probe(ctx)
 	r := &d.readiness

@@ -1,7 +1,7 @@
 package agy
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/backend"
@@ -28,25 +27,23 @@ const denyAll = `{"meridian-gate":{"enabled":true,"PreToolUse":[{"matcher":"*","
 	`"command":"printf '%s' '{\"decision\":\"deny\",\"reason\":\"this session runs no tools of its own\"}'","timeout":30}]}]}}`
 
 // Session is one live agy process: a persistent stream-json session on
-// one conversation. Turns run one at a time.
+// one conversation. Turns run one at a time. Its lifecycle (readers,
+// exit, staged close) is subproc's, as claude's is.
 type Session struct {
 	d      *Driver
-	proc   subproc.Proc
+	sp     *subproc.Process
 	dir    string // the private session folder
 	resume string // the conversation asked for, "" for a new one
 	model  string
 
-	lines      chan []byte   // stdout lines; closed when stdout ends
-	exited     chan struct{} // closed once the process is joined
-	stderrDone chan struct{}
-	waitErr    error
+	lines    chan []byte   // stdout lines; closed when stdout ends
+	stopping chan struct{} // closed when Close begins: lines are dropped
 
 	mu       sync.Mutex
 	id       string        // the conversation, from init
 	init     *events.Init  // nil until init came
 	prev     *events.Usage // the conversation's totals after the last turn
-	stderr   strings.Builder
-	agyError string // the turn's last AGY_ERROR line
+	agyError string        // the turn's last AGY_ERROR line
 	// agyErrorSeen wakes a failed turn waiting for that line.
 	agyErrorSeen chan struct{}
 	softDeny     atomic.Bool // agy's stderr carried its headless auto-deny notice
@@ -87,7 +84,11 @@ func (d *Driver) Start(ctx context.Context, opts backend.StartOptions) (backend.
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	proc, err := d.cfg.Launcher.Launch(subproc.Spec{Path: path, Args: d.args(opts, dir, tools != nil), Env: d.env(), Dir: opts.Dir})
+	s := &Session{d: d, dir: dir, resume: opts.Resume, model: opts.Model, tools: tools,
+		lines: make(chan []byte, 64), stopping: make(chan struct{}), agyErrorSeen: make(chan struct{}, 1)}
+	s.sp, err = subproc.Start(d.cfg.Launcher, subproc.Spec{Path: path, Args: d.args(opts, dir, tools != nil), Env: d.env(), Dir: opts.Dir},
+		subproc.Options{Name: "agy", ExitGrace: d.cfg.ExitGrace, KillGrace: d.cfg.KillGrace, Log: d.log,
+			Line: s.stdoutLine, StdoutEnd: func() { close(s.lines) }, Stderr: s.stderrLine})
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("start agy: %w", err)
@@ -95,14 +96,6 @@ func (d *Driver) Start(ctx context.Context, opts backend.StartOptions) (backend.
 	if tools != nil {
 		d.cfg.Endpoints.add(tools)
 	}
-	s := &Session{d: d, proc: proc, dir: dir, resume: opts.Resume, model: opts.Model, tools: tools,
-		lines: make(chan []byte, 64), exited: make(chan struct{}), stderrDone: make(chan struct{}), agyErrorSeen: make(chan struct{}, 1)}
-	go s.readStdout()
-	go s.readStderr()
-	go func() {
-		s.waitErr = proc.Wait()
-		close(s.exited)
-	}()
 	return s, nil
 }
 
@@ -166,54 +159,39 @@ func (d *Driver) sessionFiles(dir string, tools []backend.Tool) (*endpoint, erro
 	return e, nil
 }
 
-func (s *Session) readStdout() {
-	defer close(s.lines)
-	r := bufio.NewReaderSize(s.proc.Stdout(), 64<<10)
-	for {
-		line, err := r.ReadBytes('\n')
-		if len(line) > 0 && err == nil {
-			s.lines <- line[:len(line)-1]
-		}
-		if err != nil {
-			if len(line) > 0 {
-				s.d.log.Warn("agy's output broke off mid-line", "line", truncate(line, 200))
-			}
-			return
-		}
+// stdoutLine hands a stdout line to the turn that reads it; once Close
+// began, nobody does.
+func (s *Session) stdoutLine(line []byte, _ bool) {
+	select {
+	case s.lines <- bytes.Clone(line):
+	case <-s.stopping:
 	}
 }
 
-// readStderr keeps the tail of agy's stderr for error reports and watches
-// for the notices a driver must act on.
-func (s *Session) readStderr() {
-	defer close(s.stderrDone)
-	sc := bufio.NewScanner(s.proc.Stderr())
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "jetski: no output produced"):
-			s.softDeny.Store(true)
-		case strings.HasPrefix(line, "warning: conversation") && strings.HasSuffix(line, "not found"):
-			s.replaced.Store(true)
-		case strings.HasPrefix(line, events.AGYErrorPrefix):
-			s.d.log.Warn("agy reported an error", "line", truncate([]byte(line), 500))
-			s.mu.Lock()
-			s.agyError = truncate([]byte(line), 4<<10)
-			s.mu.Unlock()
-			select {
-			case s.agyErrorSeen <- struct{}{}:
-			default:
-			}
-		}
-		s.d.log.Debug("agy stderr", "line", line)
+// stderrLine watches agy's stderr for the notices a driver must act on;
+// subproc keeps its tail for error reports.
+func (s *Session) stderrLine(b []byte) {
+	line := string(b)
+	switch {
+	case strings.HasPrefix(line, "jetski: no output produced"):
+		s.softDeny.Store(true)
+	case strings.HasPrefix(line, "warning: conversation") && strings.HasSuffix(line, "not found"):
+		s.replaced.Store(true)
+	case strings.HasPrefix(line, events.AGYErrorPrefix):
+		s.d.log.Warn("agy reported an error", "line", truncate(b, 500))
 		s.mu.Lock()
-		if s.stderr.Len() < 4<<10 {
-			s.stderr.WriteString(line + "\n")
-		}
+		s.agyError = truncate(b, 4<<10)
 		s.mu.Unlock()
+		select {
+		case s.agyErrorSeen <- struct{}{}:
+		default:
+		}
 	}
+	s.d.log.Debug("agy stderr", "line", line)
 }
+
+// Pid is agy's process id.
+func (s *Session) Pid() int { return s.sp.Pid() }
 
 // Dir is the session's private folder: its gate, and agy's log.
 func (s *Session) Dir() string { return s.dir }
@@ -227,15 +205,7 @@ func (s *Session) ID() string {
 
 // Alive reports whether the session can take a turn.
 func (s *Session) Alive() bool {
-	if s.dead.Load() {
-		return false
-	}
-	select {
-	case <-s.exited:
-		return false
-	default:
-		return true
-	}
+	return !s.dead.Load() && !s.sp.Gone()
 }
 
 // awaitInit reads init. A conversation agy did not know is a stale
@@ -245,7 +215,7 @@ func (s *Session) awaitInit(ctx context.Context) (*backend.Failure, error) {
 	if s.init != nil {
 		return nil, nil
 	}
-	exited := s.exited
+	exited := s.sp.Exited()
 	for {
 		select {
 		case line, ok := <-s.lines:
@@ -260,7 +230,7 @@ func (s *Session) awaitInit(ctx context.Context) (*backend.Failure, error) {
 			// awaited (a child may hold stdout).
 			s.kill()
 			exited = nil
-			time.AfterFunc(50*time.Millisecond, func() { _ = s.proc.Stdout().Close() })
+			s.sp.CloseStdoutSoon(50 * time.Millisecond)
 		case <-ctx.Done():
 			s.kill()
 			return nil, ctx.Err()
@@ -302,30 +272,13 @@ func (s *Session) abort(err error) error {
 // kill ends the process group at once; Close still joins it.
 func (s *Session) kill() {
 	s.dead.Store(true)
-	_ = s.proc.Signal(syscall.SIGKILL)
+	s.sp.Kill()
 }
 
 // exitFailure describes a process that ended before its turn did.
 func (s *Session) exitFailure() *backend.Failure {
-	select {
-	case <-s.exited:
-	case <-time.After(s.d.cfg.ExitGrace):
-	}
-	select {
-	case <-s.stderrDone:
-	case <-time.After(s.d.cfg.ExitGrace):
-	}
+	msg := s.sp.ExitReport()
 	s.dead.Store(true)
-	msg := "agy exited"
-	if s.waitErr != nil {
-		msg += " (" + s.waitErr.Error() + ")"
-	}
-	s.mu.Lock()
-	tail := strings.TrimSpace(s.stderr.String())
-	s.mu.Unlock()
-	if tail != "" {
-		msg += ": " + tail
-	}
 	return &backend.Failure{Kind: backend.FailBackend, Message: msg}
 }
 
@@ -335,29 +288,17 @@ func (s *Session) exitFailure() *backend.Failure {
 func (s *Session) Close() error {
 	s.closed.Do(func() {
 		s.dead.Store(true)
-		s.mu.Lock()
-		held := len(s.calls) > 0
-		s.mu.Unlock()
-		if held {
-			// A turn waits on client tools: agy would wait on them rather
-			// than read the end of its input.
-			s.kill()
-		}
-		_ = s.proc.Stdin().Close()
-		if !s.waitExited(s.d.cfg.ExitGrace) {
-			_ = s.proc.Signal(syscall.SIGTERM)
-			if !s.waitExited(s.d.cfg.KillGrace) {
-				_ = s.proc.Signal(syscall.SIGKILL)
-				<-s.exited
+		s.sp.Close(func() {
+			close(s.stopping)
+			s.mu.Lock()
+			held := len(s.calls) > 0
+			s.mu.Unlock()
+			if held {
+				// A turn waits on client tools: agy would wait on them
+				// rather than read the end of its input.
+				s.kill()
 			}
-		}
-		// A child that kept stdout open does not hold the join up.
-		_ = s.proc.Signal(syscall.SIGKILL)
-		_ = s.proc.Stdout().Close()
-		_ = s.proc.Stderr().Close()
-		for range s.lines {
-		}
-		<-s.stderrDone
+		})
 		if s.tools != nil {
 			// Only now: released earlier, a held call would let agy go on
 			// with the turn.
@@ -368,15 +309,6 @@ func (s *Session) Close() error {
 		_ = os.RemoveAll(s.dir)
 	})
 	return nil
-}
-
-func (s *Session) waitExited(d time.Duration) bool {
-	select {
-	case <-s.exited:
-		return true
-	case <-time.After(d):
-		return false
-	}
 }
 
 func truncate(b []byte, n int) string {

@@ -53,7 +53,10 @@ func (s *Session) Turn(ctx context.Context, in backend.Input, emit func(*backend
 		}
 		line, _ := json.Marshal(map[string]any{"event": "user", "message": map[string]any{
 			"role": "user", "content": []map[string]string{{"type": "text", "text": prompt}}}})
-		if _, err := s.proc.Stdin().Write(append(line, '\n')); err != nil {
+		if err := s.sp.Write(ctx, append(line, '\n')); err != nil {
+			if ctx.Err() != nil {
+				return nil, s.abort(ctx.Err())
+			}
 			return &backend.Result{SessionID: s.ID(), Failure: s.exitFailure()}, nil
 		}
 		s.mu.Lock()
@@ -99,7 +102,7 @@ func (s *Session) Turn(ctx context.Context, in backend.Input, emit func(*backend
 			calls := r.arrived
 			r.arrived, r.late = nil, nil
 			err = r.handOut(calls...)
-		case <-s.exited:
+		case <-s.sp.Exited():
 			// Gone, perhaps right after its result. What it wrote is read
 			// first, briefly: a child it left may hold stdout open, so EOF
 			// is not awaited; the group is killed so nothing keeps writing.

@@ -28,6 +28,7 @@ var (
 	_ backend.Backend      = (*Driver)(nil)
 	_ backend.Inspector    = (*Driver)(nil)
 	_ backend.SpareBackend = (*Driver)(nil)
+	_ backend.PlanReader   = (*Driver)(nil)
 	_ backend.Binder       = (*Process)(nil)
 	_ backend.Session      = (*Process)(nil)
 	_ backend.Freezer      = (*Process)(nil)

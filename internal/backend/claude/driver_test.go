@@ -300,3 +300,30 @@ func TestFreezeAndThaw(t *testing.T) {
 	}
 	testkit.WaitNoProcesses(t, marker, 5*time.Second)
 }
+
+// A stderr line over the kept bound (here 2 MiB, past the 1 MiB) does not
+// end the stderr reader: the CLI then writes more stderr than a pipe holds
+// unread, and its turn still completes instead of sitting until the stall
+// timeout.
+func TestALongStderrLineDoesNotStallTheTurn(t *testing.T) {
+	t.Parallel()
+	path, scriptEnv := testkit.FakeClaude(t, "@user", "@stderr-bytes 2097152", testkit.FakeInit, testkit.FakeMessageStart, testkit.FakeTextStart,
+		testkit.FakeTextDelta("hi"), testkit.FakeTextStop, testkit.FakeMessageDelta, testkit.FakeMessageStop, testkit.FakeResult)
+	env, marker := testkit.ClaudeEnv(t, "http://127.0.0.1:1")
+	d := claude.New(claude.Config{Path: path, Env: append(env, scriptEnv)})
+	s, err := d.Start(context.Background(), backend.StartOptions{Model: "test-model", Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		s.Close()
+		testkit.WaitNoProcesses(t, marker, 5*time.Second)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	var c collector
+	res, err := s.Turn(ctx, userText("hello"), c.emit)
+	if err != nil || res.Failure != nil {
+		t.Fatalf("the turn after a long stderr line: %v %+v", err, res)
+	}
+}

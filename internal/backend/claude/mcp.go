@@ -145,7 +145,7 @@ func (p *Process) SetTools(ctx context.Context, tools []backend.Tool) error {
 	select {
 	case <-listed:
 		return nil
-	case <-p.readerDone:
+	case <-p.sp.StdoutDone():
 		return p.toolsLost(errors.New(p.exitError()))
 	case <-ctx.Done():
 		return p.toolsLost(fmt.Errorf("claude did not read the new tool list: %w", ctx.Err()))

@@ -1,42 +1,32 @@
 package claude
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strconv"
 	"sync"
 	"syscall"
-	"time"
+
+	"github.com/meridian-gw/meridian/internal/backend/subproc"
 )
 
-// maxLineBytes bounds one stdout line. Tool results can make lines large;
-// anything beyond this is a broken stream, not a message.
-const maxLineBytes = 64 << 20
-
-// stderrTailBytes is how much of the CLI's stderr is kept for error reports.
-const stderrTailBytes = 8 << 10
-
-// Process is one running claude CLI. It implements backend.Session.
+// Process is one running claude CLI. It implements backend.Session. Its
+// lifecycle (readers, exit, staged close) is subproc's, as agy's is.
 type Process struct {
 	d    *Driver
 	proc Proc
+	sp   *subproc.Process
 	log  *slog.Logger
 
 	writeMu sync.Mutex
 	wbuf    []byte
 
-	lines      chan *line    // turn output, in order
-	stopping   chan struct{} // closed when Close begins; the reader stops delivering
-	readerDone chan struct{}
-	stderrDone chan struct{}
-	exited     chan struct{} // closed once Wait returned
-	waitErr    error
+	lines    chan *line    // turn output, in order; closed when stdout ends
+	stopping chan struct{} // closed when Close begins; the reader stops delivering
 
 	tools      *toolset // nil without client tools; replaced only by SetTools, under mu
 	autonomous bool     // every permission request is granted
@@ -53,38 +43,25 @@ type Process struct {
 	listed    chan struct{} // closed when the CLI re-reads the tools SetTools set
 	frozen    bool          // stopped by Freeze
 	unbound   bool          // a spare: no initialize written yet
-
-	stderr tailBuffer
-
-	closeOnce sync.Once
 }
 
 func newProcess(d *Driver, proc Proc) *Process {
 	p := &Process{
-		d:          d,
-		proc:       proc,
-		log:        d.log.With("pid", proc.Pid()),
-		lines:      make(chan *line, 256),
-		stopping:   make(chan struct{}),
-		readerDone: make(chan struct{}),
-		stderrDone: make(chan struct{}),
-		exited:     make(chan struct{}),
+		d:        d,
+		proc:     proc,
+		log:      d.log.With("pid", proc.Pid()),
+		lines:    make(chan *line, 256),
+		stopping: make(chan struct{}),
 	}
-	go p.readLoop()
-	go p.stderrLoop()
-	go func() {
-		p.waitErr = proc.Wait()
-		close(p.exited)
-	}()
+	p.sp = subproc.Watch(proc, subproc.Options{Name: "claude", ExitGrace: d.cfg.ExitGrace, KillGrace: d.cfg.KillGrace, Log: p.log,
+		Line: p.dispatch, StdoutEnd: func() { close(p.lines) }, Stderr: p.stderrLine})
 	return p
 }
 
 // Alive implements backend.Session.
 func (p *Process) Alive() bool {
-	select {
-	case <-p.exited:
+	if p.sp.Gone() {
 		return false
-	default:
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -160,8 +137,8 @@ func (p *Process) request(ctx context.Context, prefix string, req any) (json.Raw
 			return nil, fmt.Errorf("claude refused %s: %s", prefix, resp.Error)
 		}
 		return resp.Response, nil
-	case <-p.readerDone:
-		return nil, errors.New(p.exitError())
+	case <-p.sp.StdoutDone():
+		return nil, errors.New(p.sp.ExitReport())
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -179,12 +156,13 @@ func (p *Process) interrupt() error {
 
 // writeJSON writes one line to the CLI's stdin.
 func (p *Process) writeJSON(v any) error {
-	_, err := p.writeLine(v)
+	_, err := p.writeLine(context.Background(), v)
 	return err
 }
 
-// writeLine writes one line to the CLI's stdin and reports its size.
-func (p *Process) writeLine(v any) (int, error) {
+// writeLine writes one line to the CLI's stdin and reports its size. When
+// ctx ends mid-write, stdin is closed: the process takes no more input.
+func (p *Process) writeLine(ctx context.Context, v any) (int, error) {
 	p.writeMu.Lock()
 	defer p.writeMu.Unlock()
 	buf := bytes.NewBuffer(p.wbuf[:0])
@@ -195,8 +173,8 @@ func (p *Process) writeLine(v any) (int, error) {
 	}
 	p.wbuf = buf.Bytes()
 	n := len(p.wbuf)
-	if _, err := p.proc.Stdin().Write(p.wbuf); err != nil {
-		return 0, fmt.Errorf("write to claude: %w", err)
+	if err := p.sp.Write(ctx, p.wbuf); err != nil {
+		return 0, err
 	}
 	if cap(p.wbuf) > 1<<20 {
 		p.wbuf = nil // do not pin a large prompt's buffer for the process's life
@@ -204,57 +182,12 @@ func (p *Process) writeLine(v any) (int, error) {
 	return n, nil
 }
 
-func (p *Process) readLoop() {
-	defer close(p.readerDone)
-	defer close(p.lines)
-	r := bufio.NewReaderSize(p.proc.Stdout(), 16<<10)
-	var long []byte
-	for {
-		chunk, err := r.ReadSlice('\n')
-		switch {
-		case errors.Is(err, bufio.ErrBufferFull):
-			if len(long)+len(chunk) > maxLineBytes {
-				p.log.Error("claude wrote a line beyond the size bound; dropping it", "bytes", len(long)+len(chunk))
-				long = long[:0]
-				p.discardRestOfLine(r)
-				continue
-			}
-			long = append(long, chunk...)
-			continue
-		case len(long) > 0:
-			chunk = append(long, chunk...)
-			long = long[:0]
-			if cap(long) > 1<<20 {
-				long = nil // a rare huge line should not pin its buffer
-			}
-		}
-		if len(bytes.TrimSpace(chunk)) > 0 {
-			if tap := p.d.cfg.Tap; tap != nil {
-				_, _ = tap.Write(chunk)
-			}
-			p.dispatch(chunk, r.Buffered() > 0)
-		}
-		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, syscall.EBADF) {
-				p.log.Debug("claude stdout closed", "err", err)
-			}
-			return
-		}
-	}
-}
-
-func (p *Process) discardRestOfLine(r *bufio.Reader) {
-	for {
-		_, err := r.ReadSlice('\n')
-		if !errors.Is(err, bufio.ErrBufferFull) {
-			return
-		}
-	}
-}
-
 // dispatch routes one stdout line: control traffic is answered here, the
-// rest goes to the running turn.
+// rest goes to the running turn. It runs on the stdout reader.
 func (p *Process) dispatch(raw []byte, more bool) {
+	if tap := p.d.cfg.Tap; tap != nil {
+		_, _ = tap.Write(append(raw, '\n'))
+	}
 	l := new(line)
 	if err := json.Unmarshal(raw, l); err != nil {
 		p.log.Warn("claude wrote a line that is not JSON; ignoring it", "line", truncate(raw, 200))
@@ -327,51 +260,27 @@ func (p *Process) answer(l *line) {
 	}
 }
 
-func (p *Process) stderrLoop() {
-	defer close(p.stderrDone)
-	sc := bufio.NewScanner(p.proc.Stderr())
-	sc.Buffer(make([]byte, 0, 4096), 1<<20)
-	for sc.Scan() {
-		b := sc.Bytes()
-		p.stderr.Write(b)
-		if w := p.d.cfg.Stderr; w != nil {
-			_, _ = w.Write(b)
-			_, _ = w.Write([]byte{'\n'})
-		}
-		if p.log.Enabled(context.Background(), slog.LevelDebug) {
-			p.log.Debug("claude stderr", "line", string(b))
-		}
+// stderrLine passes a stderr line on, to the configured writer and the
+// debug log; subproc keeps its tail.
+func (p *Process) stderrLine(b []byte) {
+	if w := p.d.cfg.Stderr; w != nil {
+		_, _ = w.Write(b)
+		_, _ = w.Write([]byte{'\n'})
+	}
+	if p.log.Enabled(context.Background(), slog.LevelDebug) {
+		p.log.Debug("claude stderr", "line", string(b))
 	}
 }
 
 // exitError describes how the process ended, for error reports.
-func (p *Process) exitError() string {
-	select {
-	case <-p.exited:
-	case <-time.After(p.d.cfg.ExitGrace):
-		return "claude stopped producing output"
-	}
-	// Let stderr drain: the last words are usually the reason.
-	select {
-	case <-p.stderrDone:
-	case <-time.After(p.d.cfg.ExitGrace):
-	}
-	msg := "claude exited"
-	if p.waitErr != nil {
-		msg += " (" + p.waitErr.Error() + ")"
-	}
-	if tail := p.stderr.String(); tail != "" {
-		msg += ": " + tail
-	}
-	return msg
-}
+func (p *Process) exitError() string { return p.sp.ExitReport() }
 
 // Close ends the process and joins it: stdin is closed so the CLI exits on
 // its own; if it does not within ExitGrace the group gets SIGTERM, then
 // SIGKILL after KillGrace. Close returns only when the process and its
 // readers are gone.
 func (p *Process) Close() error {
-	p.closeOnce.Do(func() {
+	p.sp.Close(func() {
 		close(p.stopping)
 		p.mu.Lock()
 		paused, frozen := p.paused, p.frozen
@@ -386,67 +295,8 @@ func (p *Process) Close() error {
 			// come: end the turn so it can exit.
 			_ = p.interrupt()
 		}
-		_ = p.proc.Stdin().Close()
-		if !p.waitExited(p.d.cfg.ExitGrace) {
-			p.log.Debug("claude did not exit after stdin closed; terminating")
-			_ = p.proc.Signal(syscall.SIGTERM)
-			if !p.waitExited(p.d.cfg.KillGrace) {
-				p.log.Warn("claude ignored SIGTERM; killing")
-				_ = p.proc.Signal(syscall.SIGKILL)
-				<-p.exited
-			}
-		}
-		// Anything the CLI started in its group goes with it.
-		_ = p.proc.Signal(syscall.SIGKILL)
-		for _, done := range []chan struct{}{p.readerDone, p.stderrDone} {
-			select {
-			case <-done:
-			case <-time.After(p.d.cfg.ExitGrace):
-				// A descendant outside the group may hold the pipe open.
-				_ = p.proc.Stdout().Close()
-				_ = p.proc.Stderr().Close()
-				<-done
-			}
-		}
-		_ = p.proc.Stdout().Close()
-		_ = p.proc.Stderr().Close()
 	})
 	return nil
-}
-
-func (p *Process) waitExited(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-p.exited:
-		return true
-	case <-t.C:
-		return false
-	}
-}
-
-// tailBuffer keeps the last stderrTailBytes of what was written.
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (t *tailBuffer) Write(b []byte) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.buf) > 0 {
-		t.buf = append(t.buf, '\n')
-	}
-	t.buf = append(t.buf, b...)
-	if over := len(t.buf) - stderrTailBytes; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(bytes.TrimSpace(t.buf))
 }
 
 func truncate(b []byte, n int) string {

@@ -149,9 +149,7 @@ func knownKind(t string) bool {
 // writeUser sends the user message. A cancelled context aborts a write the
 // CLI is not reading, by closing stdin.
 func (p *Process) writeUser(ctx context.Context, content []json.RawMessage) (int, error) {
-	stop := context.AfterFunc(ctx, func() { _ = p.proc.Stdin().Close() })
-	defer stop()
-	return p.writeLine(userLine{
+	return p.writeLine(ctx, userLine{
 		Type:    "user",
 		Message: userMessage{Role: "user", Content: guardSlashCommand(content)},
 	})

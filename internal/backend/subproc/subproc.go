@@ -1,6 +1,10 @@
-// Package subproc starts a backend CLI as a subprocess in its own process
-// group, with pipes the driver reads and closes on its own schedule, and
-// signals the whole group. Both CLI drivers launch through it.
+// Package subproc owns a backend CLI's process lifecycle, once for every
+// driver: it starts the CLI in its own process group with pipes of its
+// own, reads stdout line by line under a bound and keeps stderr drained
+// (its tail kept for reports), lets a context end a blocked stdin write,
+// records the exit once, and closes in stages (stdin, SIGTERM, SIGKILL to
+// the group) that always join the process and its readers. Both CLI
+// drivers run their processes through it.
 package subproc
 
 import (

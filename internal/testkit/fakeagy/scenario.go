@@ -61,9 +61,14 @@ type turn struct {
 	// AgyError is written to stderr as an AGY_ERROR line before the
 	// result, as agy reports model errors since 1.2.6.
 	AgyError string `json:"agy_error"`
-	Stall    bool   `json:"stall"`
-	Crash    bool   `json:"crash"`
-	Garbage  bool   `json:"garbage"`
+	// LongLine writes a stdout line of that many bytes (not JSON) first;
+	// LongStderr a stderr line of that many bytes, then 256 KiB more
+	// stderr, more than a pipe holds unread.
+	LongLine   int  `json:"long_line"`
+	LongStderr int  `json:"long_stderr"`
+	Stall      bool `json:"stall"`
+	Crash      bool `json:"crash"`
+	Garbage    bool `json:"garbage"`
 	// PrintTimeout runs past --print-timeout after the first step: agy
 	// before 1.1.28 fails the turn; later ones return the partial answer
 	// as a success, with a notice on stderr.

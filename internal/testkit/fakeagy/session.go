@@ -169,6 +169,17 @@ func (s *session) turn(prompt string) int {
 	if t.Garbage {
 		s.out.raw([]byte("this is not json\n"))
 	}
+	if t.LongLine > 0 {
+		s.out.raw(append(bytes.Repeat([]byte("x"), t.LongLine), '\n'))
+	}
+	if t.LongStderr > 0 {
+		w := bufio.NewWriter(os.Stderr)
+		_, _ = w.Write(append(bytes.Repeat([]byte("e"), t.LongStderr), '\n'))
+		for range 256 {
+			_, _ = w.Write(append(bytes.Repeat([]byte("f"), 1023), '\n'))
+		}
+		_ = w.Flush()
+	}
 	var answer strings.Builder
 	var turnUsage usage
 	denied := false

@@ -1,0 +1,117 @@
+package agy_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/meridian-gw/meridian/internal/backend"
+	"github.com/meridian-gw/meridian/internal/backend/agy"
+	"github.com/meridian-gw/meridian/internal/backend/subproc"
+)
+
+// A stderr line longer than the reader keeps (1 MiB) does not end the
+// reading: agy, which then writes more stderr than a pipe holds, is never
+// left blocked on it, and its turn completes.
+func TestALongStderrLineDoesNotStallTheTurn(t *testing.T) {
+	t.Parallel()
+	s := newStand(t, map[string]any{"turns": []map[string]any{
+		{"steps": []any{answer("Answered after a long stderr line.\n", 10, 2)}, "long_stderr": 2 << 20},
+	}})
+	sess := s.start(t, backend.StartOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var c collector
+	res, err := sess.Turn(ctx, text("talk"), c.emit)
+	if err != nil || res.Failure != nil || c.text.String() != "Answered after a long stderr line.\n" {
+		t.Fatalf("turn after a long stderr line: %v %+v %q", err, res, c.text.String())
+	}
+}
+
+// A stdout line over the bound is dropped, never held whole: a 200 MiB
+// line costs at most the bound in memory, and the turn after it is read.
+func TestAStdoutLineOverTheBoundIsDropped(t *testing.T) {
+	s := newStand(t, map[string]any{"turns": []map[string]any{
+		{"steps": []any{answer("After the long line.\n", 10, 2)}, "long_line": 200 << 20},
+	}})
+	sess := s.start(t, backend.StartOptions{})
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	res, got := turn(t, sess, "talk")
+	runtime.ReadMemStats(&after)
+	if res.Failure != nil || got != "After the long line.\n" {
+		t.Fatalf("turn after a long stdout line: %+v %q", res, got)
+	}
+	allocated := after.TotalAlloc - before.TotalAlloc
+	t.Logf("a 200 MiB line cost %d MiB of allocations (bound %d MiB)", allocated>>20, subproc.DefaultMaxLine>>20)
+	if allocated > 2*subproc.DefaultMaxLine+(16<<20) {
+		t.Fatalf("reading a 200 MiB line allocated %d MiB: it was held, not bounded", allocated>>20)
+	}
+}
+
+// A turn whose write to agy's stdin cannot go through (agy stopped
+// reading) ends with its context, and Close joins the process.
+func TestStdinWriteEndsWithTheContext(t *testing.T) {
+	t.Parallel()
+	s := newStand(t, map[string]any{"turns": []map[string]any{{"steps": []any{answer("ok\n", 1, 1)}}}})
+	sess := s.start(t, backend.StartOptions{})
+	turn(t, sess, "first")
+	// SIGSTOP: agy reads nothing more, so a prompt larger than the pipe
+	// blocks its write.
+	stopped := sess.(interface{ Pid() int }).Pid()
+	if err := syscall.Kill(stopped, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = syscall.Kill(stopped, syscall.SIGCONT) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := sess.Turn(ctx, text(strings.Repeat("x", 4<<20)), func(*backend.Event) error { return nil })
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("the blocked turn reported success")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a write to a stopped agy did not end with its context")
+	}
+	closed := make(chan struct{})
+	go func() { sess.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not join a stopped agy")
+	}
+}
+
+// The readiness check a session start runs is owned by the driver: a
+// caller that gives up leaves it running for the next caller, and the
+// driver's Close ends it (and the agy it runs) and joins it.
+func TestCloseJoinsTheReadinessCheck(t *testing.T) {
+	t.Parallel()
+	slow := filepath.Join(t.TempDir(), "agy")
+	if err := os.WriteFile(slow, []byte("#!/bin/sh\nexec sleep 60\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d := agy.New(agy.Config{Path: slow, SessionRoot: t.TempDir()})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := d.Start(ctx, backend.StartOptions{Dir: t.TempDir()}); err == nil {
+		t.Fatal("a start whose readiness check cannot finish succeeded")
+	}
+	closed := make(chan struct{})
+	go func() { d.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not end the readiness check")
+	}
+}

@@ -47,6 +47,12 @@ type EndOnly interface {
 	ResumesAtEndOnly()
 }
 
+// NoOutputLimit is a Backend that cannot bound an answer's length: a
+// request's output limit is reported to its client as ignored.
+type NoOutputLimit interface {
+	IgnoresOutputLimit()
+}
+
 // ModelResolver is a Backend that takes only models its Inspector lists:
 // ResolveModel makes the model a request names (with its start options)
 // into one of those, or says why it cannot, before anything starts.

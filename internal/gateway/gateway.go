@@ -456,6 +456,14 @@ func ResolveModel(name string) string {
 	return name
 }
 
+// HonoursOutputLimit reports whether the backend bounds an answer's
+// length as a request asks; when it does not, the limit is reported
+// ignored.
+func (g *Gateway) HonoursOutputLimit() bool {
+	_, no := g.cfg.Backend.(backend.NoOutputLimit)
+	return !no
+}
+
 // Ignored lists request parameters the backend cannot honour; they are
 // reported to the client rather than silently pretended.
 func Ignored(req *anthropic.MessagesRequest) []string {

@@ -25,7 +25,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	areq := creq.Anthropic()
 	s.once(w, r, raw, areq, func(w http.ResponseWriter) {
-		setIgnored(w.Header(), creq.Ignored)
+		setIgnored(w.Header(), s.withOutputLimit(r, creq.Ignored, creq.MaxTokensField))
 		id := "chatcmpl-" + rand.Text()
 		created := time.Now().Unix()
 		greq := gateway.Request{Body: areq, Header: r.Header, Hints: bodyHints(creq.Identity), Echo: creq.Echo}

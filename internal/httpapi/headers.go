@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -11,6 +12,15 @@ const (
 	maxReflectedItem  = 64
 	maxReflectedValue = 1024
 )
+
+// withOutputLimit adds the request's output limit, named by field ("" when
+// it set none), to what is ignored when its backend cannot honour one.
+func (s *Server) withOutputLimit(r *http.Request, ignored []string, field string) []string {
+	if field == "" || s.gwFor(r.Context()).HonoursOutputLimit() {
+		return ignored
+	}
+	return append(slices.Clip(ignored), field)
+}
 
 // setIgnored names, in X-Meridian-Ignored-Params, the parameters the
 // backend cannot honour. Values are reduced to printable ASCII and

@@ -73,7 +73,11 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
 // answered whole.
 func (s *Server) respond(w http.ResponseWriter, r *http.Request, c *responseCall, areq *anthropic.MessagesRequest) {
 	rreq := c.req
-	setIgnored(w.Header(), rreq.Ignored)
+	limit := ""
+	if rreq.MaxTokens > 0 {
+		limit = "max_output_tokens"
+	}
+	setIgnored(w.Header(), s.withOutputLimit(r, rreq.Ignored, limit))
 	c.meta = rreq.Meta(c.id, time.Now().Unix(), s.cfg.Sealer)
 	c.greq = gateway.Request{Body: areq, Header: r.Header, Hints: bodyHints(rreq.Identity), Echo: rreq.Echo}
 	if rreq.Store && s.cfg.Responses != nil {

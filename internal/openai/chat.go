@@ -28,7 +28,9 @@ type ChatRequest struct {
 	Messages []ChatMessage
 	Tools    []Function
 	// MaxTokens is max_completion_tokens, else max_tokens; 0 when absent.
-	MaxTokens int
+	// MaxTokensField names the one it came from.
+	MaxTokens      int
+	MaxTokensField string
 	Stop      []string
 	// ReasoningEffort is none, minimal, low, medium, high or xhigh.
 	ReasoningEffort string

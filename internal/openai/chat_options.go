@@ -23,7 +23,7 @@ func decodeLimits(top jsonbody.Object, req *ChatRequest) error {
 		if n < 1 {
 			return jsonbody.Errorf(name, "must be at least 1")
 		}
-		req.MaxTokens = n // max_completion_tokens, read last, wins
+		req.MaxTokens, req.MaxTokensField = n, name // max_completion_tokens, read last, wins
 	}
 	v, ok := jsonbody.Present(top, "stop")
 	if !ok {

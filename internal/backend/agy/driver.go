@@ -70,6 +70,7 @@ var (
 	_ backend.Inspector     = (*Driver)(nil)
 	_ backend.PlanReader    = (*Driver)(nil)
 	_ backend.EndOnly       = (*Driver)(nil)
+	_ backend.NoOutputLimit = (*Driver)(nil)
 	_ backend.ModelResolver = (*Driver)(nil)
 	_ backend.Closer        = (*Driver)(nil)
 	_ backend.Session       = (*Session)(nil)
@@ -118,6 +119,11 @@ func (d *Driver) Close() {
 // ResumesAtEndOnly implements backend.EndOnly: agy continues a
 // conversation where it ends and has no way to go back.
 func (d *Driver) ResumesAtEndOnly() {}
+
+// IgnoresOutputLimit implements backend.NoOutputLimit: agy takes no limit
+// on an answer's length, and its usage comes only with the result, too
+// late to cut an answer at one.
+func (d *Driver) IgnoresOutputLimit() {}
 
 // Locate finds the binary, or returns an error wrapping
 // backend.ErrUnavailable that says how to install it.

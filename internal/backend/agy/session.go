@@ -79,7 +79,7 @@ func (d *Driver) Start(ctx context.Context, opts backend.StartOptions) (backend.
 	if err != nil {
 		return nil, fmt.Errorf("agy session folder: %w", err)
 	}
-	tools, err := d.sessionFiles(dir, opts.Tools)
+	tools, err := d.sessionFiles(dir, opts)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
@@ -123,13 +123,18 @@ func (d *Driver) args(opts backend.StartOptions, dir string, gated bool) []strin
 	return args
 }
 
-// sessionFiles writes the session folder's .agents: the hooks, and with
-// client tools the MCP server config and where the gate asks. It returns
-// the tools' endpoint, nil without tools.
-func (d *Driver) sessionFiles(dir string, tools []backend.Tool) (*endpoint, error) {
+// sessionFiles writes the session folder: the client's system prompt as
+// its AGENTS.md, and in .agents the hooks and, with client tools, the MCP
+// server config and where the gate asks. It returns the tools' endpoint,
+// nil without tools.
+func (d *Driver) sessionFiles(dir string, opts backend.StartOptions) (*endpoint, error) {
+	tools := opts.Tools
 	agents := filepath.Join(dir, ".agents")
 	if err := os.MkdirAll(agents, 0o700); err != nil {
 		return nil, fmt.Errorf("agy session folder: %w", err)
+	}
+	if err := writeInstructions(dir, opts.System); err != nil {
+		return nil, err
 	}
 	hooks := []byte(denyAll)
 	var e *endpoint
@@ -188,6 +193,26 @@ func (s *Session) stderrLine(b []byte) {
 		}
 	}
 	s.d.log.Debug("agy stderr", "line", line)
+}
+
+// writeInstructions gives agy the client's system prompt: agy reads the
+// AGENTS.md of every --add-dir folder as standing instructions, and the
+// session folder is one of them. Every process of a conversation writes
+// it again, so a resumed or replayed conversation keeps its instructions.
+func writeInstructions(dir string, system []string) error {
+	var parts []string
+	for _, p := range system {
+		if p = strings.TrimSpace(p); p != "" {
+			parts = append(parts, p)
+		}
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	if err := os.WriteFile(filepath.Join(dir, "AGENTS.md"), []byte(strings.Join(parts, "\n\n")+"\n"), 0o600); err != nil {
+		return fmt.Errorf("agy session instructions: %w", err)
+	}
+	return nil
 }
 
 // Pid is agy's process id.

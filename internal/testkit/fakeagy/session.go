@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -29,12 +30,23 @@ type session struct {
 	started time.Time
 	mcp     map[string]*mcpClient // MCP servers connected, by name
 	// lastOutput is the last tool output, which a response's text quotes
-	// where it says {{tool_output}}.
-	lastOutput string
+	// where it says {{tool_output}}; instructions are the AGENTS.md of the
+	// --add-dir folders, quoted where it says {{instructions}}.
+	lastOutput   string
+	instructions string
 }
 
 func newSession(sc *scenario, o options, out *writer, log *callLog) *session {
-	return &session{sc: sc, o: o, out: out, log: log, started: time.Now()}
+	s := &session{sc: sc, o: o, out: out, log: log, started: time.Now()}
+	var found []string
+	for _, d := range o.addDirs {
+		if b, err := os.ReadFile(filepath.Join(d, "AGENTS.md")); err == nil {
+			found = append(found, string(b))
+		}
+	}
+	s.instructions = strings.Join(found, "\n")
+	log.write(map[string]any{"agents_md": found})
+	return s
 }
 
 // start opens the conversation and writes init (a replayed recording's
@@ -243,7 +255,7 @@ func (s *session) respond(st step, answer *strings.Builder, total *usage) {
 	}
 	*total = total.plus(u)
 	idx := s.conv.NextStep
-	frags := fragments(strings.ReplaceAll(st.Text, "{{tool_output}}", s.lastOutput))
+	frags := fragments(strings.NewReplacer("{{tool_output}}", s.lastOutput, "{{instructions}}", strings.TrimSpace(s.instructions)).Replace(st.Text))
 	for i, f := range frags {
 		answer.WriteString(f)
 		if i < len(frags)-1 {

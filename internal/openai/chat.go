@@ -31,7 +31,7 @@ type ChatRequest struct {
 	// MaxTokensField names the one it came from.
 	MaxTokens      int
 	MaxTokensField string
-	Stop      []string
+	Stop           []string
 	// ReasoningEffort is none, minimal, low, medium, high or xhigh.
 	ReasoningEffort string
 	Stream          bool

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -79,5 +80,39 @@ func TestAntigravityGetsTheSystemPromptAndReportsTheOutputLimit(t *testing.T) {
 	}
 	if cresp == nil || !strings.Contains(cresp.Header.Get("X-Meridian-Ignored-Params"), "max_completion_tokens") {
 		t.Fatalf("chat's ignored output limit: %v", cresp)
+	}
+}
+
+// A client's compaction (its history's beginning rewritten as a summary,
+// its end kept) is not continued in agy's old conversation, whose context
+// would keep all it compacted away: the compacted history is replayed
+// into a new conversation.
+func TestAntigravityCompactionReplaysIntoANewConversation(t *testing.T) {
+	t.Parallel()
+	g := newAgyGateway(t, map[string]any{"turns": []map[string]any{
+		{"match": "q3", "steps": []any{agyAnswer("a3\n", 10, 1)}},
+		{"match": "q2", "steps": []any{agyAnswer("a2\n", 10, 1)}},
+		{"match": "q1", "steps": []any{agyAnswer("a1\n", 10, 1)}},
+	}})
+	g.start()
+	ctx := context.Background()
+	c := g.client("compacted")
+	for i, h := range [][]string{{"q1"}, {"q1", "a1\n", "q2"}, {"q1", "a1\n", "q2", "a2\n", "q3"}} {
+		if _, err := c.Messages.New(ctx, agyParams(h...)); err != nil {
+			t.Fatalf("turn %d: %v", i+1, err)
+		}
+	}
+	first := g.sessions()
+	compacted := []string{"Summary: q1 and q2 were answered.", "Noted.\n", "q3", "a3\n", "q4"}
+	if _, err := c.Messages.New(ctx, agyParams(compacted...)); err != nil {
+		t.Fatal(err)
+	}
+	sessions, in := g.sessions(), g.stdin()
+	last := sessions[len(sessions)-1]
+	if len(sessions) != len(first)+1 || slices.Contains(last, "--conversation") {
+		t.Fatalf("the compaction continued agy's old conversation: %q", last)
+	}
+	if got := in[len(in)-1]; !strings.Contains(got, "Summary: q1 and q2") || !strings.Contains(got, "q4") || strings.Contains(got, "q1\n") {
+		t.Fatalf("agy was given %q, want the compacted history", got)
 	}
 }

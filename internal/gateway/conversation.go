@@ -156,9 +156,12 @@ func (t *turn) classify(ctx context.Context, g *Gateway) error {
 	}
 	t.mapping = m
 	t.verdict = lineage.Classify(m.State, t.in, t.tail)
-	if _, endOnly := g.cfg.Backend.(backend.EndOnly); endOnly && t.verdict.Kind != lineage.Diverged && !t.verdict.AtEnd {
+	if _, endOnly := g.cfg.Backend.(backend.EndOnly); endOnly && t.verdict.Kind != lineage.Diverged &&
+		(!t.verdict.AtEnd || t.verdict.Kind == lineage.Compaction) {
 		// Going back needs a session cut at an earlier message, which this
-		// backend cannot make: the conversation starts over with its history.
+		// backend cannot make; and continuing a compacted history would
+		// keep everything the client compacted away in its context. Either
+		// way the conversation starts over with the history as sent.
 		t.verdict = lineage.Verdict{Kind: lineage.Diverged}
 	}
 	t.pending, _ = pendingCalls(t.verdict.Pin)

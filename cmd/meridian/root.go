@@ -66,20 +66,33 @@ func newRootCommand(environ []string, hurry <-chan struct{}) *cobra.Command {
 		Run: func(cmd *cobra.Command, _ []string) {
 			fmt.Fprintln(cmd.OutOrStdout(), "meridian", version())
 		},
-	}, &cobra.Command{
-		// agy runs it as the PreToolUse hook of sessions with client tools.
+	}, newAgyGateCommand())
+	return root
+}
+
+// newAgyGateCommand is the hook agy runs in sessions with client tools:
+// PreToolUse asks whether a tool may run, PreInvocation (--steer) asks
+// for the steering the client sent beside its results.
+func newAgyGateCommand() *cobra.Command {
+	var steer bool
+	cmd := &cobra.Command{
 		Use:    "agy-gate",
 		Short:  "Ask the gateway whether agy may run a tool (agy's hook; not for people)",
 		Args:   cobra.NoArgs,
 		Hidden: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if code := agy.RunGate(cmd.Context(), ".", cmd.InOrStdin(), cmd.OutOrStdout()); code != 0 {
+			run := agy.RunGate
+			if steer {
+				run = agy.RunSteer
+			}
+			if code := run(cmd.Context(), ".", cmd.InOrStdin(), cmd.OutOrStdout()); code != 0 {
 				return exitCode(code)
 			}
 			return nil
 		},
-	})
-	return root
+	}
+	cmd.Flags().BoolVar(&steer, "steer", false, "answer agy's PreInvocation hook with the client's steering")
+	return cmd
 }
 
 // twin is a flag's default from its environment twin: the variable's

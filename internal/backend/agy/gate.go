@@ -78,9 +78,10 @@ func (eps *Endpoints) serveGate(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(dec)
 }
 
-// writeGateFile tells the hook of the session in dir where to ask.
-func writeGateFile(dir, url string) error {
-	b, _ := json.Marshal(map[string]string{"url": url})
+// writeGateFile tells the hooks of the session in dir where to ask: the
+// gate (PreToolUse) and the steering (PreInvocation).
+func writeGateFile(dir, base string) error {
+	b, _ := json.Marshal(map[string]string{"url": base + "/gate", "steer": base + "/steer"})
 	if err := os.WriteFile(filepath.Join(dir, ".agents", gateFile), b, 0o600); err != nil {
 		return fmt.Errorf("agy session gate: %w", err)
 	}
@@ -91,7 +92,15 @@ func writeGateFile(dir, url string) error {
 // from the gate named in dir's gate.json on stdout. It prints a deny
 // whenever it has no answer, and returns the exit code.
 func RunGate(ctx context.Context, dir string, stdin io.Reader, stdout io.Writer) int {
-	dec := ask(ctx, dir, stdin)
+	unreachable := decision{Decision: "deny", Reason: "meridian's tool gate could not be reached, so every tool is refused"}
+	dec := unreachable
+	// The reason reaches the model, so it names no address or path.
+	if body, ok := ask(ctx, dir, "url", stdin); !ok || json.Unmarshal(body, &dec) != nil {
+		dec = unreachable
+	}
+	if dec.Decision != "allow" {
+		dec.Decision = "deny"
+	}
 	b, _ := json.Marshal(dec)
 	if _, err := stdout.Write(append(b, '\n')); err != nil {
 		return 1 // agy blocks the call when its hook fails
@@ -99,41 +108,78 @@ func RunGate(ctx context.Context, dir string, stdin io.Reader, stdout io.Writer)
 	return 0
 }
 
-// ask gets the gate's decision or a deny that says why there is none. The
-// reason reaches the model, so it names no address or path.
-func ask(ctx context.Context, dir string, stdin io.Reader) decision {
-	unreachable := decision{Decision: "deny", Reason: "meridian's tool gate could not be reached, so every tool is refused"}
-	var where struct {
-		URL string `json:"url"`
+// RunSteer is the PreInvocation hook's body: before each model call it
+// asks the session's endpoint for the steering its client sent beside tool
+// results, and prints it as steps for agy to inject; nothing ({}) when
+// there is none or no answer. Steering grants nothing, so it fails open.
+func RunSteer(ctx context.Context, dir string, stdin io.Reader, stdout io.Writer) int {
+	answer := []byte("{}")
+	var steps injection
+	if body, ok := ask(ctx, dir, "steer", stdin); ok && json.Unmarshal(body, &steps) == nil && len(steps.InjectSteps) > 0 {
+		answer, _ = json.Marshal(steps)
 	}
+	if _, err := stdout.Write(append(answer, '\n')); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// ask posts agy's hook payload to the URL gate.json names under key and
+// returns the answer's body; ok is false when there is none.
+func ask(ctx context.Context, dir, key string, stdin io.Reader) ([]byte, bool) {
+	var where map[string]string
 	b, err := os.ReadFile(filepath.Join(dir, gateFile))
-	if err != nil || json.Unmarshal(b, &where) != nil || where.URL == "" {
-		return unreachable
+	if err != nil || json.Unmarshal(b, &where) != nil || where[key] == "" {
+		return nil, false
 	}
 	payload, err := io.ReadAll(io.LimitReader(stdin, 4<<20))
 	if err != nil {
-		return unreachable
+		return nil, false
 	}
 	ctx, cancel := context.WithTimeout(ctx, gateTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, where.URL, bytes.NewReader(payload))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, where[key], bytes.NewReader(payload))
 	if err != nil {
-		return unreachable
+		return nil, false
 	}
 	req.Header.Set("Content-Type", "application/json")
 	// Loopback, never through a proxy agy's environment may name.
 	client := &http.Client{Transport: &http.Transport{Proxy: nil}}
 	resp, err := client.Do(req)
 	if err != nil {
-		return unreachable
+		return nil, false
 	}
 	defer resp.Body.Close()
-	var dec decision
-	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&dec) != nil {
-		return unreachable
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode != http.StatusOK || err != nil {
+		return nil, false
 	}
-	if dec.Decision != "allow" {
-		dec.Decision = "deny"
+	return body, true
+}
+
+// injection is a PreInvocation hook's answer: steps agy adds before the
+// model call.
+type injection struct {
+	InjectSteps []injectedStep `json:"injectSteps,omitempty"`
+}
+
+type injectedStep struct {
+	UserMessage string `json:"userMessage"`
+}
+
+// serveSteer answers a session's PreInvocation hook with the steering
+// waiting for it, once.
+func (eps *Endpoints) serveSteer(w http.ResponseWriter, r *http.Request) {
+	e := eps.lookup(r.PathValue("token"))
+	if e == nil {
+		http.NotFound(w, r)
+		return
 	}
-	return dec
+	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 4<<20))
+	var out injection
+	if text := e.takeSteer(); text != "" {
+		out.InjectSteps = []injectedStep{{UserMessage: text}}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(out)
 }

@@ -152,11 +152,14 @@ func (d *Driver) sessionFiles(dir string, opts backend.StartOptions) (*endpoint,
 		if err := os.WriteFile(filepath.Join(agents, "mcp_config.json"), mcpConfig, 0o600); err != nil {
 			return nil, fmt.Errorf("agy session MCP config: %w", err)
 		}
-		if err := writeGateFile(dir, base+"/gate"); err != nil {
+		if err := writeGateFile(dir, base); err != nil {
 			return nil, err
 		}
-		hooks, _ = json.Marshal(map[string]any{"meridian-gate": map[string]any{"enabled": true, "PreToolUse": []any{
-			map[string]any{"matcher": "*", "hooks": []any{map[string]any{"type": "command", "command": d.cfg.GateCommand, "timeout": 60}}}}}})
+		hooks, _ = json.Marshal(map[string]any{"meridian-gate": map[string]any{"enabled": true,
+			"PreToolUse": []any{map[string]any{"matcher": "*", "hooks": []any{map[string]any{"type": "command", "command": d.cfg.GateCommand, "timeout": 60}}}},
+			// Steering the client sends beside tool results reaches the
+			// model as a user message before its next call.
+			"PreInvocation": []any{map[string]any{"type": "command", "command": d.cfg.GateCommand + " --steer", "timeout": 30}}}})
 	}
 	if err := os.WriteFile(filepath.Join(agents, "hooks.json"), hooks, 0o600); err != nil {
 		return nil, fmt.Errorf("agy session gate: %w", err)

@@ -63,6 +63,7 @@ func NewEndpoints(log *slog.Logger) *Endpoints {
 		e.handler.ServeHTTP(w, r)
 	})
 	eps.mux.HandleFunc("POST /{token}/gate", eps.serveGate)
+	eps.mux.HandleFunc("POST /{token}/steer", eps.serveSteer)
 	return eps
 }
 
@@ -113,6 +114,27 @@ type endpoint struct {
 	// calls nobody will answer.
 	arrivals chan *mcpCall
 	done     chan struct{}
+
+	// steer is what the client sent beside its tool results, waiting for
+	// the model's next call (the PreInvocation hook takes it).
+	mu    sync.Mutex
+	steer string
+}
+
+// setSteer leaves text for the model's next call.
+func (e *endpoint) setSteer(text string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.steer = text
+}
+
+// takeSteer hands the waiting steering over, once.
+func (e *endpoint) takeSteer() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	text := e.steer
+	e.steer = ""
+	return text
 }
 
 // mcpCall is one tools/call agy made: held until result gets the

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +26,11 @@ const gateEnv = "MERIDIAN_TEST_AGY_GATE"
 // read its pipes or served its tools.
 func TestMain(m *testing.M) {
 	if os.Getenv(gateEnv) == "1" {
-		os.Exit(agy.RunGate(context.Background(), ".", os.Stdin, os.Stdout))
+		run := agy.RunGate
+		if slices.Contains(os.Args[1:], "--steer") {
+			run = agy.RunSteer
+		}
+		os.Exit(run(context.Background(), ".", os.Stdin, os.Stdout))
 	}
 	goleak.VerifyTestMain(m)
 }
@@ -295,5 +300,32 @@ func TestAnsweredInTurnAndClosedWhilePaused(t *testing.T) {
 	}
 	if first != "word must be a string" {
 		t.Fatalf("the refused call's answer: %q", first)
+	}
+}
+
+// Steering the client sends beside its tool results reaches the model
+// beside them, as a user message before its next call (agy's
+// PreInvocation hook injects it), never inside the tool's output.
+func TestSteeringBesideResultsIsAUserMessage(t *testing.T) {
+	t.Parallel()
+	s, _ := toolStand(t, map[string]any{"turns": []map[string]any{{"steps": []any{
+		mcpCall("lookup", map[string]string{"word": "one"}),
+		answer("output [{{tool_output}}] steer [{{steer}}]\n", 30, 6),
+	}}}})
+	sess := s.start(t, backend.StartOptions{Tools: []backend.Tool{lookupTool}})
+	var p pauser
+	res, err := sess.Turn(context.Background(), text("look it up"), p.emit)
+	if err != nil || !res.Paused || len(p.calls) != 1 {
+		t.Fatalf("first response: %v %+v", err, res)
+	}
+	in := result(p.calls[0].id, "one means 1")
+	in.Content = text("and answer in French").Content
+	p.text.Reset()
+	res, err = sess.Turn(context.Background(), in, p.emit)
+	if err != nil || res.Failure != nil {
+		t.Fatalf("the steered response: %v %+v", err, res)
+	}
+	if got := p.text.String(); got != "output [one means 1] steer [and answer in French]\n" {
+		t.Fatalf("the model saw %q", got)
 	}
 }

@@ -190,14 +190,14 @@ func (s *Session) Answer(res backend.ToolResult) error {
 	return nil
 }
 
-// answerAll answers a paused turn's calls; text the client sent beside
-// its results (steering) is read by the model with the last of them, as
-// agy has no other way in while a turn runs.
+// answerAll answers a paused turn's calls. Text the client sent beside
+// its results (steering) is left for the session's PreInvocation hook,
+// which gives it to the model as a user message before its next call:
+// beside the results, as the claude side sends it, never inside a tool's
+// output.
 func (s *Session) answerAll(in backend.Input) error {
-	if steer, err := promptOf(in.Content); err == nil && steer != "" {
-		last := &in.Results[len(in.Results)-1]
-		b, _ := json.Marshal(map[string]string{"type": "text", "text": steer})
-		last.Content = append(last.Content, b)
+	if steer, err := promptOf(in.Content); err == nil && steer != "" && s.tools != nil {
+		s.tools.setSteer(steer)
 	}
 	for _, res := range in.Results {
 		if err := s.Answer(res); err != nil {

@@ -34,6 +34,11 @@ type session struct {
 	// --add-dir folders, quoted where it says {{instructions}}.
 	lastOutput   string
 	instructions string
+	// steer is what PreInvocation hooks injected before the latest model
+	// call, quoted where a response says {{steer}}; invocations counts
+	// the turn's model calls.
+	steer       string
+	invocations int
 }
 
 func newSession(sc *scenario, o options, out *writer, log *callLog) *session {
@@ -205,6 +210,8 @@ func (s *session) turn(prompt string) int {
 		}
 		switch st.Type {
 		case "agent_response":
+			s.steer = strings.Join(s.preInvocation(s.invocations), "\n")
+			s.invocations++
 			s.respond(st, &answer, &turnUsage)
 		case "tool":
 			if !s.tool(st) {
@@ -255,7 +262,7 @@ func (s *session) respond(st step, answer *strings.Builder, total *usage) {
 	}
 	*total = total.plus(u)
 	idx := s.conv.NextStep
-	frags := fragments(strings.NewReplacer("{{tool_output}}", s.lastOutput, "{{instructions}}", strings.TrimSpace(s.instructions)).Replace(st.Text))
+	frags := fragments(strings.NewReplacer("{{tool_output}}", s.lastOutput, "{{instructions}}", strings.TrimSpace(s.instructions), "{{steer}}", s.steer).Replace(st.Text))
 	for i, f := range frags {
 		answer.WriteString(f)
 		if i < len(frags)-1 {

@@ -196,7 +196,7 @@ func TestGateAllowsOnlyTheClientsTools(t *testing.T) {
 	}
 	var reasons []string
 	for _, c := range s.calls() {
-		if c["hook"] == "meridian-gate" {
+		if c["hook"] == "meridian-gate" && c["event"] == "PreToolUse" {
 			reasons = append(reasons, c["stdout"].(string))
 		}
 		if c["mcp"] != nil {
@@ -230,7 +230,7 @@ func TestGateFailsClosed(t *testing.T) {
 	}
 	denied := false
 	for _, c := range s.calls() {
-		if c["hook"] == "meridian-gate" {
+		if c["hook"] == "meridian-gate" && c["event"] == "PreToolUse" {
 			out := c["stdout"].(string)
 			denied = strings.Contains(out, `"decision":"deny"`) && strings.Contains(out, "could not be reached")
 			if strings.Contains(out, "127.0.0.1") || strings.Contains(out, "/agy-tools") {

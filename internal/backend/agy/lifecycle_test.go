@@ -2,10 +2,12 @@ package agy_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/backend"
 	"github.com/meridian-gw/meridian/internal/backend/agy"
 	"github.com/meridian-gw/meridian/internal/backend/subproc"
+	"github.com/meridian-gw/meridian/internal/testkit"
 )
 
 // A stderr line longer than the reader keeps (1 MiB) does not end the
@@ -113,5 +116,57 @@ func TestCloseJoinsTheReadinessCheck(t *testing.T) {
 	case <-closed:
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close did not end the readiness check")
+	}
+}
+
+// A passed readiness check is not trusted by the next session start: agy
+// signed out since is noticed there, with a 401. Starts that arrive
+// together share one check.
+func TestSignOutIsNoticedAtTheNextStart(t *testing.T) {
+	t.Parallel()
+	path, env, calls := testkit.FakeAgy(t, map[string]any{})
+	d := agy.New(agy.Config{Path: path, Env: env, SessionRoot: t.TempDir()})
+	defer d.Close()
+	dir := t.TempDir()
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			s, err := d.Start(context.Background(), backend.StartOptions{Dir: dir})
+			if err != nil {
+				t.Errorf("a start while signed in: %v", err)
+				return
+			}
+			s.Close()
+		})
+	}
+	wg.Wait()
+	checks := func() int {
+		n := 0
+		for _, c := range calls() {
+			if argv, _ := c["argv"].([]any); len(argv) == 1 && argv[0] == "models" {
+				n++
+			}
+		}
+		return n
+	}
+	if n := checks(); n != 1 {
+		t.Fatalf("four starts together ran %d login checks, want one shared", n)
+	}
+	var scenarioFile string
+	for _, kv := range env {
+		if f, ok := strings.CutPrefix(kv, "FAKE_AGY_SCENARIO="); ok {
+			scenarioFile = f
+		}
+	}
+	if err := os.WriteFile(scenarioFile, []byte(`{"signed_out":true}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := d.Start(context.Background(), backend.StartOptions{Dir: dir})
+	var f *backend.Failure
+	if !errors.As(err, &f) || f.Status != 401 || f.RetryDelay <= 0 {
+		t.Fatalf("the start after a sign-out: %v, want a 401 with a wait", err)
+	}
+	if n := checks(); n != 2 {
+		t.Fatalf("%d login checks, want the second start's own", n)
 	}
 }

@@ -9,67 +9,77 @@ import (
 	"github.com/meridian-gw/meridian/internal/backend"
 )
 
-// How long a passed readiness check holds, and how long a failed one
-// holds before agy is asked again (the account-check cooldown).
-const (
-	readyTTL      = 10 * time.Minute
-	readyCooldown = 5 * time.Second
-)
+// readyCooldown is how long a failed readiness check answers for itself
+// before agy is asked again: a storm of starts against a signed-out agy
+// asks it once.
+const readyCooldown = 5 * time.Second
 
-// readiness is the last answer to "can a session start": agy new enough
-// and signed in. A logged-out agy would sit on its login prompt for a
-// minute; asking `agy models` first costs about a second and no quota.
+// readiness is whether a session can start: agy new enough and signed in.
+// A logged-out agy would sit on its login prompt for a minute; `agy
+// models` answers in about a second and costs no quota. A passed check is
+// never reused by a later start, so a sign-out is noticed at the next
+// session: only starts that arrive while one check runs share it. A
+// failed one answers for readyCooldown.
 type readiness struct {
 	mu      sync.Mutex
-	err     error
+	running *readyRun // the check in progress, nil when none
+	passed  bool      // the last check passed
+	failed  error     // the last check's failure, answered until until
 	until   time.Time
-	running chan struct{}
 }
 
-// ready checks, at most once per readyTTL (readyCooldown after a
-// failure), that agy can take a session. Concurrent callers share one
-// check. A failure is a 503 (agy missing or too old) or a 401 (signed
-// out), either with the wait until agy is asked again.
-func (d *Driver) ready(ctx context.Context) error {
+// readyRun is one check; err is set before done closes.
+type readyRun struct {
+	done chan struct{}
+	err  error
+}
+
+// beginReady starts a readiness check, or joins the one running, and
+// returns how to wait for its answer and whether the last check passed
+// (then the process may start while this one runs); a recent failure is
+// returned at once instead. A failure is a 503 (agy missing or too old)
+// or a 401 (signed out), either with the wait until agy is asked again.
+func (d *Driver) beginReady() (wait func(context.Context) error, passed bool, failed error) {
 	r := &d.readiness
 	r.mu.Lock()
-	if time.Now().Before(r.until) {
-		defer r.mu.Unlock()
-		return r.withWait(r.err)
-	}
-	running := r.running
-	if running == nil {
-		running = make(chan struct{})
-		r.running = running
-		d.checks.Go(func() { d.check(running) })
-	}
-	r.mu.Unlock()
-	select {
-	case <-running:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.withWait(r.err)
+	if r.failed != nil && time.Now().Before(r.until) {
+		return nil, false, withWait(r.failed, r.until)
+	}
+	run := r.running
+	if run == nil {
+		run = &readyRun{done: make(chan struct{})}
+		r.running = run
+		d.checks.Go(func() { d.check(run) })
+	}
+	return func(ctx context.Context) error {
+		select {
+		case <-run.done:
+			return run.err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}, r.passed, nil
 }
 
 // check asks agy, detached from any one caller; the driver's Close ends
 // and joins it.
-func (d *Driver) check(done chan struct{}) {
+func (d *Driver) check(run *readyRun) {
 	ctx, cancel := context.WithTimeout(d.closing, 30*time.Second)
 	defer cancel()
 	err := d.probe(ctx)
 	r := &d.readiness
 	r.mu.Lock()
-	r.err, r.running = err, nil
-	r.until = time.Now().Add(readyTTL)
+	r.running = nil
+	r.failed, r.passed = nil, err == nil
 	if err != nil {
-		r.until = time.Now().Add(readyCooldown)
+		r.failed, r.until = err, time.Now().Add(readyCooldown)
+		err = withWait(err, r.until)
 		d.log.Warn("agy cannot take sessions now; asking again in a moment", "err", err, "cooldown", readyCooldown)
 	}
+	run.err = err
 	r.mu.Unlock()
-	close(done)
+	close(run.done)
 }
 
 func (d *Driver) probe(ctx context.Context) error {
@@ -88,11 +98,8 @@ func (d *Driver) probe(ctx context.Context) error {
 }
 
 // withWait gives a failure the time left until agy is asked again.
-func (r *readiness) withWait(err error) error {
-	if err == nil {
-		return nil
-	}
-	wait := max(time.Until(r.until), time.Second)
+func withWait(err error, until time.Time) error {
+	wait := max(time.Until(until), time.Second)
 	var f *backend.Failure
 	if errors.As(err, &f) {
 		g := *f

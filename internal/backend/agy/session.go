@@ -60,14 +60,38 @@ type Session struct {
 }
 
 // Start launches agy for one conversation. It returns once the process
-// runs; init is read before the first turn.
+// runs and agy was found ready, by a check of this start's own (shared
+// only with starts at the same time). While the last check passed, agy
+// starts during the check, which then costs no time of its own; otherwise
+// the check comes first, so a signed-out agy, which would sit on its
+// login prompt, is never started. init is read before the first turn.
 func (d *Driver) Start(ctx context.Context, opts backend.StartOptions) (backend.Session, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := d.ready(ctx); err != nil {
+	ready, passed, err := d.beginReady()
+	if err != nil {
 		return nil, err
 	}
+	if !passed {
+		if err := ready(ctx); err != nil {
+			return nil, err
+		}
+	}
+	s, err := d.launch(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := ready(ctx); err != nil {
+		s.kill() // signed out since: it would sit on its login prompt
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// launch starts agy's process for a session in a new private folder.
+func (d *Driver) launch(opts backend.StartOptions) (*Session, error) {
 	path, err := d.Locate()
 	if err != nil {
 		return nil, err

@@ -256,7 +256,7 @@ func (g *Gateway) obtain(ctx context.Context, t *turn) (backend.Session, error) 
 	if live := g.pool.Take(t.ident.Key); live != nil {
 		v := t.verdict
 		if live.Session.Alive() && v.AtEnd && live.Version == m.Version && live.Pin == v.Pin && live.Contract == contract &&
-			(t.pending == nil || v.From == len(t.req.Messages)-1) && g.adoptTools(ctx, live, tools, t.opts.Tools) {
+			(t.pending == nil || onlyUser(t.req.Messages[v.From:])) && g.adoptTools(ctx, live, tools, t.opts.Tools) {
 			t.live, t.reused = live, true
 			return live.Session, nil
 		}
@@ -366,6 +366,17 @@ func (g *Gateway) publish(ctx context.Context, t *turn, sess backend.Session, re
 	t.live.OneOff = t.ident.Fingerprint && version == 1 && !res.Paused
 	g.pool.Put(t.live)
 	return unsaved
+}
+
+// onlyUser reports that msgs are all the user's: what a paused turn can
+// take (its results, and steering beside or after them).
+func onlyUser(msgs []anthropic.Message) bool {
+	for _, m := range msgs {
+		if m.Role != anthropic.RoleUser {
+			return false
+		}
+	}
+	return len(msgs) > 0
 }
 
 // sendFrom returns the messages the session lacks under a verdict; for a

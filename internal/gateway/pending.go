@@ -43,22 +43,24 @@ func withoutPendingEnd(st lineage.State) lineage.State {
 
 // input builds what the turn gives the session. A paused turn continues
 // with the results of exactly its pending calls, and whatever else the
-// user message carries goes in as steering beside them; otherwise the
-// messages the session lacks are rendered into one user message.
+// user's new messages carry (beside the results or in messages after
+// them) goes in as steering beside them; otherwise the messages the
+// session lacks are rendered into one user message.
 func (t *turn) input() (backend.Input, *Error) {
 	msgs := sendFrom(t.req.Messages, t.verdict)
 	if !t.reused || t.pending == nil {
 		t.delivered = toolResultIDs(msgs)
 		return backend.Input{Content: replay.Render(msgs)}, nil
 	}
-	last := t.req.Messages[len(t.req.Messages)-1]
 	results := map[string]anthropic.ContentBlock{}
 	var steering []anthropic.ContentBlock
-	for _, b := range last.Content {
-		if b.Type == anthropic.BlockToolResult {
-			results[b.ToolUseID] = b
-		} else {
-			steering = append(steering, b)
+	for _, m := range msgs {
+		for _, b := range m.Content {
+			if b.Type == anthropic.BlockToolResult {
+				results[b.ToolUseID] = b
+			} else {
+				steering = append(steering, b)
+			}
 		}
 	}
 	var missing, unknown []string

@@ -376,6 +376,39 @@ func TestSteeringBesideToolResults(t *testing.T) {
 	}
 }
 
+// Steering in a user message after the results (not beside them), as a
+// client that keeps them apart sends it, continues the paused process
+// too, with the instruction beside the results.
+func TestSteeringAfterToolResultsContinuesThePausedProcess(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{sessions: true})
+	s.Upstream.Respond(func(r testkit.Request) testkit.Reply {
+		if toolResults(r) == 0 {
+			return testkit.Reply{ToolUses: []testkit.ToolUse{{ID: "toolu_sa", Name: modelName("run_tests"), Input: map[string]any{}}}}
+		}
+		return testkit.Reply{Text: "Noted."}
+	})
+	l := &toolLoop{t: t, s: s, client: s.client(option.WithHeader("X-Claude-Code-Session-Id", "steer-after")),
+		history: []sdk.MessageParam{userMessage("run the tests")}}
+	l.send()
+	l.history = append(l.history,
+		sdk.NewUserMessage(sdk.NewToolResultBlock("toolu_sa", "2 failures", false)),
+		userMessage("Only fix the first failure."),
+	)
+	l.send()
+	if p := l.pids; len(p[1]) != 1 || p[1][0] != p[0][0] {
+		t.Fatalf("steering after the results started another process: %v", p)
+	}
+	reqs := s.Upstream.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d upstream calls, want the paused turn's one more", len(reqs))
+	}
+	body := string(reqs[1].RawBody)
+	if !strings.Contains(body, "2 failures") || !strings.Contains(body, "Only fix the first failure.") || strings.Count(body, "run the tests") != 1 {
+		t.Fatalf("the continued turn's request:\n%s", reqs[1].PrettyBody())
+	}
+}
+
 // A continuation without every result of the batch is refused, naming the
 // missing ids; the paused turn still takes the full set afterwards.
 // Results must answer exactly the calls of the paused batch: a missing one

@@ -43,6 +43,9 @@ type turn struct {
 	lost <-chan struct{}
 	// delivered are the tool results this turn hands to the CLI.
 	delivered []string
+	// transient recognises the client's per-turn blocks, which lineage
+	// does not count (nil: the client has none).
+	transient adapter.Transient
 }
 
 // converse serves a request that belongs to a conversation: it takes the
@@ -53,8 +56,13 @@ type turn struct {
 func (g *Gateway) converse(ctx context.Context, greq Request, ident adapter.Identity, opts backend.StartOptions, tools *clientTools, id string, out Output) error {
 	req := greq.Body
 	t := &turn{req: req, echo: greq.Echo, ident: ident, opts: opts, tools: tools}
-	t.in = lineage.Digests(req.Messages)
-	t.tail = lineage.BlockDigests(req.Messages[len(req.Messages)-1])
+	// Lineage compares what is durable of the client's messages: its
+	// per-turn blocks (OpenCode's hook envelopes) would make every turn
+	// an edit. They still reach the CLI.
+	t.transient = adapter.TransientOf(adapter.ByName(ident.Client))
+	view := adapter.Durable(t.transient, req.Messages)
+	t.in = lineage.Digests(view)
+	t.tail = lineage.BlockDigests(view[len(view)-1])
 	if err := t.classify(ctx, g); err != nil {
 		return err
 	}
@@ -380,15 +388,21 @@ func onlyUser(msgs []anthropic.Message) bool {
 }
 
 // sendFrom returns the messages the session lacks under a verdict; for a
-// message that only gained blocks, just the new blocks.
-func sendFrom(msgs []anthropic.Message, v lineage.Verdict) []anthropic.Message {
-	out := append([]anthropic.Message(nil), msgs[v.From:]...)
+// message that only gained blocks, just the new blocks. The blocks the
+// verdict counted are those lineage digests: thinking, and the client's
+// per-turn blocks where lineage left them out, pass through uncounted.
+func (t *turn) sendFrom() []anthropic.Message {
+	v := t.verdict
+	out := append([]anthropic.Message(nil), t.req.Messages[v.From:]...)
 	if v.Skip > 0 && len(out) > 0 {
 		first := out[0]
+		_, filtered := adapter.DurableBlocks(t.transient, first)
 		kept := first.Content[:0:0]
 		skipped := 0
 		for _, b := range first.Content {
-			if skipped < v.Skip && b.Type != anthropic.BlockThinking && b.Type != anthropic.BlockRedactedThinking {
+			counted := b.Type != anthropic.BlockThinking && b.Type != anthropic.BlockRedactedThinking &&
+				!(filtered && t.transient.Transient(b))
+			if skipped < v.Skip && counted {
 				skipped++
 				continue
 			}

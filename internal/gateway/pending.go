@@ -47,7 +47,7 @@ func withoutPendingEnd(st lineage.State) lineage.State {
 // them) goes in as steering beside them; otherwise the messages the
 // session lacks are rendered into one user message.
 func (t *turn) input() (backend.Input, *Error) {
-	msgs := sendFrom(t.req.Messages, t.verdict)
+	msgs := t.sendFrom()
 	if !t.reused || t.pending == nil {
 		t.delivered = toolResultIDs(msgs)
 		return backend.Input{Content: replay.Render(msgs)}, nil

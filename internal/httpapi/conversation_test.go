@@ -553,3 +553,38 @@ func TestTurnWithALostLeaseStops(t *testing.T) {
 		t.Fatalf("the fenced turn published: %v", info)
 	}
 }
+
+// OpenCode's user-prompt-submit-hook envelopes change every turn: lineage
+// leaves them out, so a conversation whose earlier messages carry other
+// envelopes than before still continues on its live process, and the new
+// turn's envelope reaches the CLI with its question.
+func TestOpenCodeHookEnvelopesAreNoEdit(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{sessions: true})
+	s.Upstream.Always(testkit.Reply{Text: "answered"})
+	envelope := func(ctx string) sdk.ContentBlockParamUnion {
+		return sdk.NewTextBlock(`<user-prompt-submit-hook>{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"` + ctx + `"}}</user-prompt-submit-hook>`)
+	}
+	c := s.client(option.WithHeader("X-Opencode-Session", "ses_envelopes"), option.WithHeader("User-Agent", "opencode/1.0"))
+	ask := func(msgs ...sdk.MessageParam) {
+		t.Helper()
+		if _, err := c.Messages.New(context.Background(), sdk.MessageNewParams{Model: "test-model", MaxTokens: 100, Messages: msgs}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ask(sdk.NewUserMessage(envelope("turn one: branch main"), sdk.NewTextBlock("q1")))
+	first := testkit.Processes(s.Marker)
+	ask(sdk.NewUserMessage(envelope("turn one, as resent"), sdk.NewTextBlock("q1")),
+		sdk.NewAssistantMessage(sdk.NewTextBlock("answered")),
+		sdk.NewUserMessage(envelope("turn two: 2 files changed"), sdk.NewTextBlock("q2")))
+	if now := testkit.Processes(s.Marker); len(now) != 1 || now[0] != first[0] {
+		t.Fatalf("the second turn left the live process: %v then %v", first, now)
+	}
+	if v := verdicts(sessionInfo(t, s, "ses_envelopes")); v != "1/0/0/1" {
+		t.Fatalf("verdicts %s, want the second turn a continuation", v)
+	}
+	last := s.Upstream.Requests()[len(s.Upstream.Requests())-1]
+	if body := string(last.RawBody); !strings.Contains(body, "turn two: 2 files changed") || strings.Count(body, "q1") != 1 {
+		t.Fatalf("the CLI was not given the new envelope once:\n%s", last.PrettyBody())
+	}
+}

@@ -6,7 +6,9 @@ import (
 	"github.com/meridian-gw/meridian/internal/anthropic"
 )
 
-func text(s string) anthropic.ContentBlock { return anthropic.ContentBlock{Type: anthropic.BlockText, Text: s} }
+func text(s string) anthropic.ContentBlock {
+	return anthropic.ContentBlock{Type: anthropic.BlockText, Text: s}
+}
 
 // Only a complete envelope of known hook output is OpenCode's per-turn
 // block; anything else a user message says is the user's.

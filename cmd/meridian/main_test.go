@@ -108,7 +108,13 @@ var listeningRe = regexp.MustCompile(`meridian listening.*addr"?[=:]"?([0-9.:\[\
 // connections, with the process, its address and how long that took.
 func startBinary(t testing.TB, bin string) (*exec.Cmd, string, time.Duration) {
 	t.Helper()
-	cmd := exec.Command(bin, "--port", "0", "--data-dir", t.TempDir(), "--claude-path", filepath.Join(t.TempDir(), "absent-claude"))
+	return startBinaryWith(t, bin, "--claude-path", filepath.Join(t.TempDir(), "absent-claude"))
+}
+
+// startBinaryWith is startBinary with flags of the caller's.
+func startBinaryWith(t testing.TB, bin string, args ...string) (*exec.Cmd, string, time.Duration) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"--port", "0", "--data-dir", t.TempDir()}, args...)...)
 	cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}
 	start := time.Now()
 	addr := startCmd(t, cmd)

@@ -63,6 +63,10 @@ func (g *Gateway) storeFailure(what string, err error) *Error {
 	return StoreUnavailable(what)
 }
 
+// Redact is msg as a client may read it: local paths, URLs and addresses
+// replaced by placeholders.
+func Redact(msg string) string { return redact(msg) }
+
 // StoreUnavailable is the 503 for a store that failed to what ("load the
 // conversation"): a full disk or a database another process holds is
 // usually over in moments.

@@ -42,10 +42,10 @@ func (h Health) CLI() CLIHealth {
 	return CLIHealth{}
 }
 
-// CLIHealth describes the CLI.
+// CLIHealth describes the CLI. /health answers without a key, so it names
+// no local path: not the CLI's, nor any in an error.
 type CLIHealth struct {
 	Found   bool          `json:"found"`
-	Path    string        `json:"path,omitempty"`
 	Version string        `json:"version,omitempty"`
 	Auth    *backend.Auth `json:"auth,omitempty"`
 	Error   string        `json:"error,omitempty"`
@@ -69,12 +69,11 @@ func (g *Gateway) Health(ctx context.Context) Health {
 	if g.cfg.CLI.Name == "agy" {
 		h.Claude, h.Agy = nil, cli
 	}
-	path, err := g.cfg.Inspector.Locate()
-	if err != nil {
-		h.Status, cli.Error = "unavailable", err.Error()
+	if _, err := g.cfg.Inspector.Locate(); err != nil {
+		h.Status, cli.Error = "unavailable", redact(err.Error())
 		return h
 	}
-	cli.Found, cli.Path = true, path
+	cli.Found = true
 	version, verr := g.health.version.get(ctx, g, func(ctx context.Context) (string, time.Duration, error) {
 		v, err := g.cfg.Inspector.Version(ctx)
 		return v, versionTTL, err
@@ -91,9 +90,9 @@ func (g *Gateway) Health(ctx context.Context) Health {
 	case errors.Is(verr, context.DeadlineExceeded), errors.Is(aerr, context.DeadlineExceeded):
 		h.Status, cli.Error = "degraded", "the "+g.cfg.CLI.Name+" CLI is slow to answer its health probe; it goes on in the background and serves the next check"
 	case verr != nil:
-		h.Status, cli.Error = "degraded", g.cfg.CLI.Name+" version: "+verr.Error()
+		h.Status, cli.Error = "degraded", g.cfg.CLI.Name+" version: "+redact(verr.Error())
 	case aerr != nil:
-		h.Status, cli.Error = "degraded", g.cfg.CLI.Name+" login check: "+aerr.Error()
+		h.Status, cli.Error = "degraded", g.cfg.CLI.Name+" login check: "+redact(aerr.Error())
 	case !auth.LoggedIn:
 		cli.Auth = &auth
 		h.Status, cli.Error = "unavailable", g.cfg.CLI.Name+" is not logged in: "+g.cfg.CLI.LoginHint

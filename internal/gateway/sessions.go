@@ -11,6 +11,7 @@ import (
 // mapping, how its turns were classified, and whether a live process holds
 // it. It carries no message content.
 type SessionInfo struct {
+	Profile        string         `json:"profile"`
 	Key            string         `json:"key"`
 	Client         string         `json:"client"`
 	SessionID      string         `json:"claude_session_id"`
@@ -27,12 +28,12 @@ type SessionInfo struct {
 	UpdatedAt      time.Time      `json:"updated_at"`
 }
 
-// Sessions lists the most recently used conversations.
+// Sessions lists the profile's most recently used conversations.
 func (g *Gateway) Sessions(ctx context.Context, limit int) ([]SessionInfo, error) {
 	if g.cfg.Sessions == nil {
 		return nil, nil
 	}
-	ms, err := g.cfg.Sessions.List(ctx, limit)
+	ms, err := g.cfg.Sessions.List(ctx, g.cfg.Profile, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +59,7 @@ func (g *Gateway) Session(ctx context.Context, key string) (info SessionInfo, ok
 func (g *Gateway) info(m session.Mapping) SessionInfo {
 	live, busy := g.pool.Holds(m.Key)
 	return SessionInfo{
-		Key: m.Key, Client: m.Client, SessionID: m.SessionID, Messages: len(m.State.Messages), Model: m.Model,
+		Profile: g.cfg.Profile, Key: m.Key, Client: m.Client, SessionID: m.SessionID, Messages: len(m.State.Messages), Model: m.Model,
 		Cwd: m.Cwd, ClientCwd: m.ClientCwd, Version: m.Version, Verdicts: m.Counts, Live: live, Busy: busy,
 		LastInputBytes: m.LastInputBytes, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt,
 	}

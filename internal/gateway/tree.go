@@ -86,6 +86,44 @@ type Inflight struct {
 	Backends      map[string]BackendLoad `json:"backends"`
 	Conversations map[string]int         `json:"conversations"`
 	Tree          TreeGauges             `json:"session_tree"`
+	// Profiles are each profile's own figures, when several are summed.
+	Profiles map[string]Inflight `json:"profiles,omitempty"`
+}
+
+// MergeInflight sums what runs in several gateways (every profile, and
+// other backends on the listener): loads per backend, conversations by
+// profile and key, the tree's gauges; each profile's own figures beside.
+func MergeInflight(gws []*Gateway) Inflight {
+	if len(gws) == 1 {
+		return gws[0].Inflight()
+	}
+	out := Inflight{Backends: map[string]BackendLoad{}, Conversations: map[string]int{}, Profiles: map[string]Inflight{}}
+	for _, gw := range gws {
+		in := gw.Inflight()
+		out.Profiles[gw.Profile()] = in
+		for name, b := range in.Backends {
+			out.Backends[name] = addLoad(out.Backends[name], b)
+		}
+		for key, n := range in.Conversations {
+			out.Conversations[gw.Profile()+"/"+key] += n
+		}
+		out.Tree.Requests += in.Tree.Requests
+		out.Tree.Linked += in.Tree.Linked
+		out.Tree.Cancelled += in.Tree.Cancelled
+	}
+	return out
+}
+
+func addLoad(sum, b BackendLoad) BackendLoad {
+	sum.Running += b.Running
+	sum.Queued += b.Queued
+	sum.Slots += b.Slots
+	sum.Live += b.Live
+	sum.Idle += b.Idle
+	sum.Spares += b.Spares
+	sum.IdleMemory += b.IdleMemory
+	sum.Memory += b.Memory
+	return sum
 }
 
 // BackendLoad is one backend's share of what runs.
@@ -124,15 +162,7 @@ func (g *Gateway) Load() BackendLoad {
 func SumLoad(gws []*Gateway) BackendLoad {
 	var sum BackendLoad
 	for _, gw := range gws {
-		b := gw.Load()
-		sum.Running += b.Running
-		sum.Queued += b.Queued
-		sum.Slots += b.Slots
-		sum.Live += b.Live
-		sum.Idle += b.Idle
-		sum.Spares += b.Spares
-		sum.IdleMemory += b.IdleMemory
-		sum.Memory += b.Memory
+		sum = addLoad(sum, gw.Load())
 	}
 	return sum
 }

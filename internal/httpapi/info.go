@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -67,7 +68,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	if h.Status == "unavailable" {
 		status = http.StatusServiceUnavailable
 		// Every 503 says when to look again.
-		retryAfterHeader(w.Header(), gateway.Unavailable("the claude CLI is not usable"))
+		retryAfterHeader(w.Header(), gateway.Unavailable("the "+chosen.CLI().Name+" CLI is not usable"))
 	}
 	writeJSON(w, status, body)
 }
@@ -87,9 +88,10 @@ func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) {
 // client speaks Anthropic (it sends anthropic-version or x-api-key), else
 // in the OpenAI shape.
 func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
-	models, err := s.gwFor(r.Context()).Models(r.Context())
+	gw := s.gwFor(r.Context())
+	models, err := gw.Models(r.Context())
 	if err != nil {
-		s.fail(w, r, modelsError(err))
+		s.fail(w, r, modelsError(gw.CLI().Name, err))
 		return
 	}
 	entries := modelEntries(models)
@@ -114,9 +116,10 @@ func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
 
 // getModel serves GET /v1/models/{id}.
 func (s *Server) getModel(w http.ResponseWriter, r *http.Request) {
-	models, err := s.gwFor(r.Context()).Models(r.Context())
+	gw := s.gwFor(r.Context())
+	models, err := gw.Models(r.Context())
 	if err != nil {
-		s.fail(w, r, modelsError(err))
+		s.fail(w, r, modelsError(gw.CLI().Name, err))
 		return
 	}
 	id := r.PathValue("id")
@@ -145,15 +148,24 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = min(n, 1000)
 	}
-	list, err := s.gwFor(r.Context()).Sessions(r.Context(), limit)
-	if err != nil {
-		s.fail(w, r, err)
-		return
+	// A request that names a profile sees that profile's conversations
+	// only; one that names none sees every profile's, newest first.
+	gws := s.gateways()
+	if gw := named(r.Context()); gw != nil {
+		gws = []*gateway.Gateway{gw}
 	}
-	if list == nil {
-		list = []gateway.SessionInfo{}
+	list := []gateway.SessionInfo{}
+	for _, gw := range gws {
+		some, err := gw.Sessions(r.Context(), limit)
+		if err != nil {
+			s.log.Error("store: could not list conversations", "err", err)
+			s.fail(w, r, gateway.StoreUnavailable("list the conversations"))
+			return
+		}
+		list = append(list, some...)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"data": list})
+	slices.SortStableFunc(list, func(a, b gateway.SessionInfo) int { return b.UpdatedAt.Compare(a.UpdatedAt) })
+	writeJSON(w, http.StatusOK, map[string]any{"data": list[:min(len(list), limit)]})
 }
 
 // getSession serves GET /v1/sessions/{key}.
@@ -189,14 +201,21 @@ func (s *Server) cancelSession(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// inflight serves GET /inflight: what runs and waits now.
+// inflight serves GET /inflight: what runs and waits now, in the profile
+// the request names, else in every profile and backend on the listener.
 func (s *Server) inflight(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, s.gwFor(r.Context()).Inflight())
+	if gw := named(r.Context()); gw != nil {
+		writeJSON(w, http.StatusOK, gw.Inflight())
+		return
+	}
+	writeJSON(w, http.StatusOK, gateway.MergeInflight(append(s.gateways(), s.mounted()...)))
 }
 
-func modelsError(err error) error {
+// modelsError is a model list the CLI could not give, in words without
+// local paths.
+func modelsError(cli string, err error) error {
 	return &gateway.Error{Status: http.StatusServiceUnavailable, Type: anthropic.ErrAPI,
-		Message: "could not list the claude CLI's models: " + err.Error(), RetryAfter: 5 * time.Second}
+		Message: "could not list the " + cli + " CLI's models: " + gateway.Redact(err.Error()), RetryAfter: 5 * time.Second}
 }
 
 func anthropicClient(r *http.Request) bool {

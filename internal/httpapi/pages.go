@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/telemetry"
 	"github.com/meridian-gw/meridian/internal/telemetry/history"
 	"github.com/meridian-gw/meridian/internal/web"
@@ -93,16 +94,30 @@ func (s *Server) signInPage(w http.ResponseWriter, r *http.Request) {
 	s.page(w, r, http.StatusUnauthorized, func(b *bytes.Buffer) error { return s.pages.RenderSignIn(b, s.cfg.Version, port) })
 }
 
+// landingBackend is one CLI's card on the landing page.
+func landingBackend(id, prefix string, cli gateway.CLI, h gateway.CLIHealth) web.LandingBackend {
+	b := web.LandingBackend{ID: id, Backend: cli.Backend, CLI: cli.Name, Prefix: prefix, Found: h.Found, Version: h.Version, Login: "login unknown"}
+	if a := h.Auth; a != nil {
+		b.Login = "not logged in"
+		if a.LoggedIn {
+			b.Login = strings.TrimSpace("logged in " + a.Method)
+		}
+	}
+	return b
+}
+
 // landing is GET / for a browser.
 func (s *Server) landing(w http.ResponseWriter, r *http.Request) {
 	h := s.gw.Health(r.Context())
-	cli := h.CLI()
-	l := web.Landing{Status: h.Status, CLIFound: cli.Found, CLIVersion: cli.Version, Login: "login unknown",
-		Processes: s.load(), CostToday: "$0", KeyRequired: s.hasKey}
-	if a := cli.Auth; a != nil {
-		l.Login = "not logged in"
-		if a.LoggedIn {
-			l.Login = strings.TrimSpace("logged in " + a.Method)
+	l := web.Landing{Status: h.Status, Processes: s.load(), ProcessesLabel: s.processesLabel(), CostToday: "$0", KeyRequired: s.hasKey}
+	l.Backends = append(l.Backends, landingBackend("cli", "", s.gw.CLI(), h.CLI()))
+	for _, m := range s.cfg.Mounts {
+		if m.Gateway != nil {
+			mh := m.Gateway.Health(r.Context())
+			if mh.Status != "ok" && l.Status == "ok" {
+				l.Status = "degraded"
+			}
+			l.Backends = append(l.Backends, landingBackend("cli-"+m.Gateway.CLI().Backend, m.Prefix, m.Gateway.CLI(), mh.CLI()))
 		}
 	}
 	if s.cfg.History != nil {
@@ -182,7 +197,7 @@ func (s *Server) dashboard(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.S = telemetry.Summarize(records, now.Add(-window), now.Add(time.Second), seriesBuckets, time.Local)
-	d.P = s.load()
+	d.P, d.PLabel = s.load(), s.processesLabel()
 	switch d.Tab {
 	case "overview":
 		tot, since, err := s.cfg.History.Cumulative(r.Context())

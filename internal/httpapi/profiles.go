@@ -59,14 +59,36 @@ func named(ctx context.Context) *gateway.Gateway {
 // there are no named profiles.
 func (s *Server) gateways() []*gateway.Gateway { return s.dispatch.Gateways() }
 
-// load sums the claude processes of every profile, their memory measured
-// now.
-func (s *Server) load() gateway.BackendLoad { return gateway.SumLoad(s.gateways()) }
+// mounted are the gateways of the other backends mounted on this listener.
+func (s *Server) mounted() []*gateway.Gateway {
+	var out []*gateway.Gateway
+	for _, m := range s.cfg.Mounts {
+		if m.Gateway != nil {
+			out = append(out, m.Gateway)
+		}
+	}
+	return out
+}
+
+// load sums the CLI processes of every profile and mounted backend, their
+// memory measured now.
+func (s *Server) load() gateway.BackendLoad {
+	return gateway.SumLoad(append(s.gateways(), s.mounted()...))
+}
+
+// processesLabel names the processes load counts: by their CLI when one
+// kind runs, as CLI processes when several do.
+func (s *Server) processesLabel() string {
+	if len(s.mounted()) > 0 {
+		return "CLI processes"
+	}
+	return s.gw.CLI().Name + " processes"
+}
 
 // providers reports every profile.
 func (s *Server) providers(ctx context.Context) []gateway.Provider {
 	var out []gateway.Provider
-	for _, gw := range append(s.gateways(), s.cfg.AlsoShown...) {
+	for _, gw := range append(s.gateways(), s.mounted()...) {
 		out = append(out, gw.Providers(ctx)...)
 	}
 	return out

@@ -78,10 +78,6 @@ type Config struct {
 	// Mounts serve other backends' routes under a path prefix on this
 	// server's listener (--backend combined: /antigravity/…).
 	Mounts []Mount
-	// AlsoShown are other backends' gateways on this listener (--backend
-	// combined: Antigravity's), listed on the providers page beside the
-	// profiles, each with its own figures.
-	AlsoShown []*gateway.Gateway
 	// Open are handlers that authenticate their own callers (agy
 	// sessions' tool endpoints, by a secret in the path): they pass the
 	// host and origin guards but need no API key, are not logged (their
@@ -92,10 +88,13 @@ type Config struct {
 }
 
 // Mount is another server's handler under Prefix ("/antigravity"): a
-// request for Prefix+"/v1/messages" reaches it as "/v1/messages".
+// request for Prefix+"/v1/messages" reaches it as "/v1/messages". Gateway,
+// when set, is the backend it serves, shown on this server's pages beside
+// the profiles with its own figures.
 type Mount struct {
 	Prefix  string
 	Handler http.Handler
+	Gateway *gateway.Gateway
 }
 
 // Defaults for Config.

@@ -237,13 +237,9 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		if err != nil {
 			return err
 		}
-		mounts = append(mounts, httpapi.Mount{Prefix: AntigravityPrefix, Handler: agySrv.Handler()})
+		mounts = append(mounts, httpapi.Mount{Prefix: AntigravityPrefix, Handler: agySrv.Handler(), Gateway: agyGW})
 	}
 	var open []httpapi.Mount
-	var alsoShown []*gateway.Gateway
-	if agyGW != nil {
-		alsoShown = append(alsoShown, agyGW)
-	}
 	if agyTools != nil {
 		open = append(open, httpapi.Mount{Prefix: agyToolsPrefix, Handler: agyTools})
 	}
@@ -270,7 +266,6 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		Failover:     cfg.Failover,
 		Mounts:       mounts,
 		Open:         open,
-		AlsoShown:    alsoShown,
 		Logger:       log.With("component", "http"),
 	})
 	if err != nil {

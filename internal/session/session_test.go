@@ -78,9 +78,13 @@ func TestPublishIsCompareAndSwap(t *testing.T) {
 	if final.Version != 2 || final.Counts.Continuations != 1 || len(final.State.Messages) != 4 {
 		t.Fatalf("final %+v", final)
 	}
-	list, err := s.List(ctx, 10)
+	list, err := s.List(ctx, "default", 10)
 	if err != nil || len(list) != 1 || list[0].Key != "conv" {
 		t.Fatalf("list %+v %v", list, err)
+	}
+	// Another profile's list holds none of it.
+	if other, err := s.List(ctx, "other", 10); err != nil || len(other) != 0 {
+		t.Fatalf("another profile's list: %+v %v", other, err)
 	}
 }
 
@@ -175,7 +179,7 @@ func TestStoreKeepsABoundedNumberOfConversations(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	list, _ := s.List(ctx, 10)
+	list, _ := s.List(ctx, "p", 10)
 	if len(list) != 3 || list[0].Key != "e" || list[2].Key != "c" {
 		t.Fatalf("kept %v", list)
 	}

@@ -101,9 +101,10 @@ func (s *Store) ServedBy(ctx context.Context, key string) (string, error) {
 	return profile, nil
 }
 
-// List returns the most recently updated conversations, newest first.
-func (s *Store) List(ctx context.Context, limit int) ([]Mapping, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+mappingColumns+` FROM conversations ORDER BY updated_at DESC LIMIT ?`, limit)
+// List returns a profile's most recently updated conversations, newest
+// first.
+func (s *Store) List(ctx context.Context, profile string, limit int) ([]Mapping, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+mappingColumns+` FROM conversations WHERE profile = ? ORDER BY updated_at DESC LIMIT ?`, profile, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list conversations: %w", err)
 	}

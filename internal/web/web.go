@@ -11,6 +11,7 @@ import (
 	"io"
 	"io/fs"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/gateway"
@@ -123,14 +124,36 @@ type Hint struct{ Client, Setting string }
 
 // Landing is what GET / shows a browser.
 type Landing struct {
-	Status, CLIVersion, Login string
-	CLIFound                  bool
-	Processes                 gateway.BackendLoad
-	RequestsToday             int
-	ErrorsToday               int
-	CostToday                 string
-	Hints                     []Hint
-	KeyRequired               bool
+	Status string
+	// Backends are the CLIs that answer on this listener, the main one
+	// first; Processes sums their processes, named by ProcessesLabel.
+	Backends       []LandingBackend
+	Processes      gateway.BackendLoad
+	ProcessesLabel string
+	RequestsToday  int
+	ErrorsToday    int
+	CostToday      string
+	Hints          []Hint
+	KeyRequired    bool
+}
+
+// LandingBackend is one CLI that answers on the listener.
+type LandingBackend struct {
+	// ID names its card (cli, cli-antigravity); Backend and CLI name it
+	// ("claude" and "claude", "antigravity" and "agy"); Prefix is where
+	// its routes are ("" for the usual ones).
+	ID, Backend, CLI, Prefix string
+	Found                    bool
+	Version, Login           string
+}
+
+// BackendNames lists the backends, for the status card.
+func (l Landing) BackendNames() string {
+	var names []string
+	for _, b := range l.Backends {
+		names = append(names, b.Backend)
+	}
+	return strings.Join(names, ", ")
 }
 
 // RenderLanding writes the landing page.
@@ -170,6 +193,7 @@ type Dashboard struct {
 	Cumulative    telemetry.Totals
 	Since         time.Time
 	P             gateway.BackendLoad
+	PLabel        string // what the processes are: "claude processes", "CLI processes"
 	Charts        Charts
 	CostNote      string
 	// The requests tab.

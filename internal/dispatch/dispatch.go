@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/answers"
@@ -57,8 +59,17 @@ type Dispatcher struct {
 	cfg   Config
 	log   *slog.Logger
 	bench failover.Bench // profiles refused for their rate limits, until when
-	// byName finds a profile's gateway; fallbacks are the profiles failover
-	// may move requests to, in priority order. Both are fixed at New.
+	// set is the profiles as they stand; SetProfiles replaces it whole,
+	// so a request reads one consistent set.
+	set atomic.Pointer[profileSet]
+}
+
+// profileSet is the profiles at one time: the default, every profile in
+// priority order, the gateway of each name, and the profiles failover may
+// move requests to, in priority order.
+type profileSet struct {
+	def       *gateway.Gateway
+	list      []Profile
 	byName    map[string]*gateway.Gateway
 	fallbacks []string
 }
@@ -71,29 +82,42 @@ func New(cfg Config) *Dispatcher {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	d := &Dispatcher{cfg: cfg, log: cfg.Logger, byName: map[string]*gateway.Gateway{}}
-	for _, p := range cfg.Profiles {
-		d.byName[p.Name] = p.Gateway
-		if p.Fallback {
-			d.fallbacks = append(d.fallbacks, p.Name)
-		}
-	}
+	d := &Dispatcher{cfg: cfg, log: cfg.Logger}
+	d.SetProfiles(cfg.Default, cfg.Profiles)
 	return d
 }
 
+// SetProfiles replaces the profiles (a profile added, removed or made the
+// default while meridian runs). Requests already running keep the
+// gateway they were given.
+func (d *Dispatcher) SetProfiles(def *gateway.Gateway, profiles []Profile) {
+	set := &profileSet{def: def, list: slices.Clone(profiles), byName: map[string]*gateway.Gateway{}}
+	for _, p := range profiles {
+		set.byName[p.Name] = p.Gateway
+		if p.Fallback {
+			set.fallbacks = append(set.fallbacks, p.Name)
+		}
+	}
+	d.set.Store(set)
+}
+
 // Default is the gateway of requests that name no profile.
-func (d *Dispatcher) Default() *gateway.Gateway { return d.cfg.Default }
+func (d *Dispatcher) Default() *gateway.Gateway { return d.set.Load().def }
+
+// Profiles lists the profiles in priority order.
+func (d *Dispatcher) Profiles() []Profile { return d.set.Load().list }
 
 // Lookup finds a profile by name.
 func (d *Dispatcher) Lookup(name string) (*gateway.Gateway, bool) {
-	gw, ok := d.byName[name]
+	gw, ok := d.set.Load().byName[name]
 	return gw, ok
 }
 
 // Names lists the profiles in priority order.
 func (d *Dispatcher) Names() []string {
-	names := make([]string, len(d.cfg.Profiles))
-	for i, p := range d.cfg.Profiles {
+	list := d.set.Load().list
+	names := make([]string, len(list))
+	for i, p := range list {
 		names[i] = p.Name
 	}
 	return names
@@ -102,11 +126,12 @@ func (d *Dispatcher) Names() []string {
 // Gateways lists every profile's gateway once, in priority order; the
 // default alone when there are no named profiles.
 func (d *Dispatcher) Gateways() []*gateway.Gateway {
-	if len(d.cfg.Profiles) == 0 {
-		return []*gateway.Gateway{d.cfg.Default}
+	set := d.set.Load()
+	if len(set.list) == 0 {
+		return []*gateway.Gateway{set.def}
 	}
-	out := make([]*gateway.Gateway, len(d.cfg.Profiles))
-	for i, p := range d.cfg.Profiles {
+	out := make([]*gateway.Gateway, len(set.list))
+	for i, p := range set.list {
 		out[i] = p.Gateway
 	}
 	return out
@@ -131,15 +156,16 @@ type Call struct {
 // goes to the next profile by priority that is not benched; when all are
 // benched the refusal is a 429 with the earliest reopening as its wait.
 func (d *Dispatcher) Answer(ctx context.Context, c Call, out gateway.Output) error {
+	set := d.set.Load()
 	chosen := c.Named
 	if chosen == nil {
-		chosen = d.cfg.Default
-		if len(d.cfg.Profiles) > 1 {
+		chosen = set.def
+		if len(set.list) > 1 {
 			// A conversation stays with the profile that served it last
 			// (after a failover, the one it moved to), whatever the default.
 			if last, err := chosen.ServedBy(ctx, c.Request); err != nil {
 				d.log.Warn("could not look up the conversation's profile; the default serves it", "err", err)
-			} else if gw, ok := d.byName[last]; ok {
+			} else if gw, ok := set.byName[last]; ok {
 				chosen = gw
 			}
 		}
@@ -149,15 +175,19 @@ func (d *Dispatcher) Answer(ctx context.Context, c Call, out gateway.Output) err
 			c.Answering(name)
 		}
 	}
-	if !d.cfg.Failover || len(d.cfg.Profiles) < 2 {
+	if !d.cfg.Failover || len(set.list) < 2 {
 		answering(chosen.Profile())
 		return chosen.Messages(ctx, c.Request, c.ID, out)
 	}
 	st, retryable := out.(gateway.Committer)
-	order, reopen := d.bench.Order(chosen.Profile(), d.fallbacks, d.cfg.Now())
+	order, reopen := d.bench.Order(chosen.Profile(), set.fallbacks, d.cfg.Now())
 	for _, name := range order {
+		gw, ok := set.byName[name]
+		if !ok {
+			continue // a named profile removed since
+		}
 		answering(name)
-		err := d.byName[name].Messages(ctx, c.Request, c.ID, out)
+		err := gw.Messages(ctx, c.Request, c.ID, out)
 		var ge *gateway.Error
 		if !errors.As(err, &ge) || (ge.Status != http.StatusTooManyRequests && ge.Status != anthropic.StatusOverloaded) ||
 			!retryable || st.Committed() || ctx.Err() != nil {

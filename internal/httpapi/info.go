@@ -49,12 +49,12 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		gateway.Health
 		Profiles []profileHealth `json:"profiles,omitempty"`
 	}{Health: h}
-	if len(s.cfg.Profiles) > 1 {
+	if profiles := s.dispatch.Profiles(); len(profiles) > 1 {
 		// Each profile's probe is cached and single-flight in its gateway;
 		// the checks run side by side, each with the caller's patience.
-		body.Profiles = make([]profileHealth, len(s.cfg.Profiles))
+		body.Profiles = make([]profileHealth, len(profiles))
 		var wg sync.WaitGroup
-		for i, p := range s.cfg.Profiles {
+		for i, p := range profiles {
 			wg.Go(func() { body.Profiles[i] = profileHealth{Name: p.Name, Health: p.Gateway.Health(r.Context())} })
 		}
 		wg.Wait()

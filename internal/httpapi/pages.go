@@ -108,9 +108,9 @@ func landingBackend(id, prefix string, cli gateway.CLI, h gateway.CLIHealth) web
 
 // landing is GET / for a browser.
 func (s *Server) landing(w http.ResponseWriter, r *http.Request) {
-	h := s.gw.Health(r.Context())
+	h := s.dispatch.Default().Health(r.Context())
 	l := web.Landing{Status: h.Status, Processes: s.load(), ProcessesLabel: s.processesLabel(), CostToday: "$0", KeyRequired: s.hasKey}
-	l.Backends = append(l.Backends, landingBackend("cli", "", s.gw.CLI(), h.CLI()))
+	l.Backends = append(l.Backends, landingBackend("cli", "", s.dispatch.Default().CLI(), h.CLI()))
 	for _, m := range s.cfg.Mounts {
 		if m.Gateway != nil {
 			mh := m.Gateway.Health(r.Context())

@@ -46,7 +46,7 @@ func (s *Server) gwFor(ctx context.Context) *gateway.Gateway {
 	if gw := named(ctx); gw != nil {
 		return gw
 	}
-	return s.gw
+	return s.dispatch.Default()
 }
 
 // named is the gateway of the profile the request named, nil for none.
@@ -82,7 +82,7 @@ func (s *Server) processesLabel() string {
 	if len(s.mounted()) > 0 {
 		return "CLI processes"
 	}
-	return s.gw.CLI().Name + " processes"
+	return s.dispatch.Default().CLI().Name + " processes"
 }
 
 // providers reports every profile.
@@ -128,7 +128,7 @@ func (s *Server) quota(w http.ResponseWriter, r *http.Request) {
 		})
 	}
 	wg.Wait()
-	cli := s.gw.CLI()
+	cli := s.dispatch.Default().CLI()
 	writeJSON(w, http.StatusOK, map[string]any{"profiles": out, "as_of": time.Now().UTC(),
 		"sources": map[string]string{"windows": cli.WindowSource, "plan": cli.PlanSource}})
 }

@@ -108,7 +108,6 @@ const (
 type Server struct {
 	cfg     Config
 	log     *slog.Logger
-	gw      *gateway.Gateway
 	handler http.Handler
 	pages   *web.Pages
 	// dispatch chooses who answers each model request, and keeps what
@@ -154,7 +153,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, gw: cfg.Gateway, pages: pages, gate: newGate(), lastWait: DefaultLastWait,
+	s := &Server{cfg: cfg, log: cfg.Logger, pages: pages, gate: newGate(), lastWait: DefaultLastWait,
 		dispatch: dispatch.New(dispatch.Config{Default: cfg.Gateway, Profiles: cfg.Profiles, Failover: cfg.Failover,
 			Answers: cfg.Answers, Journal: cfg.Journal, Logger: cfg.Logger})}
 	if cfg.APIKey != "" {
@@ -174,6 +173,12 @@ func CheckExposure(addr, apiKey string) error {
 		return fmt.Errorf("refusing to listen on %s without an API key: anyone who can reach it could use your Claude account; set --api-key (or MERIDIAN_API_KEY), or listen on 127.0.0.1", addr)
 	}
 	return nil
+}
+
+// SetProfiles replaces the profiles the server answers with (a profile
+// added, removed or made the default while meridian runs).
+func (s *Server) SetProfiles(def *gateway.Gateway, profiles []Profile) {
+	s.dispatch.SetProfiles(def, profiles)
 }
 
 // Handler returns the server's handler, middleware included.

@@ -97,6 +97,12 @@ func (s *Store) ConfigDir(name string) string { return filepath.Join(s.dir, name
 func (s *Store) listPath() string              { return filepath.Join(s.dir, "profiles.json") }
 func (s *Store) secretPath(name string) string { return filepath.Join(s.dir, ".secrets", name) }
 
+// ListPath is the profile list's file.
+func (s *Store) ListPath() string { return s.listPath() }
+
+// Dir is the folder of the list, the secrets and the config dirs.
+func (s *Store) Dir() string { return s.dir }
+
 // Read returns the list; without a file, the implicit default alone.
 func (s *Store) Read() (List, error) {
 	b, err := os.ReadFile(s.listPath())

@@ -184,19 +184,26 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	}
 	profiles, err := startProfiles(cfg.DataDir, environ, chosen.profiles, func(name string, env []string) *gateway.Gateway {
 		return newGateway(chosen, name, env)
-	})
+	}, log.With("component", "profiles"))
 	if err != nil {
 		return err
 	}
 	defer profiles.close()
-	gateways := profiles.gateways()
 	var agyGW *gateway.Gateway
 	if cfg.Backend == BackendCombined {
 		agyCLI := antigravityCLI(cfg, agyTools, log)
 		agyGW = newGateway(agyCLI, BackendAntigravity, environ)
 		defer agyGW.Close()
-		gateways = append(gateways, agyGW)
 		agyCLI.announce(environ, profile.Profile{})
+	}
+	// Every gateway the metrics count: the profiles' as they stand now,
+	// and Antigravity's under combined.
+	gateways := func() []*gateway.Gateway {
+		gws := profiles.gateways()
+		if agyGW != nil {
+			gws = append(gws, agyGW)
+		}
+		return gws
 	}
 	gw, prof := profiles.def.gw, profiles.def.p
 	if prof.Name != profile.DefaultName {
@@ -299,6 +306,13 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	cleaning.Go(func() { cleaner.Run(cleanCtx, transcripts.DefaultEvery) })
 	defer cleaning.Wait()
 	defer stopCleaning()
+	// `meridian profile add`, `remove` and `default` reach a running
+	// serve: the profile list is watched and served as it changes.
+	cleaning.Go(func() {
+		if err := profiles.watch(cleanCtx, srv.SetProfiles); err != nil {
+			log.Warn("profile changes reach meridian only at its next start", "err", err)
+		}
+	})
 	return srv.Serve(ctx, ln)
 }
 

@@ -23,7 +23,7 @@ type telemetryParts struct {
 // openTelemetry starts the request history on db, prices from the builtin
 // table with the config file's overrides, and the metrics whose gauges
 // read the gateway and the spawn registry.
-func openTelemetry(db *sql.DB, cfg Config, gws []*gateway.Gateway, log *slog.Logger) (*telemetryParts, error) {
+func openTelemetry(db *sql.DB, cfg Config, gws func() []*gateway.Gateway, log *slog.Logger) (*telemetryParts, error) {
 	settings, err := config.Load(cfg.ConfigPath)
 	if err != nil {
 		return nil, err
@@ -36,7 +36,7 @@ func openTelemetry(db *sql.DB, cfg Config, gws []*gateway.Gateway, log *slog.Log
 		log.With("component", "telemetry"), nil)
 	spawns := registry.New(db)
 	m := metrics.New(func(ctx context.Context) metrics.Load {
-		b := gateway.SumLoad(gws)
+		b := gateway.SumLoad(gws())
 		counts, err := spawns.CountByStatus(ctx)
 		if err != nil {
 			log.Debug("metrics: could not count spawns", "err", err)

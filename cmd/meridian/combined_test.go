@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -84,4 +86,40 @@ func TestCombinedBackends(t *testing.T) {
 	}
 	cancel()
 	<-held
+}
+
+// Under --backend combined the two backends share one request journal:
+// the same request id and body sent to Claude and to Antigravity are two
+// requests, never "an identical request is running".
+func TestCombinedBackendsKeepTheirRequestsApart(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	g.up.Always(testkit.Reply{Hang: true})
+	agyPath, agyEnv, _ := testkit.FakeAgy(t, map[string]any{"turns": []map[string]any{{"steps": []any{agyAnswer("agy here\n", 1, 1)}}}})
+	g.env = append(g.env, agyEnv...)
+	g.start("--backend", "combined", "--agy-path", agyPath)
+	body := `{"model":"gemini-3.8-flash-low","max_tokens":50,"messages":[{"role":"user","content":"the same request"}]}`
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _, _, _ = g.postCtx(ctx, body, "Idempotency-Key", "order-1") }()
+	if err := testkit.WaitFor(20*time.Second, func() error {
+		if len(g.up.Requests()) == 0 {
+			return context.DeadlineExceeded
+		}
+		return nil
+	}); err != nil {
+		t.Fatal("the claude request never reached the upstream")
+	}
+	req, _ := http.NewRequest(http.MethodPost, g.url+"/antigravity/v1/messages", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", "order-1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || !strings.Contains(string(got), "agy here") {
+		t.Fatalf("the same request to Antigravity: %d %s", resp.StatusCode, got)
+	}
 }

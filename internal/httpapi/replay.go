@@ -73,12 +73,18 @@ func (s *Server) once(w http.ResponseWriter, r *http.Request, raw []byte, req *a
 	}
 }
 
-// requestKey names a request exactly: its route, its explicit id and its
-// whole body. Headers that change between an SDK's retries (its retry
-// count) are no part of it.
+// requestKey names a request exactly: its route as the client sent it
+// (with the prefix of a mounted backend, so Claude's and Antigravity's
+// requests under --backend combined never share a key in the journal they
+// share), its explicit id and its whole body. Headers that change between
+// an SDK's retries (its retry count) are no part of it.
 func requestKey(r *http.Request, id string, body []byte) string {
+	route := r.RequestURI
+	if route == "" {
+		route = r.URL.RequestURI()
+	}
 	h := sha256.New()
-	for _, part := range []string{r.Method, r.URL.Path, r.URL.RawQuery, id} {
+	for _, part := range []string{r.Method, route, id} {
 		h.Write([]byte(strconv.Itoa(len(part)) + ":" + part))
 	}
 	h.Write(body)

@@ -209,22 +209,32 @@ func (l *Leases) deadHere(holder string) bool {
 	return err1 == nil && err2 == nil && !l.alive(pid, start)
 }
 
-// renew keeps the lease alive while it is held.
+// renew keeps the lease alive while it is held. A lease that could not
+// be renewed for as long as it lives is lost: past its expiry another
+// holder may take it, so the turn must not go on as if it held it.
 func (le *Lease) renew() {
 	t := time.NewTicker(le.l.ttl / 3)
 	defer t.Stop()
+	renewed := le.l.now()
 	for {
 		select {
 		case <-le.stop:
 			return
 		case <-t.C:
 		}
+		now := le.l.now()
 		res, err := le.l.db.Exec(`UPDATE turn_leases SET expires_at = ? WHERE profile = ? AND key = ? AND owner = ?`,
-			le.l.now().Add(le.l.ttl).UnixMilli(), le.profile, le.key, le.owner)
+			now.Add(le.l.ttl).UnixMilli(), le.profile, le.key, le.owner)
 		if err != nil {
+			if now.Sub(renewed) >= le.l.ttl {
+				le.l.log.Warn("a turn lease could not be renewed before it expired: the turn stops and publishes nothing", "key", le.key, "err", err)
+				close(le.lost)
+				return
+			}
 			le.l.log.Warn("could not renew a turn lease; trying again", "key", le.key, "err", err)
 			continue
 		}
+		renewed = now
 		if n, err := res.RowsAffected(); err == nil && n != 1 {
 			le.l.log.Warn("a turn lease was taken over: the turn stops and publishes nothing", "key", le.key)
 			close(le.lost)

@@ -240,6 +240,27 @@ func TestLostLeaseIsReported(t *testing.T) {
 	}
 }
 
+// A lease that cannot be renewed for as long as it lives (the store
+// refuses every write) is reported lost, as one taken over is: past its
+// expiry another holder may have it.
+func TestUnrenewableLeaseIsLost(t *testing.T) {
+	db := openDB(t, filepath.Join(t.TempDir(), "m.db"))
+	l := NewLeases(db, 300*time.Millisecond, nil)
+	lease, err := l.Acquire(context.Background(), "p", "k", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lease.Release()
+	if _, err := db.Exec(`CREATE TRIGGER refuse BEFORE UPDATE ON turn_leases BEGIN SELECT RAISE(ABORT, 'disk says no'); END`); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-lease.Lost():
+	case <-time.After(3 * time.Second):
+		t.Fatal("a lease that could not be renewed past its expiry was not reported lost")
+	}
+}
+
 // A database fault is an error, not a busy conversation: a 409 would send
 // the client into retries that cannot succeed.
 func TestLeaseFaultIsNotBusy(t *testing.T) {

@@ -22,14 +22,24 @@ func (s *Server) root(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
-		"service": "meridian",
-		"version": s.cfg.Version,
-		"pid":     os.Getpid(),
-		"endpoints": []string{
-			"POST /v1/messages", "POST /v1/messages/count_tokens", "POST /v1/chat/completions",
-			"GET /v1/models", "GET /v1/sessions", "GET /health",
-		},
+		"service":   "meridian",
+		"version":   s.cfg.Version,
+		"pid":       os.Getpid(),
+		"endpoints": apiEndpoints(),
 	})
+}
+
+// apiEndpoints are the API routes GET / names, every model route among
+// them.
+func apiEndpoints() []string {
+	return []string{
+		"POST /v1/messages", "POST /v1/messages/count_tokens", "POST /v1/chat/completions",
+		"POST /v1/responses", "GET /v1/responses/{id}", "DELETE /v1/responses/{id}",
+		"GET /v1/responses/{id}/input_items", "POST /v1/responses/{id}/cancel",
+		"GET /v1/models", "GET /v1/models/{id}", "GET /v1/usage/quota",
+		"GET /v1/sessions", "GET /v1/sessions/{key}", "POST /v1/sessions/{key}/cancel",
+		"GET /inflight", "GET /health", "GET /metrics",
+	}
 }
 
 // profileHealth is one profile's part of GET /health.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -103,6 +104,34 @@ func TestUnknownRoutesAre404InAnthropicShape(t *testing.T) {
 	anthropicError(t, resp, body, 404, "not_found_error", "/v1/nothing-here")
 	resp, body = do(t, http.MethodGet, s.URL+"/v1/messages", "", nil)
 	anthropicError(t, resp, body, 405, "not_found_error", "GET")
+}
+
+// GET / names every API route, the Responses API's among them, and each
+// route it names is served (a request to it never meets the router's own
+// "not found").
+func TestRootNamesEveryRoute(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{})
+	s.Upstream.Always(testkit.Reply{Text: "ok"})
+	var info struct {
+		Endpoints []string `json:"endpoints"`
+	}
+	if resp := getJSON(t, s.URL+"/", nil, &info); resp.StatusCode != 200 {
+		t.Fatalf("GET / = %d", resp.StatusCode)
+	}
+	for _, want := range []string{"POST /v1/responses", "GET /v1/responses/{id}", "POST /v1/responses/{id}/cancel", "GET /v1/usage/quota"} {
+		if !slices.Contains(info.Endpoints, want) {
+			t.Errorf("GET / omits %s: %v", want, info.Endpoints)
+		}
+	}
+	for _, e := range info.Endpoints {
+		method, route, _ := strings.Cut(e, " ")
+		route = strings.NewReplacer("{id}", "resp_x", "{key}", "k").Replace(route)
+		resp, body := do(t, method, s.URL+route, "{}", map[string]string{"Content-Type": "application/json"})
+		if strings.Contains(string(body), "not found: "+method) {
+			t.Errorf("%s, named by GET /, is not served: %d %s", e, resp.StatusCode, body)
+		}
+	}
 }
 
 func TestRootAnswersGetAndHead(t *testing.T) {

@@ -1,22 +1,17 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/meridian-gw/meridian/internal/backend"
-	"github.com/meridian-gw/meridian/internal/backend/claude"
 	"github.com/meridian-gw/meridian/internal/profile"
-	"github.com/meridian-gw/meridian/internal/session"
-	"github.com/meridian-gw/meridian/internal/store"
+	"github.com/meridian-gw/meridian/internal/serve"
 )
 
 // profileView is a profile as list and add print it: never its secret.
@@ -101,9 +96,9 @@ line, and kept in files only you can read. The implicit profile "default" uses t
 			for i, p := range l.Profiles {
 				views[i] = profileView{Profile: p, Default: p.Name == l.Default}
 				wg.Go(func() {
-					views[i].Auth, views[i].Error = authIn(c.Context(), st(), p, claudePath, environ)
+					views[i].Auth, views[i].Error = serve.ProfileAuth(c.Context(), st(), p, claudePath, environ)
 					if views[i].Auth != nil && views[i].Auth.LoggedIn {
-						views[i].Plan = planIn(c.Context(), st(), p, claudePath, environ)
+						views[i].Plan = serve.ProfilePlan(c.Context(), st(), p, claudePath, environ)
 					}
 				})
 			}
@@ -156,15 +151,7 @@ line, and kept in files only you can read. The implicit profile "default" uses t
 		Short: "Remove a profile, its secret and its config dir (refused while a turn runs on it)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			busy := func(name string) (bool, error) {
-				db, err := store.Open(c.Context(), filepath.Join(dataDir, "meridian.db"))
-				if err != nil {
-					return false, err
-				}
-				defer db.Close()
-				n, err := session.NewLeases(db, 0, nil).Held(c.Context(), name)
-				return n > 0, err
-			}
+			busy := func(name string) (bool, error) { return serve.ProfileBusy(c.Context(), dataDir, name) }
 			if err := st().Remove(args[0], busy); err != nil {
 				return err
 			}
@@ -185,41 +172,6 @@ line, and kept in files only you can read. The implicit profile "default" uses t
 	}
 	cmd.AddCommand(add, list, login, remove, def)
 	return cmd
-}
-
-// authIn asks the CLI, in the profile's context, whether it is logged in.
-func authIn(ctx context.Context, s *profile.Store, p profile.Profile, claudePath string, environ []string) (*backend.Auth, string) {
-	env, err := s.Env(p, environ)
-	if err != nil {
-		return nil, err.Error()
-	}
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	a, err := claude.New(claude.Config{Path: claudePath, Env: env}).Auth(ctx)
-	if err != nil {
-		return nil, "unknown: " + err.Error()
-	}
-	return &a, ""
-}
-
-// planWait bounds the wait for a profile's plan limits in list: a CLI that
-// cannot reach its account's endpoints retries for many seconds.
-const planWait = 5 * time.Second
-
-// planIn reads the plan's rate limits with the CLI in the profile's
-// context; nil when they could not be read.
-func planIn(ctx context.Context, s *profile.Store, p profile.Profile, claudePath string, environ []string) *backend.PlanUsage {
-	env, err := s.Env(p, environ)
-	if err != nil {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, planWait)
-	defer cancel()
-	u, err := claude.New(claude.Config{Path: claudePath, Env: env}).PlanUsage(ctx)
-	if err != nil {
-		return nil
-	}
-	return &u
 }
 
 // limitsText is a plan's windows on one line: share used and reset.

@@ -17,7 +17,6 @@ import (
 	"github.com/meridian-gw/meridian/internal/spawn/registry"
 	"github.com/meridian-gw/meridian/internal/spawn/runner"
 	"github.com/meridian-gw/meridian/internal/spawn/statusline"
-	"github.com/meridian-gw/meridian/internal/store"
 )
 
 type createOptions struct {
@@ -230,18 +229,10 @@ func (sc *spawnContext) workerCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			db, err := store.Open(ctx, filepath.Join(sc.dataDir, "meridian.db"))
-			if err != nil {
-				return err
-			}
-			defer db.Close()
 			// The worker's stderr is its worker.log: say what happened.
 			log := sc.logger(slog.LevelInfo).With("spawn", id)
-			w := &runner.Worker{Registry: registry.New(db), ClaudePath: sc.claudePath, Env: sc.environ, Heartbeat: heartbeat, Log: log}
-			began := time.Now()
-			err = w.RunQueued(ctx, project, id)
-			log.Info("worker done", "took", time.Since(began), "err", err)
-			return err
+			return runner.RunWorker(ctx, runner.WorkerConfig{DataDir: sc.dataDir, ClaudePath: sc.claudePath, Env: sc.environ,
+				Heartbeat: heartbeat, Log: log}, project, id)
 		},
 	}
 	cmd.Flags().StringVar(&project, "project", "", "the spawn's project")

@@ -25,6 +25,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/spawn"
 	"github.com/meridian-gw/meridian/internal/spawn/proc"
 	"github.com/meridian-gw/meridian/internal/spawn/registry"
+	"github.com/meridian-gw/meridian/internal/store"
 )
 
 // Artifacts are the files of one spawn.
@@ -122,6 +123,30 @@ type Worker struct {
 	Env       []string
 	Heartbeat time.Duration
 	Log       *slog.Logger
+}
+
+// WorkerConfig is what `meridian spawn worker` runs a spawn with.
+type WorkerConfig struct {
+	DataDir    string // where meridian.db is
+	ClaudePath string
+	Env        []string
+	Heartbeat  time.Duration
+	Log        *slog.Logger
+}
+
+// RunWorker is the detached worker's body: it opens the data dir's store
+// and runs spawn id of project once, logging how long it took.
+func RunWorker(ctx context.Context, cfg WorkerConfig, project, id string) error {
+	db, err := store.Open(ctx, filepath.Join(cfg.DataDir, "meridian.db"))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	w := &Worker{Registry: registry.New(db), ClaudePath: cfg.ClaudePath, Env: cfg.Env, Heartbeat: cfg.Heartbeat, Log: cfg.Log}
+	began := time.Now()
+	err = w.RunQueued(ctx, project, id)
+	cfg.Log.Info("worker done", "took", time.Since(began), "err", err)
+	return err
 }
 
 // RunQueued loads spawn id of project into w and runs it. A worker runs a

@@ -1,0 +1,30 @@
+package httpapi
+
+import (
+	"testing"
+
+	"github.com/meridian-gw/meridian/internal/testkit"
+)
+
+// The HTTP front decodes, routes and renders; it reaches backends only through dispatch and the gateway, never a driver or the store.
+func TestImportsFlowDownward(t *testing.T) {
+	testkit.CheckImports(t,
+		"internal/adapter",
+		"internal/answers",
+		"internal/anthropic",
+		"internal/backend",
+		"internal/dispatch",
+		"internal/gateway",
+		"internal/journal",
+		"internal/jsonbody",
+		"internal/logring",
+		"internal/metrics",
+		"internal/openai",
+		"internal/pricing",
+		"internal/responses",
+		"internal/retryafter",
+		"internal/telemetry",
+		"internal/telemetry/history",
+		"internal/web",
+	)
+}

@@ -1,0 +1,35 @@
+package serve
+
+import (
+	"testing"
+
+	"github.com/meridian-gw/meridian/internal/testkit"
+)
+
+// serve assembles the gateway: it may reach everything it runs on, but nothing above it (the commands).
+func TestImportsFlowDownward(t *testing.T) {
+	testkit.CheckImports(t,
+		"github.com/fsnotify/fsnotify",
+		"internal/answers",
+		"internal/backend",
+		"internal/backend/agy",
+		"internal/backend/claude",
+		"internal/config",
+		"internal/gateway",
+		"internal/httpapi",
+		"internal/journal",
+		"internal/logring",
+		"internal/metrics",
+		"internal/openai",
+		"internal/pricing",
+		"internal/probe",
+		"internal/procmem",
+		"internal/profile",
+		"internal/responses",
+		"internal/session",
+		"internal/spawn/registry",
+		"internal/store",
+		"internal/telemetry/history",
+		"internal/transcripts",
+	)
+}

@@ -1,0 +1,67 @@
+package serve
+
+import (
+	"context"
+	"path/filepath"
+	"time"
+
+	"github.com/meridian-gw/meridian/internal/backend"
+	"github.com/meridian-gw/meridian/internal/backend/claude"
+	"github.com/meridian-gw/meridian/internal/profile"
+	"github.com/meridian-gw/meridian/internal/session"
+	"github.com/meridian-gw/meridian/internal/store"
+)
+
+// What `meridian profile` asks about a profile, answered with the claude
+// CLI in the profile's own context and the data dir's store.
+
+// profileAuthWait bounds the login check of one profile.
+const profileAuthWait = 20 * time.Second
+
+// ProfilePlanWait bounds the wait for a profile's plan limits: a CLI that
+// cannot reach its account's endpoints retries for many seconds.
+const ProfilePlanWait = 5 * time.Second
+
+// ProfileAuth asks the CLI, in the profile's context, whether it is
+// logged in; on failure it says why instead.
+func ProfileAuth(ctx context.Context, s *profile.Store, p profile.Profile, claudePath string, environ []string) (*backend.Auth, string) {
+	env, err := s.Env(p, environ)
+	if err != nil {
+		return nil, err.Error()
+	}
+	ctx, cancel := context.WithTimeout(ctx, profileAuthWait)
+	defer cancel()
+	a, err := claude.New(claude.Config{Path: claudePath, Env: env}).Auth(ctx)
+	if err != nil {
+		return nil, "unknown: " + err.Error()
+	}
+	return &a, ""
+}
+
+// ProfilePlan reads the plan's rate limits with the CLI in the profile's
+// context; nil when they could not be read in ProfilePlanWait.
+func ProfilePlan(ctx context.Context, s *profile.Store, p profile.Profile, claudePath string, environ []string) *backend.PlanUsage {
+	env, err := s.Env(p, environ)
+	if err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, ProfilePlanWait)
+	defer cancel()
+	u, err := claude.New(claude.Config{Path: claudePath, Env: env}).PlanUsage(ctx)
+	if err != nil {
+		return nil
+	}
+	return &u
+}
+
+// ProfileBusy reports whether a turn runs on a profile now, in any
+// meridian on the data dir: its turn leases are held.
+func ProfileBusy(ctx context.Context, dataDir, name string) (bool, error) {
+	db, err := store.Open(ctx, filepath.Join(dataDir, "meridian.db"))
+	if err != nil {
+		return false, err
+	}
+	defer db.Close()
+	n, err := session.NewLeases(db, 0, nil).Held(ctx, name)
+	return n > 0, err
+}

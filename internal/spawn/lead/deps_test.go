@@ -1,0 +1,18 @@
+package lead
+
+import (
+	"testing"
+
+	"github.com/meridian-gw/meridian/internal/testkit"
+)
+
+// A lead records and reads spawns and launches their workers; it never drives a CLI itself.
+func TestImportsFlowDownward(t *testing.T) {
+	testkit.CheckImports(t,
+		"internal/spawn",
+		"internal/spawn/proc",
+		"internal/spawn/registry",
+		"internal/spawn/runner",
+		"internal/store",
+	)
+}

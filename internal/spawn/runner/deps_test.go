@@ -1,0 +1,20 @@
+package runner
+
+import (
+	"testing"
+
+	"github.com/meridian-gw/meridian/internal/testkit"
+)
+
+// The worker drives claude for one spawn: the driver, the registry and the store, no gateway.
+func TestImportsFlowDownward(t *testing.T) {
+	testkit.CheckImports(t,
+		"internal/anthropic",
+		"internal/backend",
+		"internal/backend/claude",
+		"internal/spawn",
+		"internal/spawn/proc",
+		"internal/spawn/registry",
+		"internal/store",
+	)
+}

@@ -3,11 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -35,14 +33,7 @@ func TestCombinedBackends(t *testing.T) {
 	defer cancel()
 	held := make(chan error, 1)
 	go func() { _, _, err := g.postCtx(ctx, prompt("hold the only claude slot")); held <- err }()
-	if err := testkit.WaitFor(20*time.Second, func() error {
-		if len(g.up.Requests()) == 0 {
-			return context.DeadlineExceeded
-		}
-		return nil
-	}); err != nil {
-		t.Fatal("the claude request never reached the upstream")
-	}
+	g.waitUpstream()
 
 	agyClient := sdk.NewClient(option.WithBaseURL(g.url+"/antigravity"), option.WithAPIKey("client-key"), option.WithMaxRetries(0))
 	msg, err := agyClient.Messages.New(context.Background(), agyParams("hello agy"))
@@ -102,24 +93,9 @@ func TestCombinedBackendsKeepTheirRequestsApart(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _, _, _ = g.postCtx(ctx, body, "Idempotency-Key", "order-1") }()
-	if err := testkit.WaitFor(20*time.Second, func() error {
-		if len(g.up.Requests()) == 0 {
-			return context.DeadlineExceeded
-		}
-		return nil
-	}); err != nil {
-		t.Fatal("the claude request never reached the upstream")
-	}
-	req, _ := http.NewRequest(http.MethodPost, g.url+"/antigravity/v1/messages", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", "order-1")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	got, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 || !strings.Contains(string(got), "agy here") {
+	g.waitUpstream()
+	resp, got := fetch(t, http.MethodPost, g.url+"/antigravity/v1/messages", body, "Content-Type", "application/json", "Idempotency-Key", "order-1")
+	if resp.StatusCode != 200 || !strings.Contains(got, "agy here") {
 		t.Fatalf("the same request to Antigravity: %d %s", resp.StatusCode, got)
 	}
 }

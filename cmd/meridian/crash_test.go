@@ -119,6 +119,19 @@ func prompt(text string) string {
 	return fmt.Sprintf(`{"model":"test-model","max_tokens":100,"messages":[{"role":"user","content":%q}]}`, text)
 }
 
+// waitUpstream waits until the upstream has had a request.
+func (g *gatewayProc) waitUpstream() {
+	g.t.Helper()
+	if err := testkit.WaitFor(20*time.Second, func() error {
+		if len(g.up.Requests()) == 0 {
+			return fmt.Errorf("no request reached the upstream")
+		}
+		return nil
+	}); err != nil {
+		g.t.Fatal(err)
+	}
+}
+
 // claudes lists the CLI processes of this gateway, not meridian itself.
 func (g *gatewayProc) claudes() []int {
 	var out []int

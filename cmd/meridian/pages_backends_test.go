@@ -11,18 +11,31 @@ import (
 	"github.com/meridian-gw/meridian/internal/testkit"
 )
 
-// page is GET path as a browser asks for it.
-func page(t *testing.T, url string) string {
+// fetch sends a request with headers given as name, value pairs and
+// reads the whole answer.
+func fetch(t *testing.T, method, url, body string, header ...string) (*http.Response, string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, url, nil)
-	req.Header.Set("Accept", "text/html")
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return string(b)
+	return resp, string(b)
+}
+
+// page is GET url as a browser asks for it.
+func page(t *testing.T, url string) string {
+	t.Helper()
+	_, body := fetch(t, http.MethodGet, url, "", "Accept", "text/html")
+	return body
 }
 
 // Under --backend antigravity the landing page and the dashboard speak of
@@ -99,17 +112,12 @@ func TestSessionsOfAProfileOnly(t *testing.T) {
 		t.Fatalf("a's turn: %v %s", err, body)
 	}
 	list := func(profile string) string {
-		req, _ := http.NewRequest(http.MethodGet, g.url+"/v1/sessions", nil)
+		var header []string
 		if profile != "" {
-			req.Header.Set("X-Meridian-Profile", profile)
+			header = []string{"X-Meridian-Profile", profile}
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b)
+		_, body := fetch(t, http.MethodGet, g.url+"/v1/sessions", "", header...)
+		return body
 	}
 	if got := list("b"); strings.Contains(got, "conv-on-a") {
 		t.Fatalf("profile b lists a's conversation: %s", got)

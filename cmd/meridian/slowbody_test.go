@@ -29,6 +29,17 @@ func slowBody(t *testing.T, addr string, size int, first string) net.Conn {
 	return conn
 }
 
+// slowBodies opens n connections that each sent one byte of a 100-byte
+// body.
+func slowBodies(t *testing.T, addr string, n int) []net.Conn {
+	t.Helper()
+	conns := make([]net.Conn, n)
+	for i := range conns {
+		conns[i] = slowBody(t, addr, 100, "{")
+	}
+	return conns
+}
+
 // answerOf reads the response a slow body got, if any, within d.
 func answerOf(conn net.Conn, d time.Duration) (*http.Response, string, error) {
 	_ = conn.SetReadDeadline(time.Now().Add(d))
@@ -49,10 +60,7 @@ func TestStalledBodiesDoNotHoldTheDrain(t *testing.T) {
 	g := newGateway(t)
 	g.start("--drain-timeout", "60s")
 	addr := strings.TrimPrefix(g.url, "http://")
-	conns := make([]net.Conn, 50)
-	for i := range conns {
-		conns[i] = slowBody(t, addr, 100, "{")
-	}
+	conns := slowBodies(t, addr, 50)
 	// Every one of them is inside a handler, reading its body.
 	time.Sleep(500 * time.Millisecond)
 	if err := g.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -89,10 +97,7 @@ func TestDribbledBodiesAreCutAtTheBodyTimeout(t *testing.T) {
 	g := newGateway(t)
 	g.start("--body-timeout", "2s")
 	addr := strings.TrimPrefix(g.url, "http://")
-	conns := make([]net.Conn, 50)
-	for i := range conns {
-		conns[i] = slowBody(t, addr, 100, "{")
-	}
+	conns := slowBodies(t, addr, 50)
 	stop := make(chan struct{})
 	var dribbling sync.WaitGroup
 	for _, c := range conns {

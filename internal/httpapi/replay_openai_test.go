@@ -10,16 +10,11 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 )
 
-// The OpenAI APIs replay too: a Responses request delivering function
-// outputs, sent again, gets the same response (same id, same new call)
-// and a chat request the same completion; neither reaches the upstream
-// twice.
-func TestOpenAIRetriesAreReplayed(t *testing.T) {
-	t.Parallel()
-	s := newStack(t, stackOptions{sessions: true})
-	s.Upstream.Respond(threeSteps)
-	c := s.chatClient()
-
+// firstOutputs runs a stateless client's first turn of threeSteps (a
+// call) and returns the history with that call's output, and the request
+// that delivers it.
+func firstOutputs(t *testing.T, c *openai.Client) ([]responses.ResponseInputItemUnionParam, responses.ResponseNewParams) {
+	t.Helper()
 	history := []responses.ResponseInputItemUnionParam{responses.ResponseInputItemParamOfMessage("fix the build", responses.EasyInputMessageRoleUser)}
 	p := itemsParams(history...)
 	p.Tools, p.Store = responseTools(), openai.Bool(false)
@@ -32,6 +27,19 @@ func TestOpenAIRetriesAreReplayed(t *testing.T) {
 	history[len(history)-1].OfFunctionCallOutput.CallID = openai.String("toolu_1")
 	p = itemsParams(history...)
 	p.Tools, p.Store = responseTools(), openai.Bool(false)
+	return history, p
+}
+
+// The OpenAI APIs replay too: a Responses request delivering function
+// outputs, sent again, gets the same response (same id, same new call)
+// and a chat request the same completion; neither reaches the upstream
+// twice.
+func TestOpenAIRetriesAreReplayed(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{sessions: true})
+	s.Upstream.Respond(threeSteps)
+	c := s.chatClient()
+	_, p := firstOutputs(t, c)
 	var r1, r2 *http.Response
 	a, err := c.Responses.New(context.Background(), p, oaioption.WithResponseInto(&r1))
 	if err != nil {
@@ -76,18 +84,7 @@ func TestBackgroundResultsRetireTheirSavedBatch(t *testing.T) {
 	s := newStack(t, stackOptions{sessions: true})
 	s.Upstream.Respond(threeSteps)
 	c := s.chatClient()
-	history := []responses.ResponseInputItemUnionParam{responses.ResponseInputItemParamOfMessage("fix the build", responses.EasyInputMessageRoleUser)}
-	p := itemsParams(history...)
-	p.Tools, p.Store = responseTools(), openai.Bool(false)
-	first, err := c.Responses.New(context.Background(), p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	history = append(history, echo(t, first)...)
-	history = append(history, responses.ResponseInputItemParamOfFunctionCallOutput("package main"))
-	history[len(history)-1].OfFunctionCallOutput.CallID = openai.String("toolu_1")
-	batch := itemsParams(history...)
-	batch.Tools, batch.Store = responseTools(), openai.Bool(false)
+	history, batch := firstOutputs(t, c)
 	second, err := c.Responses.New(context.Background(), batch) // saved: it delivered results, its answer is toolu_2
 	if err != nil || len(calls(second)) != 1 {
 		t.Fatalf("second: %v", err)

@@ -55,7 +55,7 @@ func TestStreamedResponseIsStoredBeforeItsEnd(t *testing.T) {
 	db := storeDB(t, s)
 	for _, q := range []string{
 		`CREATE TABLE burn (x INTEGER)`,
-		`WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 3000) INSERT INTO burn SELECT x FROM n`,
+		`WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 1500) INSERT INTO burn SELECT x FROM n`,
 		`CREATE TRIGGER slow_end AFTER UPDATE ON responses WHEN NEW.status = 'completed' BEGIN SELECT count(*) FROM burn a, burn b; END`,
 	} {
 		if _, err := db.Exec(q); err != nil {

@@ -80,6 +80,13 @@ type Closer interface {
 	Close()
 }
 
+// ResultHolder is a Session that can say where it holds the tool results
+// its latest turn delivered: the place to resume it at with them in it,
+// when the turn was cut before it answered ("" until all were taken).
+type ResultHolder interface {
+	HeldAt() string
+}
+
 // Measurer is a Session that can say how much memory its process holds,
 // in bytes (its proportional share, PSS, where the system tells).
 type Measurer interface {

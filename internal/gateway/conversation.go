@@ -220,6 +220,7 @@ func (g *Gateway) runTurn(ctx context.Context, t *turn, id string, out Output) e
 		// be kept, and nothing is published; the next turn resumes from
 		// the last published state.
 		g.pool.Discard(t.live)
+		g.hold(ctx, t, sess, in)
 		g.log.Info("turn cut short", append(logAttrs, "stop_sequence", r.stopAt)...)
 		return r.finishEarly()
 	case err != nil:
@@ -228,6 +229,7 @@ func (g *Gateway) runTurn(ctx context.Context, t *turn, id string, out Output) e
 			return &Error{Status: http.StatusConflict, Type: "conflict_error", RetryAfter: time.Second, Message: fmt.Sprintf(
 				"this turn of conversation %q stalled past its lease and another turn took over; send the request again", t.ident.Key)}
 		}
+		g.hold(ctx, t, sess, in)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -240,6 +242,7 @@ func (g *Gateway) runTurn(ctx context.Context, t *turn, id string, out Output) e
 		if t.verdict.Kind != lineage.Diverged && !r.started && staleSession(res.Failure) {
 			return errStaleSession
 		}
+		g.hold(ctx, t, sess, in)
 		e := classify(res.Failure, g.cfg.CLI, g.window.get(g.cfg.Now()), g.cfg.Now())
 		g.log.Warn("turn failed", append(logAttrs, "status", e.Status, "type", e.Type,
 			"retry_after", e.RetryAfter, "wait_source", e.WaitSource, "error", res.Failure.Message)...)
@@ -385,6 +388,37 @@ func onlyUser(msgs []anthropic.Message) bool {
 		}
 	}
 	return len(msgs) > 0
+}
+
+// hold records, for a turn cut or failed after the CLI took its tool
+// results, that the session holds them: the request's messages, the last
+// one (the results) resumable where the CLI took it and kept as a slot.
+// The client's next request may carry that message with blocks added (an
+// interruption's note, the user's next words): it resumes there and sends
+// only those, rather than replaying. Nothing is recorded when the results
+// were not all taken, or another turn holds the conversation now.
+func (g *Gateway) hold(ctx context.Context, t *turn, sess backend.Session, in backend.Input) {
+	h, ok := sess.(backend.ResultHolder)
+	if !ok || len(in.Results) == 0 || t.leaseLost() {
+		return
+	}
+	pin := h.HeldAt()
+	if pin == "" || sess.ID() == "" {
+		return
+	}
+	next := t.mapping
+	next.Client, next.SessionID = t.ident.Client, sess.ID()
+	next.State = lineage.Hold(withoutPendingEnd(t.mapping.State), t.verdict, t.in, pin, t.tail)
+	next.Cwd, next.ClientCwd, next.Model = t.opts.Dir, t.ident.Cwd, t.req.Model
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
+	defer cancel()
+	// The results are not marked consumed: nothing answered them yet, and
+	// the request sent again as it was runs them again (a replay).
+	if version, err := g.cfg.Sessions.Publish(pctx, next, t.mapping.Version, t.verdict.Kind); version == 0 {
+		g.log.Warn("could not record the tool results the CLI took before the turn was cut", "conversation", t.ident.Key, "err", err)
+		return
+	}
+	g.log.Info("the turn was cut after the CLI took its tool results: the conversation resumes there", "conversation", t.ident.Key, "pin", pin)
 }
 
 // sendFrom returns the messages the session lacks under a verdict; for a

@@ -50,6 +50,11 @@ func (t *turn) input() (backend.Input, *Error) {
 	msgs := t.sendFrom()
 	if !t.reused || t.pending == nil {
 		t.delivered = toolResultIDs(msgs)
+		if t.verdict.Skip > 0 {
+			// The results the session held in the message that gained
+			// blocks are answered by this turn too.
+			t.delivered = append(t.delivered, toolResultIDs(t.req.Messages[t.verdict.From:t.verdict.From+1])...)
+		}
 		return backend.Input{Content: replay.Render(msgs)}, nil
 	}
 	results := map[string]anthropic.ContentBlock{}
@@ -117,7 +122,11 @@ func toolResultIDs(msgs []anthropic.Message) []string {
 // must not run the tools' turn upstream a second time. Results further back
 // are history and may be replayed.
 func (g *Gateway) refuseRepeats(ctx context.Context, t *turn) error {
-	ids := toolResultIDs(t.req.Messages[len(t.req.Messages)-1:])
+	last := t.req.Messages[len(t.req.Messages)-1:]
+	if t.verdict.Skip > 0 && t.verdict.From == len(t.req.Messages)-1 {
+		last = t.sendFrom() // its skipped blocks the session holds already
+	}
+	ids := toolResultIDs(last)
 	if len(ids) == 0 {
 		return nil
 	}

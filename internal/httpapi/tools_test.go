@@ -591,3 +591,50 @@ func TestAddedToolReachesTheModel(t *testing.T) {
 		t.Fatalf("the resumed session lost the history:\n%s", all)
 	}
 }
+
+// A turn cut after the CLI took its tool results (the client left while
+// the model answered them) leaves the session holding them. The client's
+// next request carries that results message with blocks added (an
+// interruption's note and the user's next words, as Claude Code merges
+// them): it resumes where the CLI took the results and sends only the new
+// blocks — no replay, the results not refused as delivered twice.
+func TestResultsMessageThatGainedBlocksAppends(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{sessions: true})
+	s.Upstream.Respond(func(r testkit.Request) testkit.Reply {
+		switch body := string(r.RawBody); {
+		case toolResults(r) == 0:
+			return testkit.Reply{ToolUses: []testkit.ToolUse{{ID: "toolu_cut", Name: modelName("run_tests"), Input: map[string]any{}}}}
+		case !strings.Contains(body, "do the second one"):
+			return testkit.Reply{Hang: true} // the answer to the results, cut by the client
+		}
+		return testkit.Reply{Text: "Doing the second one."}
+	})
+	l := &toolLoop{t: t, s: s, client: s.client(option.WithHeader("X-Claude-Code-Session-Id", "cut-after-results")),
+		history: []sdk.MessageParam{userMessage("run the tests")}}
+	l.send()
+	results := sdk.NewToolResultBlock("toolu_cut", "2 failures", false)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.client.Messages.New(ctx, sdk.MessageNewParams{Model: "test-model", MaxTokens: 1000, Tools: clientTools(),
+			Messages: append(l.history, sdk.NewUserMessage(results))})
+		done <- err
+	}()
+	waitFor(t, func() bool { return len(s.Upstream.Requests()) == 2 }) // the CLI took the results and asked the model
+	cancel()
+	<-done
+	// The next request waits for the cut turn's lease, so it finds what
+	// that turn recorded.
+
+	msg, err := l.client.Messages.New(context.Background(), sdk.MessageNewParams{Model: "test-model", MaxTokens: 1000, Tools: clientTools(),
+		Messages: append(l.history, sdk.NewUserMessage(results,
+			sdk.NewTextBlock("[Request interrupted by user]"), sdk.NewTextBlock("Never mind, do the second one.")))})
+	if err != nil || msg.Content[0].Text != "Doing the second one." {
+		t.Fatalf("the next request: %v %+v", err, msg)
+	}
+	last := string(s.Upstream.Requests()[len(s.Upstream.Requests())-1].RawBody)
+	if strings.Contains(last, "conversation_history") || strings.Count(last, "2 failures") != 1 || strings.Count(last, "run the tests") != 1 {
+		t.Fatalf("the CLI did not continue after the results it held:\n%s", last)
+	}
+}

@@ -4,12 +4,15 @@ package lineage
 // messages it has seen, oldest first, and for each message the CLI message
 // id at which the session can be resumed right after it ("" where it
 // cannot: a message that reached the CLI inside a rendered transcript has
-// no place of its own). Tail holds the block digests of the last message,
-// so a message that only gained blocks can be recognised.
+// no place of its own). Tail holds the block digests of the last message.
+// Slot says that last message is a user message of tool results (a turn
+// was cut after the CLI took them): the one message that may gain blocks
+// and still be continued.
 type State struct {
 	Messages []Digest
 	Pins     []string
 	Tail     []Digest
+	Slot     bool
 }
 
 // Kind is a verdict's class.
@@ -81,8 +84,10 @@ func Classify(st State, in []Digest, inTail []Digest) Verdict {
 	if p == n && len(in) > n && end != "" {
 		return Verdict{Kind: Continuation, From: n, Pin: end, AtEnd: true}
 	}
-	// The session's last message only gained blocks in the request.
-	if p == n-1 && len(in) >= n && end != "" && len(st.Tail) > 0 && len(inTail) > 0 {
+	// The session's last message, a user's tool results, only gained
+	// blocks in the request: the new blocks follow them. Any other message
+	// that changed is an edit.
+	if st.Slot && p == n-1 && len(in) == n && end != "" && len(st.Tail) > 0 && len(inTail) > 0 {
 		if tail := blocksOf(in, inTail, n-1); isStrictPrefix(st.Tail, tail) {
 			return Verdict{Kind: Continuation, From: n - 1, Skip: len(st.Tail), Pin: end, AtEnd: true}
 		}
@@ -179,4 +184,14 @@ func Append(st State, reply Digest, pin string, blocks []Digest) State {
 		Pins:     append(st.Pins, pin),
 		Tail:     blocks,
 	}
+}
+
+// Hold is the state of a session that took a request's last message, its
+// tool results, and was cut before it answered: the request's messages,
+// the last one resumable at pin and kept as a slot that may gain blocks.
+func Hold(st State, v Verdict, in []Digest, pin string, blocks []Digest) State {
+	out := Advance(st, v, in)
+	out.Pins[len(out.Pins)-1] = pin
+	out.Tail, out.Slot = blocks, true
+	return out
 }

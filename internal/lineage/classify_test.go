@@ -57,8 +57,13 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-func TestTrailingMessageThatGainedBlocks(t *testing.T) {
-	st := State{Messages: d(1, 2, 3), Pins: []string{"", "p1", "p2"}, Tail: d(100, 101)}
+// A session whose last message is a user's tool results it took (a slot)
+// continues a request in which that message only gained blocks: the new
+// ones are sent. An edited block, or a message that is no such slot (an
+// answer the client dropped and wrote over, an ordinary user message),
+// is an edit.
+func TestTrailingSlotThatGainedBlocks(t *testing.T) {
+	st := State{Messages: d(1, 2, 3), Pins: []string{"", "p1", "p2"}, Tail: d(100, 101), Slot: true}
 	in := d(1, 2, 33) // the last message changed...
 	got := Classify(st, in, d(100, 101, 102))
 	want := Verdict{Kind: Continuation, From: 2, Skip: 2, Pin: "p2", AtEnd: true}
@@ -68,6 +73,28 @@ func TestTrailingMessageThatGainedBlocks(t *testing.T) {
 	// ...but an edited block is not an append.
 	if got := Classify(st, in, d(100, 199, 102)); got.Kind != Undo {
 		t.Fatalf("edited tail: got %+v", got)
+	}
+	// A tail that is no slot (an assistant's answer, whose blocks a user
+	// message repeats) is never continued as if the client had it.
+	noSlot := st
+	noSlot.Slot = false
+	if got := Classify(noSlot, in, d(100, 101, 102)); got.Kind == Continuation {
+		t.Fatalf("a tail that is no slot was continued: %+v", got)
+	}
+	// Messages after the slot are no gain of it.
+	if got := Classify(st, d(1, 2, 33, 4), d(5)); got.Kind == Continuation && got.Skip > 0 {
+		t.Fatalf("a request past the slot skipped blocks: %+v", got)
+	}
+}
+
+// Hold records a cut turn's slot: the request's messages, the last one
+// resumable at the pin the CLI gave its results, its blocks the tail.
+func TestHold(t *testing.T) {
+	st := State{Messages: d(1, 2), Pins: []string{"", "pending:x"}, Tail: d(7)}
+	v := Verdict{Kind: Continuation, From: 2, Pin: "pending:x", AtEnd: true}
+	got := Hold(st, v, d(1, 2, 3), "u3", d(30, 31))
+	if len(got.Messages) != 3 || got.Pins[1] != "pending:x" || got.Pins[2] != "u3" || !got.Slot || len(got.Tail) != 2 {
+		t.Fatalf("held %+v", got)
 	}
 }
 

@@ -70,7 +70,7 @@ func NewStore(db *sql.DB, now func() time.Time) *Store {
 	return &Store{db: db, now: now, max: DefaultMaxConversations}
 }
 
-const mappingColumns = `profile, key, client, cli_session_id, digests, pins, tail, cwd, client_cwd, model, version,
+const mappingColumns = `profile, key, client, cli_session_id, digests, pins, tail, tail_slot, cwd, client_cwd, model, version,
 	continuations, compactions, undos, divergences, last_input_bytes, created_at, updated_at`
 
 // Load returns the conversation's mapping; a conversation never published
@@ -164,16 +164,16 @@ func (s *Store) Publish(ctx context.Context, m Mapping, prev int64, verdict line
 	var res sql.Result
 	if prev == 0 {
 		res, err = s.db.ExecContext(ctx, `INSERT INTO conversations (`+mappingColumns+`, message_count)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (profile, key) DO NOTHING`,
-			m.Profile, m.Key, m.Client, m.SessionID, digests, pins, tail, m.Cwd, m.ClientCwd, m.Model,
+			m.Profile, m.Key, m.Client, m.SessionID, digests, pins, tail, m.State.Slot, m.Cwd, m.ClientCwd, m.Model,
 			c.Continuations, c.Compactions, c.Undos, c.Divergences, m.LastInputBytes, now, now, len(m.State.Messages))
 	} else {
 		res, err = s.db.ExecContext(ctx, `UPDATE conversations SET client = ?, cli_session_id = ?, digests = ?, pins = ?, tail = ?,
-			cwd = ?, client_cwd = ?, model = ?, version = version + 1, continuations = ?, compactions = ?, undos = ?,
+			tail_slot = ?, cwd = ?, client_cwd = ?, model = ?, version = version + 1, continuations = ?, compactions = ?, undos = ?,
 			divergences = ?, last_input_bytes = ?, updated_at = ?, message_count = ?
 			WHERE profile = ? AND key = ? AND version = ?`,
-			m.Client, m.SessionID, digests, pins, tail, m.Cwd, m.ClientCwd, m.Model,
+			m.Client, m.SessionID, digests, pins, tail, m.State.Slot, m.Cwd, m.ClientCwd, m.Model,
 			c.Continuations, c.Compactions, c.Undos, c.Divergences, m.LastInputBytes, now, len(m.State.Messages),
 			m.Profile, m.Key, prev)
 	}
@@ -215,13 +215,15 @@ func scanMapping(row scanner) (Mapping, error) {
 	var digests, tail []byte
 	var pins string
 	var created, updated int64
-	err := row.Scan(&m.Profile, &m.Key, &m.Client, &m.SessionID, &digests, &pins, &tail, &m.Cwd, &m.ClientCwd, &m.Model,
+	err := row.Scan(&m.Profile, &m.Key, &m.Client, &m.SessionID, &digests, &pins, &tail, &m.State.Slot, &m.Cwd, &m.ClientCwd, &m.Model,
 		&m.Version, &m.Counts.Continuations, &m.Counts.Compactions, &m.Counts.Undos, &m.Counts.Divergences,
 		&m.LastInputBytes, &created, &updated)
 	if err != nil {
 		return m, err
 	}
+	slot := m.State.Slot
 	m.State, err = decodeState(digests, pins, tail)
+	m.State.Slot = slot
 	m.CreatedAt, m.UpdatedAt = time.UnixMilli(created), time.UnixMilli(updated)
 	return m, err
 }

@@ -264,6 +264,9 @@ func migrations() []string {
 	CREATE INDEX requests_at ON requests (at);`,
 		// Which profile served a conversation last, by its key alone.
 		`CREATE INDEX conversations_key ON conversations (key, updated_at);`,
+		// Whether a conversation's tail is a user message of tool results
+		// the CLI holds (a turn cut after its results were taken).
+		`ALTER TABLE conversations ADD COLUMN tail_slot INTEGER NOT NULL DEFAULT 0;`,
 	}
 }
 

@@ -34,6 +34,7 @@ var (
 	_ backend.Freezer      = (*Process)(nil)
 	_ backend.Measurer     = (*Process)(nil)
 	_ backend.ToolSetter   = (*Process)(nil)
+	_ backend.ResultHolder = (*Process)(nil)
 	_ Launcher             = ExecLauncher{}
 )
 

@@ -43,6 +43,11 @@ type Process struct {
 	listed    chan struct{} // closed when the CLI re-reads the tools SetTools set
 	frozen    bool          // stopped by Freeze
 	unbound   bool          // a spare: no initialize written yet
+	// awaiting are the tool results this turn delivered that the CLI has
+	// not yet shown as taken; heldAt is the message it took the last of
+	// them in, where the session can be resumed with them in it.
+	awaiting map[string]bool
+	heldAt   string
 }
 
 func newProcess(d *Driver, proc Proc) *Process {

@@ -65,6 +65,12 @@ func (p *Process) Turn(ctx context.Context, in backend.Input, emit func(*backend
 	} else {
 		t = newTranslator(emit, p.toolset())
 	}
+	p.mu.Lock()
+	p.awaiting, p.heldAt = map[string]bool{}, ""
+	for _, r := range in.Results {
+		p.awaiting[r.ToolUseID] = true
+	}
+	p.mu.Unlock()
 	for _, r := range in.Results {
 		if err := p.Answer(r); err != nil {
 			p.markBroken(err)
@@ -88,6 +94,9 @@ func (p *Process) relay(ctx context.Context, t *translator, written int) (*backe
 			}
 			if l.Type == "system" && l.Subtype == "init" {
 				p.setSessionID(l.SessionID)
+			}
+			if l.Type == "user" {
+				p.took(l)
 			}
 			if !knownKind(l.Type) {
 				p.log.Debug("claude wrote a line of an unknown kind; ignoring it", "type", l.Type, "subtype", l.Subtype)
@@ -125,6 +134,46 @@ func (p *Process) relay(ctx context.Context, t *translator, written int) (*backe
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// took notes a user line of the CLI's: when it carries the last of the
+// tool results this turn delivered, the session holds them from that
+// message on.
+func (p *Process) took(l *line) {
+	if l.ParentToolUseID != nil && *l.ParentToolUseID != "" || l.UUID == "" {
+		return
+	}
+	var msg struct {
+		Content []struct {
+			Type      string `json:"type"`
+			ToolUseID string `json:"tool_use_id"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(l.Message, &msg) != nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.awaiting) == 0 {
+		return
+	}
+	for _, b := range msg.Content {
+		if b.Type == "tool_result" {
+			delete(p.awaiting, b.ToolUseID)
+		}
+	}
+	if len(p.awaiting) == 0 {
+		p.heldAt = l.UUID
+	}
+}
+
+// HeldAt implements backend.ResultHolder: the message at which the session
+// holds the tool results its latest turn delivered, "" before the CLI
+// has taken them all.
+func (p *Process) HeldAt() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.heldAt
 }
 
 // resultSize is what a tool result adds to the bytes written to the CLI.

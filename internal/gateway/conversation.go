@@ -217,8 +217,9 @@ func (g *Gateway) runTurn(ctx context.Context, t *turn, id string, out Output) e
 		return r.finishPaused()
 	case errors.Is(err, errEnough):
 		// The client got less than the session holds: the process cannot
-		// be kept, and nothing is published; the next turn resumes from
-		// the last published state.
+		// be kept, and its answer is not published; the next turn resumes
+		// from the last published state (or where the CLI took this
+		// turn's tool results, which hold records).
 		g.pool.Discard(t.live)
 		g.hold(ctx, t, sess, in)
 		g.log.Info("turn cut short", append(logAttrs, "stop_sequence", r.stopAt)...)

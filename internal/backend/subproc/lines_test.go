@@ -16,7 +16,7 @@ type got struct {
 func lines(t *testing.T, in string, limit int) []got {
 	t.Helper()
 	var out []got
-	if err := readLines(strings.NewReader(in), limit, func(line []byte, cut, _ bool) {
+	if err := readLines(strings.NewReader(in), 16, limit, func(line []byte, cut, _ bool) {
 		out = append(out, got{string(line), cut})
 	}); err != nil {
 		t.Fatal(err)
@@ -45,6 +45,22 @@ func TestReadLinesAtTheBound(t *testing.T) {
 	}
 }
 
+// A line longer than the reader's buffer but within the bound comes whole,
+// and the lines around it are untouched.
+func TestReadLinesPastTheBuffer(t *testing.T) {
+	var out []got
+	in := "a line longer than sixteen bytes\nshort\n" + strings.Repeat("z", 40) + "\nlast"
+	if err := readLines(strings.NewReader(in), 16, 64, func(line []byte, cut, _ bool) {
+		out = append(out, got{string(line), cut})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := []got{{"a line longer than sixteen bytes", false}, {"short", false}, {strings.Repeat("z", 40), false}, {"last", false}}
+	if fmt.Sprint(out) != fmt.Sprint(want) {
+		t.Fatalf("%v, want %v", out, want)
+	}
+}
+
 // endless is a reader of x's that allocates nothing.
 type endless struct{}
 
@@ -62,7 +78,7 @@ func TestALongLineCostsTheBoundNotItsSize(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	var got []int
-	if err := readLines(r, DefaultMaxLine, func(line []byte, cut, _ bool) { got = append(got, len(line)) }); err != nil {
+	if err := readLines(r, 16<<10, DefaultMaxLine, func(line []byte, cut, _ bool) { got = append(got, len(line)) }); err != nil {
 		t.Fatal(err)
 	}
 	runtime.ReadMemStats(&after)

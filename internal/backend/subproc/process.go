@@ -141,7 +141,7 @@ func (p *Process) readStdout() {
 	if p.opts.StdoutEnd != nil {
 		defer p.opts.StdoutEnd()
 	}
-	err := readLines(p.proc.Stdout(), p.opts.MaxLine, func(line []byte, cut, more bool) {
+	err := readLines(p.proc.Stdout(), 16<<10, p.opts.MaxLine, func(line []byte, cut, more bool) {
 		if cut {
 			p.log.Error(p.opts.Name+" wrote a line beyond the size bound; dropping it", "bound", p.opts.MaxLine)
 			return
@@ -157,7 +157,7 @@ func (p *Process) readStdout() {
 
 func (p *Process) readStderr() {
 	defer close(p.stderrDone)
-	_ = readLines(p.proc.Stderr(), MaxStderrLine, func(line []byte, cut, _ bool) {
+	_ = readLines(p.proc.Stderr(), 4<<10, MaxStderrLine, func(line []byte, cut, _ bool) {
 		if cut {
 			p.log.Debug(p.opts.Name+" wrote a stderr line beyond the size bound; keeping its start", "bound", MaxStderrLine)
 		}

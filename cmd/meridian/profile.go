@@ -151,7 +151,9 @@ line, and kept in files only you can read. The implicit profile "default" uses t
 		Short: "Remove a profile, its secret and its config dir (refused while a turn runs on it)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			busy := func(name string) (bool, error) { return serve.ProfileBusy(c.Context(), dataDir, name) }
+			busy := func(name string) (bool, error) {
+				return serve.ProfileBusy(c.Context(), dataDir, env["MERIDIAN_STORE"], name)
+			}
 			if err := st().Remove(args[0], busy); err != nil {
 				return err
 			}

@@ -17,9 +17,11 @@ import (
 
 	"github.com/creack/pty"
 
+	"github.com/meridian-gw/meridian/internal/cluster"
 	"github.com/meridian-gw/meridian/internal/profile"
 	"github.com/meridian-gw/meridian/internal/session"
-	"github.com/meridian-gw/meridian/internal/store"
+	"github.com/meridian-gw/meridian/internal/store/sqlite"
+	"github.com/meridian-gw/meridian/internal/store/sqlstore"
 	"github.com/meridian-gw/meridian/internal/testkit"
 )
 
@@ -102,12 +104,19 @@ func TestProfileCommands(t *testing.T) {
 	}
 
 	// A turn holds the profile: remove is refused, and works once it ends.
-	db, err := store.Open(context.Background(), filepath.Join(p.dataDir, "meridian.db"))
+	path := filepath.Join(p.dataDir, "meridian.db")
+	db, err := sqlite.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
-	lease, err := session.NewLeases(db, time.Minute, nil).Acquire(context.Background(), "work", "conv-1", time.Second)
+	st := sqlite.NewStore(db, path, sqlstore.Options{})
+	defer st.Close()
+	owners := cluster.New(cluster.Config{Hosts: st.Hosts, Host: "test-host"})
+	if err := owners.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer owners.Close()
+	lease, err := session.NewLeases(st.Leases, owners, time.Minute, nil).Acquire(context.Background(), "work", "conv-1", time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,6 +34,7 @@ func newRootCommand(environ []string, hurry <-chan struct{}) *cobra.Command {
 			return envErr
 		}
 		cfg.MaxConcurrentChosen = cmd.Flags().Changed("max-concurrent") || env["MERIDIAN_MAX_CONCURRENT"] != ""
+		cfg.StoreOnCommandLine = cmd.Flags().Changed("store")
 		return serve.Run(cmd.Context(), *cfg, environ, cmd.ErrOrStderr())
 	}
 	root := &cobra.Command{
@@ -183,6 +184,11 @@ func bindServeFlags(fs *pflag.FlagSet, cfg *serve.Config, env map[string]string)
 	}
 	fs.Int64Var(&cfg.MaxStoredBytes, "max-stored-bytes", storedBytes, "most bytes of stored responses (MERIDIAN_MAX_STORED_BYTES)")
 	integer(&cfg.MaxBackground, "max-background", "MERIDIAN_MAX_BACKGROUND", responses.DefaultMaxJobs, "most background responses running at once; more are refused with 529")
+
+	str(&cfg.Store, "store", "MERIDIAN_STORE", "", "where shared state lives: empty for SQLite in the data dir, or a postgres:// DSN shared by several hosts (put the password in PGPASSWORD or a pgpass file, not here)")
+	integer(&cfg.StorePool, "store-pool", "MERIDIAN_STORE_POOL", serve.DefaultStorePool, "most connections to PostgreSQL")
+	duration(&cfg.StoreTimeout, "store-timeout", "MERIDIAN_STORE_TIMEOUT", serve.DefaultStoreTimeout, "longest one store call may take before its request gets a 503")
+	duration(&cfg.HostExpiry, "host-expiry", "MERIDIAN_HOST_EXPIRY", serve.DefaultHostExpiry, "how long another host counts as alive after its last heartbeat (every host sharing a store should use the same)")
 	return firstErr
 }
 

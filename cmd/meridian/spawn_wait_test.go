@@ -20,7 +20,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/spawn/proc"
 	"github.com/meridian-gw/meridian/internal/spawn/registry"
 	"github.com/meridian-gw/meridian/internal/spawn/runner"
-	"github.com/meridian-gw/meridian/internal/store"
+	"github.com/meridian-gw/meridian/internal/store/sqlite"
 	"github.com/meridian-gw/meridian/internal/testkit"
 )
 
@@ -39,7 +39,7 @@ func (w *spawnWorld) seeder() *seeder {
 }
 
 func newSeeder(t testing.TB, dataDir, project string) *seeder {
-	db, err := store.Open(context.Background(), dataDir+"/meridian.db")
+	db, err := sqlite.Open(context.Background(), dataDir+"/meridian.db")
 	if err != nil {
 		t.Fatal(err)
 	}

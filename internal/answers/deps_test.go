@@ -8,4 +8,4 @@ import (
 
 // This package is a pure core: no I/O, and only the packages it is
 // allowed.
-func TestImportsArePure(t *testing.T) { testkit.CheckPure(t) }
+func TestImportsFlowDownward(t *testing.T) { testkit.CheckImports(t, "internal/store") }

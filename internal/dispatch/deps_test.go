@@ -10,5 +10,5 @@ import (
 // transport and imports only what it decides over.
 func TestImportsFlowDownward(t *testing.T) {
 	testkit.CheckImports(t, "internal/answers", "internal/anthropic", "internal/failover", "internal/gateway",
-		"internal/journal", "internal/retryafter")
+		"internal/journal", "internal/retryafter", "internal/store")
 }

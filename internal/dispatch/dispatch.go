@@ -23,6 +23,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/failover"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/journal"
+	"github.com/meridian-gw/meridian/internal/store"
 )
 
 // Profile is a named profile's gateway.
@@ -49,7 +50,10 @@ type Config struct {
 	// requests with explicit ids while they run. Either may be nil.
 	Answers *answers.Cache
 	Journal *journal.Journal
-	Logger  *slog.Logger
+	// Bench shares the profiles' benches with every host; nil keeps them
+	// here alone.
+	Bench  store.Bench
+	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -180,6 +184,7 @@ func (d *Dispatcher) Answer(ctx context.Context, c Call, out gateway.Output) err
 		return chosen.Messages(ctx, c.Request, c.ID, out)
 	}
 	st, retryable := out.(gateway.Committer)
+	d.shared(ctx)
 	order, reopen := d.bench.Order(chosen.Profile(), set.fallbacks, d.cfg.Now())
 	for _, name := range order {
 		gw, ok := set.byName[name]
@@ -193,7 +198,7 @@ func (d *Dispatcher) Answer(ctx context.Context, c Call, out gateway.Output) err
 			!retryable || st.Committed() || ctx.Err() != nil {
 			return err
 		}
-		until := d.bench.Put(name, d.cfg.Now(), ge.RetryAfter)
+		until := d.benchProfile(ctx, name, ge.RetryAfter)
 		d.log.Warn("profile refused the request for its rate limit: benched, trying the next profile",
 			"profile", name, "status", ge.Status, "benched_until", until)
 		if reopen.IsZero() || until.Before(reopen) {
@@ -206,4 +211,32 @@ func (d *Dispatcher) Answer(ctx context.Context, c Call, out gateway.Output) err
 	wait := reopen.Sub(d.cfg.Now())
 	return &gateway.Error{Status: http.StatusTooManyRequests, Type: anthropic.ErrRateLimit, RetryAfter: wait,
 		Message: fmt.Sprintf("every profile is rate-limited; the first reopens in %s", wait.Round(time.Second))}
+}
+
+// shared takes in the benches other hosts recorded.
+func (d *Dispatcher) shared(ctx context.Context) {
+	if d.cfg.Bench == nil {
+		return
+	}
+	now := d.cfg.Now()
+	benched, err := d.cfg.Bench.Benched(ctx, now)
+	if err != nil {
+		d.log.Warn("store: could not read the profiles other hosts benched; this host's own benches stand", "err", err)
+		return
+	}
+	for name, until := range benched {
+		d.bench.Put(name, now, until.Sub(now))
+	}
+}
+
+// benchProfile benches a profile here and for every host.
+func (d *Dispatcher) benchProfile(ctx context.Context, name string, wait time.Duration) time.Time {
+	now := d.cfg.Now()
+	until := d.bench.Put(name, now, wait)
+	if d.cfg.Bench != nil {
+		if _, err := d.cfg.Bench.Put(context.WithoutCancel(ctx), name, until); err != nil {
+			d.log.Warn("store: could not share a profile's bench with the other hosts", "profile", name, "err", err)
+		}
+	}
+	return until
 }

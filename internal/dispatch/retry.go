@@ -51,8 +51,11 @@ func (d *Dispatcher) Once(ctx context.Context, r Retry) (*answers.Answer, *Run, 
 		case errors.Is(err, answers.ErrBusy):
 			return nil, nil, &gateway.Error{Status: http.StatusTooManyRequests, Type: anthropic.ErrRateLimit, RetryAfter: time.Second,
 				Message: "too many identical requests are waiting for the first one's answer; retry shortly"}
-		case err != nil:
+		case err != nil && ctx.Err() != nil:
 			return nil, nil, err // the client left while it waited
+		case err != nil:
+			d.log.Error("store: could not look up a saved answer", "err", err)
+			return nil, nil, gateway.StoreUnavailable("look up the request's saved answer")
 		case saved != nil:
 			return saved, nil, nil
 		}
@@ -71,15 +74,19 @@ func (d *Dispatcher) Once(ctx context.Context, r Retry) (*answers.Answer, *Run, 
 	} else {
 		run.ended = true
 	}
-	d.Retire(r.Scope, r.Results)
+	d.Retire(ctx, r.Scope, r.Results)
 	return nil, run, nil
 }
 
 // Save keeps the run's answer for its retries; the identical requests
-// waiting for it get it either way.
+// waiting for it get it either way. A store that could not keep it is
+// logged: the answer went out, only its retries will run again.
 func (r *Run) Save(a answers.Answer) {
-	if r.saved != nil {
-		r.saved.Save(a)
+	if r.saved == nil {
+		return
+	}
+	if _, err := r.saved.Save(a); err != nil {
+		r.d.log.Warn("store: could not save an answer for its retries", "err", err)
 	}
 }
 
@@ -102,9 +109,12 @@ func (r *Run) Done() {
 // Retire forgets the saved answers whose tool calls these results answer:
 // the request that asked for them is now a new turn, not a retry. Every
 // request with tool results, retriable or not, background or not, does.
-func (d *Dispatcher) Retire(scope string, results []string) {
-	if d.cfg.Answers != nil {
-		d.cfg.Answers.Retire(scope, results)
+func (d *Dispatcher) Retire(ctx context.Context, scope string, results []string) {
+	if d.cfg.Answers == nil {
+		return
+	}
+	if err := d.cfg.Answers.Retire(ctx, scope, results); err != nil {
+		d.log.Warn("store: could not retire the saved answers these tool results answer", "err", err)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -41,6 +42,9 @@ type turn struct {
 	// lost is closed when the turn's lease was taken over; nil for a new
 	// conversation, which holds none.
 	lost <-chan struct{}
+	// lease is the turn's lease, whose token fences its publish; nil
+	// without one.
+	lease *session.Lease
 	// delivered are the tool results this turn hands to the CLI.
 	delivered []string
 	// transient recognises the client's per-turn blocks, which lineage
@@ -104,7 +108,7 @@ func (g *Gateway) converse(ctx context.Context, greq Request, ident adapter.Iden
 		})
 		defer watch.Wait()
 		defer stop(nil)
-		t.lost = lease.Lost()
+		t.lost, t.lease = lease.Lost(), lease
 		// The conversation may have moved on while this turn waited.
 		if err := t.classify(ctx, g); err != nil {
 			return err
@@ -299,6 +303,14 @@ func (g *Gateway) obtain(ctx context.Context, t *turn) (backend.Session, error) 
 		return nil, err
 	}
 	opts := t.opts
+	if v.Kind != lineage.Diverged && m.Cwd != "" && !dirExists(m.Cwd) {
+		// Another host made the session: its working directory, and the
+		// transcript the CLI keeps under it, are not here. The
+		// conversation starts over with its whole history.
+		g.log.Info("the conversation's "+g.cfg.CLI.Name+" session was made on another host; replaying it here", "conversation", t.ident.Key)
+		t.verdict = lineage.Verdict{Kind: lineage.Diverged}
+		v = t.verdict
+	}
 	if v.Kind != lineage.Diverged {
 		opts.Resume, opts.ResumeAt = m.SessionID, v.Pin
 		if m.Cwd != "" {
@@ -348,7 +360,9 @@ func (g *Gateway) publish(ctx context.Context, t *turn, sess backend.Session, re
 		g.pool.Discard(t.live)
 		return "the CLI did not say where the answer ends"
 	}
-	version, err := g.cfg.Sessions.Publish(pctx, next, t.mapping.Version, t.verdict.Kind)
+	// The mapping, the lease's fence and the delivered tool results are
+	// one write: a turn costs one transaction.
+	version, err := g.cfg.Sessions.Publish(pctx, next, t.mapping.Version, t.verdict.Kind, session.Turn{Lease: t.lease, Delivered: t.delivered})
 	switch {
 	case version == 0 && errors.Is(err, session.ErrConflict):
 		g.log.Warn("the conversation moved on while this turn ran; its process is closed", "conversation", t.ident.Key)
@@ -362,10 +376,6 @@ func (g *Gateway) publish(ctx context.Context, t *turn, sess backend.Session, re
 		g.log.Warn("store: the conversation was published but the clean-up after it failed", "conversation", t.ident.Key, "err", err)
 	}
 	unsaved := ""
-	if err := g.cfg.Sessions.MarkConsumed(pctx, g.cfg.Profile, t.ident.Key, t.delivered); err != nil {
-		g.log.Error("store: could not record delivered tool results", "conversation", t.ident.Key, "err", err)
-		unsaved = "the store could not record the delivered tool results"
-	}
 	if g.cfg.NoLive && !res.Paused {
 		g.pool.Discard(t.live)
 		return unsaved
@@ -415,7 +425,7 @@ func (g *Gateway) hold(ctx context.Context, t *turn, sess backend.Session, in ba
 	defer cancel()
 	// The results are not marked consumed: nothing answered them yet, and
 	// the request sent again as it was runs them again (a replay).
-	if version, err := g.cfg.Sessions.Publish(pctx, next, t.mapping.Version, t.verdict.Kind); version == 0 {
+	if version, err := g.cfg.Sessions.Publish(pctx, next, t.mapping.Version, t.verdict.Kind, session.Turn{Lease: t.lease}); version == 0 {
 		g.log.Warn("could not record the tool results the CLI took before the turn was cut", "conversation", t.ident.Key, "err", err)
 		return
 	}
@@ -453,4 +463,10 @@ func (t *turn) sendFrom() []anthropic.Message {
 func staleSession(f *backend.Failure) bool {
 	return f.Code == backend.CodeStaleSession || f.Kind == backend.FailBackend &&
 		(strings.Contains(f.Message, "No conversation found") || strings.Contains(f.Message, "No message found"))
+}
+
+// dirExists reports whether dir is a directory on this host.
+func dirExists(dir string) bool {
+	st, err := os.Stat(dir)
+	return err == nil && st.IsDir()
 }

@@ -542,7 +542,7 @@ func TestTurnWithALostLeaseStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := db.Exec(`UPDATE turn_leases SET owner = 'another-meridian' WHERE key = 'fenced'`); err != nil {
+	if _, err := db.Exec(`UPDATE turn_leases SET token = 'another-meridian' WHERE key = 'fenced'`); err != nil {
 		t.Fatal(err)
 	}
 	ae := apiError(t, <-done)

@@ -23,6 +23,7 @@ func TestImportsFlowDownward(t *testing.T) {
 		"internal/pricing",
 		"internal/responses",
 		"internal/retryafter",
+		"internal/store",
 		"internal/telemetry",
 		"internal/telemetry/history",
 		"internal/web",

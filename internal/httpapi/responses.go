@@ -62,7 +62,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
 		// Not replayed (its answer is the stored response), but its tool
 		// results retire the saved batch that asked for them, as a
 		// foreground request's do.
-		s.dispatch.Retire(c.scope, resultIDs(areq))
+		s.dispatch.Retire(r.Context(), c.scope, resultIDs(areq))
 		s.respond(w, r, c, areq)
 		return
 	}

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"sync"
@@ -143,9 +144,22 @@ func (o *logOutput) current() json.RawMessage {
 	return body
 }
 
-// follow streams a background response's events after sequence number
-// after, live until it ends, with pings while it is quiet.
-func (s *Server) follow(w http.ResponseWriter, r *http.Request, log *responses.EventLog, after int) {
+// follow streams background response id's events after sequence number
+// after, live until it ends, from wherever it runs.
+func (s *Server) follow(w http.ResponseWriter, r *http.Request, id string, after int) {
+	s.streamFrames(w, r, func(ctx context.Context, write func([][]byte) error) error {
+		return s.cfg.Jobs.Follow(ctx, id, after, write)
+	})
+}
+
+// followLog streams a job's own log, as the request that started it does.
+func (s *Server) followLog(w http.ResponseWriter, r *http.Request, log *responses.EventLog, after int) {
+	s.streamFrames(w, r, func(ctx context.Context, write func([][]byte) error) error { return log.Follow(ctx, after, write) })
+}
+
+// streamFrames writes the frames follow hands it as an event stream, with pings
+// while it is quiet.
+func (s *Server) streamFrames(w http.ResponseWriter, r *http.Request, follow func(context.Context, func([][]byte) error) error) {
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -179,7 +193,7 @@ func (s *Server) follow(w http.ResponseWriter, r *http.Request, log *responses.E
 			}
 		}
 	})
-	err := log.Follow(r.Context(), after, write)
+	err := follow(r.Context(), write)
 	close(stop)
 	wg.Wait()
 	if err != nil && r.Context().Err() == nil {

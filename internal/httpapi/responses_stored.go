@@ -137,7 +137,7 @@ func (s *Server) background(w http.ResponseWriter, r *http.Request, c *responseC
 	}
 	tr.HandOff()
 	if c.req.Stream {
-		s.follow(w, r, log, -1)
+		s.followLog(w, r, log, -1)
 		return
 	}
 	writeJSON(w, http.StatusOK, c.meta.Snapshot(openai.StatusQueued, nil))
@@ -183,16 +183,21 @@ func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) {
 			}
 			after = n
 		}
-		log, live := s.cfg.Jobs.Log(rec.ID)
-		switch {
-		case !rec.Background:
+		if !rec.Background {
 			writeError(w, r, gateway.InvalidRequest("only a background response can be streamed again"))
-		case !live:
-			writeError(w, r, gateway.InvalidRequest("response "+strconv.Quote(rec.ID)+" is no longer running here; its events are not kept after it ends: GET it without stream for the result"))
-		case !log.Keeps(after):
+			return
+		}
+		kept, err := s.cfg.Jobs.Keeps(r.Context(), rec.ID, after)
+		switch {
+		case errors.Is(err, responses.ErrNoLog):
+			writeError(w, r, gateway.InvalidRequest("response "+strconv.Quote(rec.ID)+" has no events kept: GET it without stream for the result"))
+		case err != nil:
+			s.log.Error("store: could not read a background response's events", "err", err)
+			s.fail(w, r, gateway.StoreUnavailable("read the response's events"))
+		case !kept:
 			writeError(w, r, gateway.InvalidRequest("the events after "+strconv.Itoa(after)+" are no longer kept (the event log is bounded); GET the response without stream for the result"))
 		default:
-			s.follow(w, r, log, after)
+			s.follow(w, r, rec.ID, after)
 		}
 		return
 	}
@@ -253,7 +258,11 @@ func (s *Server) deleteResponse(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	s.cfg.Jobs.Cancel(r.Context(), rec.ID)
+	if !openai.Finished(rec.Status) {
+		if _, err := s.cfg.Jobs.Cancel(r.Context(), rec.Scope, rec.ID); err != nil {
+			s.log.Warn("could not cancel a response before deleting it", "response", rec.ID, "err", err)
+		}
+	}
 	if err := s.cfg.Responses.Delete(r.Context(), rec.Scope, rec.ID); err != nil && !errors.Is(err, responses.ErrNotFound) {
 		s.log.Error("store: could not delete a stored response", "err", err)
 		s.fail(w, r, gateway.StoreUnavailable("delete the response"))
@@ -263,7 +272,8 @@ func (s *Server) deleteResponse(w http.ResponseWriter, r *http.Request) {
 }
 
 // cancelResponse serves POST /v1/responses/{id}/cancel: a background
-// response that runs here is interrupted and joined, and stays cancelled.
+// response is interrupted and joined, here or on the host that runs it,
+// and stays cancelled.
 func (s *Server) cancelResponse(w http.ResponseWriter, r *http.Request) {
 	rec, ok := s.storedResponse(w, r)
 	if !ok {
@@ -273,10 +283,15 @@ func (s *Server) cancelResponse(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, gateway.InvalidRequest("only a background response can be cancelled"))
 		return
 	}
-	if !openai.Finished(rec.Status) && !s.cfg.Jobs.Cancel(r.Context(), rec.ID) {
-		writeError(w, r, &gateway.Error{Status: http.StatusConflict, Type: "conflict_error",
-			Message: "response " + strconv.Quote(rec.ID) + " runs in another meridian process; cancel it there"})
-		return
+	if !openai.Finished(rec.Status) {
+		if _, err := s.cfg.Jobs.Cancel(r.Context(), rec.Scope, rec.ID); err != nil {
+			if r.Context().Err() != nil {
+				return
+			}
+			s.log.Error("store: could not cancel a background response", "response", rec.ID, "err", err)
+			s.fail(w, r, gateway.StoreUnavailable("cancel the response"))
+			return
+		}
 	}
 	if rec, ok = s.storedResponse(w, r); ok {
 		w.Header().Set("Content-Type", "application/json")

@@ -5,6 +5,7 @@
 package httpapi
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -20,6 +21,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/openai"
 	"github.com/meridian-gw/meridian/internal/pricing"
 	"github.com/meridian-gw/meridian/internal/responses"
+	"github.com/meridian-gw/meridian/internal/store"
 	"github.com/meridian-gw/meridian/internal/telemetry"
 	"github.com/meridian-gw/meridian/internal/telemetry/history"
 	"github.com/meridian-gw/meridian/internal/web"
@@ -59,6 +61,14 @@ type Config struct {
 	Answers     *answers.Cache
 	AnswerBytes int
 	Journal     *journal.Journal
+	// Bench shares the profiles' rate-limit benches with the other hosts
+	// on the store; nil keeps them here.
+	Bench store.Bench
+
+	// Host is this meridian's host id, shown by /health, /inflight and the
+	// pages; Hosts lists the meridians sharing the store (nil: this one).
+	Host  string
+	Hosts Hosts
 
 	// History keeps a record of each model request, Metrics counts them
 	// for /metrics, Prices estimates their cost and Logs holds the recent
@@ -85,6 +95,12 @@ type Config struct {
 	// on them for as long as it runs).
 	Open   []Mount
 	Logger *slog.Logger
+}
+
+// Hosts lists the meridians sharing the store whose heartbeat has not
+// expired (package cluster).
+type Hosts interface {
+	Hosts(ctx context.Context) ([]store.Host, error)
 }
 
 // Mount is another server's handler under Prefix ("/antigravity"): a
@@ -144,7 +160,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.AnswerBytes = answers.DefaultLimits().EntryBytes
 	}
 	if cfg.Jobs == nil {
-		cfg.Jobs = responses.NewJobs(0, 0)
+		cfg.Jobs = responses.NewJobs(responses.JobsConfig{})
 	}
 	if err := CheckExposure(cfg.Addr, cfg.APIKey); err != nil {
 		return nil, err
@@ -155,7 +171,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, pages: pages, gate: newGate(), lastWait: DefaultLastWait,
 		dispatch: dispatch.New(dispatch.Config{Default: cfg.Gateway, Profiles: cfg.Profiles, Failover: cfg.Failover,
-			Answers: cfg.Answers, Journal: cfg.Journal, Logger: cfg.Logger})}
+			Answers: cfg.Answers, Journal: cfg.Journal, Bench: cfg.Bench, Logger: cfg.Logger})}
 	if cfg.APIKey != "" {
 		s.apiKey, s.hasKey = digest(cfg.APIKey), true
 	}

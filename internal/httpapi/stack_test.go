@@ -2,7 +2,6 @@ package httpapi_test
 
 import (
 	"context"
-	"database/sql"
 	"log/slog"
 	"net"
 	"net/http"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/meridian-gw/meridian/internal/answers"
 	"github.com/meridian-gw/meridian/internal/backend/claude"
+	"github.com/meridian-gw/meridian/internal/cluster"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/httpapi"
 	"github.com/meridian-gw/meridian/internal/journal"
@@ -27,6 +27,8 @@ import (
 	"github.com/meridian-gw/meridian/internal/responses"
 	"github.com/meridian-gw/meridian/internal/session"
 	"github.com/meridian-gw/meridian/internal/store"
+	"github.com/meridian-gw/meridian/internal/store/sqlite"
+	"github.com/meridian-gw/meridian/internal/store/sqlstore"
 	"github.com/meridian-gw/meridian/internal/telemetry/history"
 	"github.com/meridian-gw/meridian/internal/testkit"
 )
@@ -119,16 +121,10 @@ func newStack(t testing.TB, o stackOptions) *stack {
 	if err := os.MkdirAll(cfg.Workspace, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	var db *sql.DB
+	st, owners := openStore(t, dataDir)
 	if o.sessions {
-		var err error
-		db, err = store.Open(context.Background(), filepath.Join(dataDir, "meridian.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		cfg.Sessions = session.NewStore(db, nil)
-		cfg.Leases = session.NewLeases(db, o.leaseTTL, log)
+		cfg.Sessions = session.NewStore(st.Conversations, nil)
+		cfg.Leases = session.NewLeases(st.Leases, owners, o.leaseTTL, log)
 		cfg.Leases.MaxWaiters = o.maxWaiters
 	}
 	gw := gateway.New(cfg)
@@ -141,30 +137,23 @@ func newStack(t testing.TB, o stackOptions) *stack {
 		Version:      "test",
 		Gateway:      gw,
 		Logger:       log,
-		Jobs:         responses.NewJobs(o.maxJobs, o.logBytes),
+		Host:         "test-host",
 	}
 	if o.sessions {
 		hcfg.Responses, hcfg.Sealer = openResponses(t, dataDir, o.responses)
-		hcfg.Journal = journal.New(db, 0, 0, nil)
+		hcfg.Journal = journal.New(st.Journal, owners, 0, 0, nil)
 	}
+	hcfg.Jobs = responses.NewJobs(responses.JobsConfig{Max: o.maxJobs, LogBytes: o.logBytes, Store: hcfg.Responses, Logger: log})
 	if !o.noAnswers {
 		lim := answers.DefaultLimits()
 		if o.answers != (answers.Limits{}) {
 			lim = o.answers
 		}
-		hcfg.Answers, hcfg.AnswerBytes = answers.New(lim, nil), lim.EntryBytes
+		hcfg.Answers, hcfg.AnswerBytes = answers.New(st.Answers, lim, nil), lim.EntryBytes
 	}
 	var hist *history.History
 	if o.telemetry {
-		tdb := db
-		if tdb == nil {
-			var err error
-			if tdb, err = store.Open(context.Background(), filepath.Join(dataDir, "meridian.db")); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { tdb.Close() })
-		}
-		hist = history.Open(tdb, history.Limits{}, log, nil)
+		hist = history.Open(st.Telemetry, "test-host", history.Limits{}, log, nil)
 		t.Cleanup(hist.Close) // after the server has stopped (cleanups run last first)
 		hcfg.History, hcfg.Logs = hist, logring.New(0)
 		hcfg.Prices, _ = pricing.New(map[string]pricing.Price{"test-model": {Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75}})
@@ -208,15 +197,30 @@ func newStack(t testing.TB, o stackOptions) *stack {
 		DataDir: dataDir, History: hist, env: env, stop: stop}
 }
 
-// openResponses opens the response store in a data dir, with its sealer.
-func openResponses(t testing.TB, dataDir string, cfg responses.Config) (*responses.Store, *openai.Sealer) {
+// openStore opens the store in a data dir as one meridian process does,
+// with its heartbeat, closed when the test ends.
+func openStore(t testing.TB, dataDir string) (*store.Store, *cluster.Registry) {
 	t.Helper()
-	db, err := store.Open(context.Background(), filepath.Join(dataDir, "meridian.db"))
+	path := filepath.Join(dataDir, "meridian.db")
+	db, err := sqlite.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
-	rs, err := responses.Open(context.Background(), db, cfg)
+	st := sqlite.NewStore(db, path, sqlstore.Options{})
+	t.Cleanup(func() { _ = st.Close() })
+	owners := cluster.New(cluster.Config{Hosts: st.Hosts, Host: "test-host"})
+	if err := owners.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(owners.Close)
+	return st, owners
+}
+
+// openResponses opens the response store in a data dir, with its sealer.
+func openResponses(t testing.TB, dataDir string, cfg responses.Config) (*responses.Store, *openai.Sealer) {
+	t.Helper()
+	st, owners := openStore(t, dataDir)
+	rs, err := responses.Open(context.Background(), st, owners, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,7 +81,7 @@ func TestBusyStoreIsUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback() //nolint:errcheck
-	if _, err := tx.Exec(`INSERT INTO turn_leases (profile, key, owner, expires_at) VALUES ('x', 'x', 'x', 0)`); err != nil {
+	if _, err := tx.Exec(`INSERT INTO turn_leases (profile, key, token, host, incarnation, expires_at) VALUES ('x', 'x', 'x', 'x', 'x', 0)`); err != nil {
 		t.Fatal(err) // holds the write lock until the end of the test
 	}
 	_, err = s.client(option.WithHeader("X-Claude-Code-Session-Id", "busy")).Messages.New(context.Background(), simpleParams("hello"))

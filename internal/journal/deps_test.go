@@ -8,4 +8,4 @@ import (
 
 // Dependencies flow downward: this package imports only what it owns
 // beyond the standard library.
-func TestImportsFlowDownward(t *testing.T) { testkit.CheckImports(t, "internal/spawn/proc") }
+func TestImportsFlowDownward(t *testing.T) { testkit.CheckImports(t, "internal/store") }

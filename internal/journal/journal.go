@@ -1,18 +1,18 @@
 // Package journal records the requests that carry an explicit request id
-// while they run, by hash only. A request that started and never finished
-// because its meridian died has an unknown outcome: it may have run and
-// spent, and its answer is gone. The same request after the restart is
-// refused with that reason rather than run blindly a second time.
+// while they run, by hash only, in the store every host shares. A request
+// that started and never finished because its meridian died has an
+// unknown outcome: it may have run and spent, and its answer is gone. The
+// same request afterwards, on any host, is refused with that reason
+// rather than run blindly a second time.
 package journal
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"time"
 
-	"github.com/meridian-gw/meridian/internal/spawn/proc"
+	"github.com/meridian-gw/meridian/internal/store"
 )
 
 // Defaults: the design's bounds, 128 requests and 30 minutes.
@@ -33,19 +33,18 @@ var (
 	ErrFull = errors.New("journal: too many identified requests are unfinished")
 )
 
-// Journal is the unfinished-request journal in the database.
+// Journal is the unfinished-request journal.
 type Journal struct {
-	db    *sql.DB
-	owner string
-	alive func(owner string) bool
-	max   int
-	ttl   time.Duration
-	now   func() time.Time
+	entries store.Journal
+	owners  store.Owners
+	max     int
+	ttl     time.Duration
+	now     func() time.Time
 }
 
-// New returns the journal in db (its table comes with the store's
-// migrations). max and ttl of 0 are the defaults; now nil is time.Now.
-func New(db *sql.DB, max int, ttl time.Duration, now func() time.Time) *Journal {
+// New returns the journal kept in entries, its requests owned by
+// owners.Self(). max and ttl of 0 are the defaults; now nil is time.Now.
+func New(entries store.Journal, owners store.Owners, max int, ttl time.Duration, now func() time.Time) *Journal {
 	if max <= 0 {
 		max = DefaultMax
 	}
@@ -55,52 +54,37 @@ func New(db *sql.DB, max int, ttl time.Duration, now func() time.Time) *Journal 
 	if now == nil {
 		now = time.Now
 	}
-	return &Journal{db: db, owner: proc.Owner(), alive: proc.OwnerAlive, max: max, ttl: ttl, now: now}
+	return &Journal{entries: entries, owners: owners, max: max, ttl: ttl, now: now}
 }
 
 // Begin records that the request hash starts. End it when it finishes, in
-// any way.
+// any way. An entry of a process that is gone (on this host, at once;
+// elsewhere, once its heartbeat expired) means the outcome is unknown.
 func (j *Journal) Begin(ctx context.Context, hash string) error {
-	tx, err := j.db.BeginTx(ctx, nil)
+	now := j.now()
+	held, err := j.entries.Begin(ctx, store.JournalEntry{Hash: hash, Owner: j.owners.Self(), Started: now}, now.Add(-j.ttl), j.max)
+	switch {
+	case errors.Is(err, store.ErrFull):
+		return ErrFull
+	case err != nil:
+		return fmt.Errorf("journal: %w", err)
+	case held == nil:
+		return nil
+	}
+	alive, err := j.owners.Alive(ctx, held.Owner)
 	if err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
-	defer func() { _ = tx.Rollback() }()
-	now := j.now()
-	if _, err := tx.ExecContext(ctx, `DELETE FROM unfinished_requests WHERE started_at <= ?`, now.Add(-j.ttl).UnixMilli()); err != nil {
-		return fmt.Errorf("journal: %w", err)
+	if alive {
+		return ErrRunning
 	}
-	var owner string
-	switch err := tx.QueryRowContext(ctx, `SELECT owner FROM unfinished_requests WHERE hash = ?`, hash).Scan(&owner); {
-	case err == nil:
-		if owner == j.owner || j.alive(owner) {
-			return ErrRunning
-		}
-		return ErrUnknownOutcome
-	case !errors.Is(err, sql.ErrNoRows):
-		return fmt.Errorf("journal: %w", err)
-	}
-	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM unfinished_requests`).Scan(&n); err != nil {
-		return fmt.Errorf("journal: %w", err)
-	}
-	if n >= j.max {
-		return ErrFull
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO unfinished_requests (hash, owner, started_at) VALUES (?, ?, ?)`,
-		hash, j.owner, now.UnixMilli()); err != nil {
-		return fmt.Errorf("journal: %w", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("journal: %w", err)
-	}
-	return nil
+	return ErrUnknownOutcome
 }
 
 // End records that the request hash finished. It runs even when the
 // request's own context has ended.
 func (j *Journal) End(ctx context.Context, hash string) error {
-	if _, err := j.db.ExecContext(context.WithoutCancel(ctx), `DELETE FROM unfinished_requests WHERE hash = ? AND owner = ?`, hash, j.owner); err != nil {
+	if err := j.entries.End(context.WithoutCancel(ctx), hash, j.owners.Self()); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
 	return nil

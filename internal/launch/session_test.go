@@ -12,7 +12,7 @@ import (
 
 	"github.com/meridian-gw/meridian/internal/spawn"
 	"github.com/meridian-gw/meridian/internal/spawn/registry"
-	"github.com/meridian-gw/meridian/internal/store"
+	"github.com/meridian-gw/meridian/internal/store/sqlite"
 )
 
 // claudeSetup is the environment of one meridian claude launch prepared
@@ -55,7 +55,7 @@ func (s *claudeSetup) prepare(t *testing.T, tty bool, args ...string) (*Session,
 
 func (s *claudeSetup) rows(t *testing.T) []registry.Row {
 	t.Helper()
-	db, err := store.Open(context.Background(), filepath.Join(s.dataDir, "meridian.db"))
+	db, err := sqlite.Open(context.Background(), filepath.Join(s.dataDir, "meridian.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

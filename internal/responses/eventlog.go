@@ -19,6 +19,9 @@ var ErrTrimmed = errors.New("responses: the events asked for are no longer kept"
 // follow live until the log ends.
 type EventLog struct {
 	max int
+	// sink, when set, hears every frame appended, in order (the mirror
+	// that copies the log to the store).
+	sink func(frames [][]byte)
 
 	mu      sync.Mutex
 	frames  [][]byte
@@ -43,6 +46,9 @@ func (l *EventLog) Append(frames ...[]byte) {
 	for _, f := range frames {
 		l.frames = append(l.frames, f)
 		l.bytes += len(f)
+	}
+	if l.sink != nil {
+		l.sink(frames)
 	}
 	for l.bytes > l.max && len(l.frames) > 1 {
 		l.bytes -= len(l.frames[0])

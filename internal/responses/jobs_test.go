@@ -95,7 +95,7 @@ func current() json.RawMessage { return json.RawMessage(`{}`) }
 // work evicted. Cancel interrupts a job and waits for it; Close stops all.
 func TestJobs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		j := NewJobs(2, 0)
+		j := NewJobs(JobsConfig{Max: 2})
 		causes := make(chan error, 3)
 		run := func(ctx context.Context, log *EventLog) {
 			<-ctx.Done()
@@ -109,7 +109,7 @@ func TestJobs(t *testing.T) {
 		if _, err := j.Start("c", current, run); !errors.Is(err, ErrBusy) {
 			t.Fatalf("third job: %v, want ErrBusy", err)
 		}
-		if !j.Cancel(context.Background(), "a") {
+		if ok, err := j.Cancel(context.Background(), "local", "a"); err != nil || !ok {
 			t.Fatal("cancel found no job")
 		}
 		if got := <-causes; !errors.Is(got, ErrCancelled) {
@@ -121,7 +121,7 @@ func TestJobs(t *testing.T) {
 		if _, err := j.Start("c", current, run); err != nil {
 			t.Fatalf("a freed slot is refused: %v", err)
 		}
-		if j.Cancel(context.Background(), "nope") {
+		if ok, _ := j.Cancel(context.Background(), "local", "nope"); ok {
 			t.Fatal("cancelled a job that does not exist")
 		}
 		j.Close()

@@ -11,17 +11,39 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meridian-gw/meridian/internal/cluster"
 	"github.com/meridian-gw/meridian/internal/store"
+	"github.com/meridian-gw/meridian/internal/store/sqlite"
+	"github.com/meridian-gw/meridian/internal/store/sqlstore"
 )
 
-func openDB(t *testing.T, dir string) *sql.DB {
+// fixture is a store on a new SQLite file, with its handle for the
+// tests' own queries and this process's host registry.
+type fixture struct {
+	db     *sql.DB
+	st     *store.Store
+	owners *cluster.Registry
+}
+
+func openDB(t *testing.T, dir string) fixture {
 	t.Helper()
-	db, err := store.Open(context.Background(), filepath.Join(dir, "meridian.db"))
+	path := filepath.Join(dir, "meridian.db")
+	db, err := sqlite.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
-	return db
+	st := sqlite.NewStore(db, path, sqlstore.Options{})
+	t.Cleanup(func() { _ = st.Close() })
+	owners := cluster.New(cluster.Config{Hosts: st.Hosts, Host: "test-host"})
+	if err := owners.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(owners.Close)
+	return fixture{db: db, st: st, owners: owners}
+}
+
+func open(ctx context.Context, f fixture, cfg Config) (*Store, error) {
+	return Open(ctx, f.st, f.owners, cfg)
 }
 
 // clock advances a millisecond per call, so records order by creation.
@@ -34,9 +56,9 @@ func record(id, status string, size int) Record {
 	return Record{ID: id, Scope: "local", Status: status, Input: json.RawMessage(`"` + strings.Repeat("x", size) + `"`), Response: json.RawMessage(`{}`)}
 }
 
-func ids(t *testing.T, s *Store) string {
+func ids(t *testing.T, f fixture) string {
 	t.Helper()
-	rows, err := s.db.Query(`SELECT id FROM responses ORDER BY created_at`)
+	rows, err := f.db.Query(`SELECT id FROM responses ORDER BY created_at`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +74,8 @@ func ids(t *testing.T, s *Store) string {
 
 // The ledger keeps at most its count, evicting the oldest finished first.
 func TestLedgerCountEvictsOldestFirst(t *testing.T) {
-	s, err := Open(context.Background(), openDB(t, t.TempDir()), Config{MaxCount: 3, Now: clock()})
+	f := openDB(t, t.TempDir())
+	s, err := open(context.Background(), f, Config{MaxCount: 3, Now: clock()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +85,7 @@ func TestLedgerCountEvictsOldestFirst(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := ids(t, s); got != "r3 r4 r5" {
+	if got := ids(t, f); got != "r3 r4 r5" {
 		t.Fatalf("kept %s, want the newest three", got)
 	}
 	if n, _, _ := s.Usage(ctx); n != 3 {
@@ -74,7 +97,8 @@ func TestLedgerCountEvictsOldestFirst(t *testing.T) {
 // responses are never evicted, and when only they are left the store
 // refuses rather than evicting them.
 func TestLedgerBytesNeverEvictRunningWork(t *testing.T) {
-	s, err := Open(context.Background(), openDB(t, t.TempDir()), Config{MaxCount: 100, MaxBytes: 400, Now: clock()})
+	f := openDB(t, t.TempDir())
+	s, err := open(context.Background(), f, Config{MaxCount: 100, MaxBytes: 400, Now: clock()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,19 +111,19 @@ func TestLedgerBytesNeverEvictRunningWork(t *testing.T) {
 	if err := s.Put(ctx, record("new", "completed", 100)); err != nil {
 		t.Fatal(err)
 	}
-	if got := ids(t, s); got != "run1 run2 new" {
+	if got := ids(t, f); got != "run1 run2 new" {
 		t.Fatalf("kept %s: the oldest finished one should have gone", got)
 	}
 	if err := s.Put(ctx, record("big", "completed", 150)); err != nil {
 		t.Fatal(err)
 	}
-	if got := ids(t, s); got != "run1 run2 big" {
+	if got := ids(t, f); got != "run1 run2 big" {
 		t.Fatalf("kept %s", got)
 	}
 	if err := s.Put(ctx, record("huge", "completed", 300)); !errors.Is(err, ErrFull) {
 		t.Fatalf("put beyond the running work: %v, want ErrFull", err)
 	}
-	if got := ids(t, s); got != "run1 run2 big" {
+	if got := ids(t, f); got != "run1 run2 big" {
 		t.Fatalf("kept %s: a refused put must evict nothing", got)
 	}
 	_, bytes, _ := s.Usage(ctx)
@@ -112,7 +136,8 @@ func TestLedgerBytesNeverEvictRunningWork(t *testing.T) {
 // nor is its end rolled back when only running responses are left to
 // make room: the ledger stays over its bound until the next put.
 func TestFinishingResponseKeepsItsEnd(t *testing.T) {
-	s, err := Open(context.Background(), openDB(t, t.TempDir()), Config{MaxCount: 100, MaxBytes: 400, Now: clock()})
+	f := openDB(t, t.TempDir())
+	s, err := open(context.Background(), f, Config{MaxCount: 100, MaxBytes: 400, Now: clock()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +152,7 @@ func TestFinishingResponseKeepsItsEnd(t *testing.T) {
 		t.Fatalf("finishing past the bound: %v", err)
 	}
 	// The oldest finished one made room; the finishing one stayed.
-	if got := ids(t, s); got != "run mine" {
+	if got := ids(t, f); got != "run mine" {
 		t.Fatalf("kept %s", got)
 	}
 	// Now only running work and the finishing response are left: its end
@@ -144,7 +169,7 @@ func TestFinishingResponseKeepsItsEnd(t *testing.T) {
 	if err := s.Put(ctx, record("next", "in_progress", 10)); err != nil {
 		t.Fatal(err)
 	}
-	if got := ids(t, s); got != "run next" {
+	if got := ids(t, f); got != "run next" {
 		t.Fatalf("after the next put, kept %s", got)
 	}
 }
@@ -152,9 +177,8 @@ func TestFinishingResponseKeepsItsEnd(t *testing.T) {
 // A restart rebuilds the ledger from SQLite: lowered bounds apply at once,
 // and responses whose process is gone are failed, not in progress forever.
 func TestRestartRebuildsTheLedgerAndFailsOrphans(t *testing.T) {
-	dir := t.TempDir()
-	db := openDB(t, dir)
-	s, err := Open(context.Background(), db, Config{Now: clock()})
+	f := openDB(t, t.TempDir())
+	s, err := open(context.Background(), f, Config{Now: clock()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,31 +192,32 @@ func TestRestartRebuildsTheLedgerAndFailsOrphans(t *testing.T) {
 		t.Fatal(err)
 	}
 	// This process owns "bg": a reopen here keeps it running.
-	if s2, err := Open(ctx, db, Config{Now: clock()}); err != nil {
+	if s2, err := open(ctx, f, Config{Now: clock()}); err != nil {
 		t.Fatal(err)
 	} else if r, _ := s2.Get(ctx, "local", "bg"); r.Status != "in_progress" {
 		t.Fatalf("a live process's response was failed: %s", r.Status)
 	}
-	// Another process owned it and is gone.
-	if _, err := db.Exec(`UPDATE responses SET owner = '999999999:1' WHERE id = 'bg'`); err != nil {
+	// Another process on this host owned it and is gone.
+	if _, err := f.db.Exec(`UPDATE responses SET incarnation = '999999999:1' WHERE id = 'bg'`); err != nil {
 		t.Fatal(err)
 	}
-	s3, err := Open(ctx, db, Config{MaxCount: 2, Now: clock()})
+	s3, err := open(ctx, f, Config{MaxCount: 2, Now: clock()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r, err := s3.Get(ctx, "local", "bg")
-	if err != nil || r.Status != "failed" || !strings.Contains(string(r.Response), "meridian stopped before this response finished") {
+	if err != nil || r.Status != "failed" || !strings.Contains(string(r.Response), "stopped before it finished") {
 		t.Fatalf("orphan after restart: %v %s %s", err, r.Status, r.Response)
 	}
-	if got := ids(t, s3); got != "r4 bg" {
+	if got := ids(t, f); got != "r4 bg" {
 		t.Fatalf("kept %s after a restart with a lower bound", got)
 	}
 }
 
 // A response belongs to the credential that created it.
 func TestScopes(t *testing.T) {
-	s, err := Open(context.Background(), openDB(t, t.TempDir()), Config{})
+	f := openDB(t, t.TempDir())
+	s, err := open(context.Background(), f, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ func TestImportsFlowDownward(t *testing.T) {
 		"internal/backend",
 		"internal/backend/agy",
 		"internal/backend/claude",
+		"internal/cluster",
 		"internal/config",
 		"internal/gateway",
 		"internal/httpapi",
@@ -29,6 +30,9 @@ func TestImportsFlowDownward(t *testing.T) {
 		"internal/session",
 		"internal/spawn/registry",
 		"internal/store",
+		"internal/store/postgres",
+		"internal/store/sqlite",
+		"internal/store/sqlstore",
 		"internal/telemetry/history",
 		"internal/transcripts",
 	)

@@ -2,14 +2,12 @@ package serve
 
 import (
 	"context"
-	"path/filepath"
+	"log/slog"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/backend"
 	"github.com/meridian-gw/meridian/internal/backend/claude"
 	"github.com/meridian-gw/meridian/internal/profile"
-	"github.com/meridian-gw/meridian/internal/session"
-	"github.com/meridian-gw/meridian/internal/store"
 )
 
 // What `meridian profile` asks about a profile, answered with the claude
@@ -55,13 +53,14 @@ func ProfilePlan(ctx context.Context, s *profile.Store, p profile.Profile, claud
 }
 
 // ProfileBusy reports whether a turn runs on a profile now, in any
-// meridian on the data dir: its turn leases are held.
-func ProfileBusy(ctx context.Context, dataDir, name string) (bool, error) {
-	db, err := store.Open(ctx, filepath.Join(dataDir, "meridian.db"))
+// meridian sharing the store (the data dir's, or the PostgreSQL database
+// storeDSN names): its turn leases are held.
+func ProfileBusy(ctx context.Context, dataDir, storeDSN, name string) (bool, error) {
+	st, err := openStores(ctx, Config{DataDir: dataDir, Store: storeDSN}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return false, err
 	}
-	defer db.Close()
-	n, err := session.NewLeases(db, 0, nil).Held(ctx, name)
+	defer st.close()
+	n, err := st.shared.Leases.Held(ctx, name, time.Now())
 	return n > 0, err
 }

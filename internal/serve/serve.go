@@ -19,6 +19,7 @@ import (
 
 	"github.com/meridian-gw/meridian/internal/answers"
 	"github.com/meridian-gw/meridian/internal/backend/agy"
+	"github.com/meridian-gw/meridian/internal/cluster"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/httpapi"
 	"github.com/meridian-gw/meridian/internal/journal"
@@ -28,7 +29,6 @@ import (
 	"github.com/meridian-gw/meridian/internal/profile"
 	"github.com/meridian-gw/meridian/internal/responses"
 	"github.com/meridian-gw/meridian/internal/session"
-	"github.com/meridian-gw/meridian/internal/store"
 	"github.com/meridian-gw/meridian/internal/transcripts"
 )
 
@@ -81,6 +81,17 @@ type Config struct {
 	// TelemetryMaxAge and TelemetryMaxRows bound the request history.
 	TelemetryMaxAge  time.Duration
 	TelemetryMaxRows int
+	// Store is where the shared records live: "" for SQLite in the data
+	// dir, or a postgres:// DSN. StoreOnCommandLine says it came from the
+	// flag (where a password is visible in the process list). StorePool
+	// bounds PostgreSQL's connections, StoreTimeout each store call.
+	Store              string
+	StoreOnCommandLine bool
+	StorePool          int
+	StoreTimeout       time.Duration
+	// HostExpiry is how long another host counts as alive after its last
+	// heartbeat.
+	HostExpiry time.Duration
 }
 
 // settleConcurrency makes the two process bounds agree: every running turn
@@ -142,11 +153,25 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	if err := httpapi.CheckExposure(addr, cfg.APIKey); err != nil {
 		return err
 	}
-	db, err := store.Open(ctx, filepath.Join(cfg.DataDir, "meridian.db"))
+	host, err := cluster.HostID(cfg.DataDir)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	log = log.With("host", host)
+	st, err := openStores(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer st.close()
+	db := st.shared
+	// The heartbeat comes before anything records this process as an
+	// owner, and goes last: the server and its jobs are done by then.
+	hosts := cluster.New(cluster.Config{Hosts: db.Hosts, Host: host, Addr: addr, Version: cfg.Version, Expiry: cfg.HostExpiry,
+		Logger: log.With("component", "cluster")})
+	if err := hosts.Start(ctx); err != nil {
+		return fmt.Errorf("%s store at %s: %w", db.Engine, db.Where, err)
+	}
+	defer hosts.Close()
 
 	// One gateway per profile, each with its own CLI environment, live
 	// processes and spares; requests name one or get the default.
@@ -168,8 +193,8 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 			Workspace:     workspace,
 			MaxConcurrent: cfg.MaxConcurrent,
 			QueueTimeout:  cfg.QueueTimeout,
-			Sessions:      session.NewStore(db, nil),
-			Leases:        session.NewLeases(db, 0, log.With("component", "session")),
+			Sessions:      session.NewStore(db.Conversations, nil),
+			Leases:        session.NewLeases(db.Leases, hosts, 0, log.With("component", "session")),
 			TurnWait:      cfg.TurnWait,
 			MaxLive:       cfg.MaxLive,
 			IdleTTL:       cfg.IdleTTL,
@@ -209,7 +234,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	if prof.Name != profile.DefaultName {
 		log.Info("requests that name no profile run under profile "+prof.Name, "profile", prof.Name, "kind", prof.Kind)
 	}
-	stored, err := responses.Open(ctx, db, responses.Config{MaxCount: cfg.MaxStored, MaxBytes: cfg.MaxStoredBytes})
+	stored, err := responses.Open(ctx, db, hosts, responses.Config{MaxCount: cfg.MaxStored, MaxBytes: cfg.MaxStoredBytes})
 	if err != nil {
 		return err
 	}
@@ -221,7 +246,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	if err != nil {
 		return err
 	}
-	tel, err := openTelemetry(db, cfg, gateways, log)
+	tel, err := openTelemetry(db, st.local, host, cfg, gateways, log)
 	if err != nil {
 		return err
 	}
@@ -231,11 +256,12 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	if agyGW != nil {
 		// Antigravity's own server on this listener: its own admission,
 		// processes, saved answers and background jobs.
-		jobs := responses.NewJobs(cfg.MaxBackground, 0)
+		jobs := responses.NewJobs(responses.JobsConfig{Max: cfg.MaxBackground, Store: stored, Logger: log.With("component", "responses")})
 		defer jobs.Close()
 		agySrv, err := httpapi.New(httpapi.Config{
 			History: tel.history, Metrics: tel.metrics, Prices: tel.prices, Logs: logs,
-			Answers: answers.New(lim, nil), AnswerBytes: lim.EntryBytes, Journal: journal.New(db, 0, 0, nil),
+			Answers: answers.New(db.Answers, lim, nil), AnswerBytes: lim.EntryBytes, Journal: journal.New(db.Journal, hosts, 0, 0, nil), Bench: db.Bench,
+			Host: host, Hosts: hosts,
 			Responses: stored, Jobs: jobs, Sealer: sealer,
 			Addr: addr, APIKey: cfg.APIKey, MaxBodyBytes: cfg.MaxBodyBytes, BodyTimeout: cfg.BodyTimeout, DrainTimeout: cfg.DrainTimeout, Hurry: cfg.Hurry,
 			Version: cfg.Version, Gateway: agyGW, Profiles: []httpapi.Profile{{Name: BackendAntigravity, Gateway: agyGW}},
@@ -255,11 +281,14 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		Metrics:      tel.metrics,
 		Prices:       tel.prices,
 		Logs:         logs,
-		Answers:      answers.New(lim, nil),
+		Answers:      answers.New(db.Answers, lim, nil),
 		AnswerBytes:  lim.EntryBytes,
-		Journal:      journal.New(db, 0, 0, nil),
+		Journal:      journal.New(db.Journal, hosts, 0, 0, nil),
+		Bench:        db.Bench,
+		Host:         host,
+		Hosts:        hosts,
 		Responses:    stored,
-		Jobs:         responses.NewJobs(cfg.MaxBackground, 0),
+		Jobs:         responses.NewJobs(responses.JobsConfig{Max: cfg.MaxBackground, Store: stored, Logger: log.With("component", "responses")}),
 		Sealer:       sealer,
 		Addr:         addr,
 		APIKey:       cfg.APIKey,
@@ -292,7 +321,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		agyTools.SetBase(selfURL(ln.Addr()) + agyToolsPrefix)
 	}
 	chosen.announce(environ, prof)
-	log.Info("meridian listening", "addr", ln.Addr().String(), "version", cfg.Version, "data_dir", cfg.DataDir,
+	log.Info("meridian listening", "addr", ln.Addr().String(), "version", cfg.Version, "data_dir", cfg.DataDir, "store", db.Engine, "store_at", db.Where,
 		"max_concurrent", cfg.MaxConcurrent, "max_live", cfg.MaxLive, "idle_ttl", cfg.IdleTTL, "api_key", cfg.APIKey != "")
 	// Transcripts of forked-away sessions are deleted in the background,
 	// joined before Run returns.

@@ -10,6 +10,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/metrics"
 	"github.com/meridian-gw/meridian/internal/pricing"
 	"github.com/meridian-gw/meridian/internal/spawn/registry"
+	"github.com/meridian-gw/meridian/internal/store"
 	"github.com/meridian-gw/meridian/internal/telemetry/history"
 )
 
@@ -20,10 +21,10 @@ type telemetryParts struct {
 	prices  *pricing.Table
 }
 
-// openTelemetry starts the request history on db, prices from the builtin
+// openTelemetry starts the request history in the shared store, prices from the builtin
 // table with the config file's overrides, and the metrics whose gauges
 // read the gateway and the spawn registry.
-func openTelemetry(db *sql.DB, cfg Config, gws func() []*gateway.Gateway, log *slog.Logger) (*telemetryParts, error) {
+func openTelemetry(db *store.Store, local *sql.DB, host string, cfg Config, gws func() []*gateway.Gateway, log *slog.Logger) (*telemetryParts, error) {
 	settings, err := config.Load(cfg.ConfigPath)
 	if err != nil {
 		return nil, err
@@ -32,9 +33,9 @@ func openTelemetry(db *sql.DB, cfg Config, gws func() []*gateway.Gateway, log *s
 	if err != nil {
 		return nil, err
 	}
-	hist := history.Open(db, history.Limits{MaxAge: cfg.TelemetryMaxAge, MaxRows: cfg.TelemetryMaxRows},
+	hist := history.Open(db.Telemetry, host, history.Limits{MaxAge: cfg.TelemetryMaxAge, MaxRows: cfg.TelemetryMaxRows},
 		log.With("component", "telemetry"), nil)
-	spawns := registry.New(db)
+	spawns := registry.New(local)
 	m := metrics.New(func(ctx context.Context) metrics.Load {
 		b := gateway.SumLoad(gws())
 		counts, err := spawns.CountByStatus(ctx)

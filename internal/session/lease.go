@@ -3,17 +3,12 @@ package session
 import (
 	"context"
 	"crypto/rand"
-	"database/sql"
-	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/meridian-gw/meridian/internal/spawn/proc"
+	"github.com/meridian-gw/meridian/internal/store"
 )
 
 // BusyError reports a conversation whose turn lease stayed taken for the
@@ -33,14 +28,16 @@ func (e *BusyError) Error() string {
 }
 
 // Leases serialise the turns of each conversation: within this process
-// with a lock per key, across processes sharing the store with a lease row
-// that expires unless renewed, so a crashed holder frees it.
+// with a lock per key, across processes and hosts sharing the store with
+// a lease row that expires unless renewed, so a crashed holder frees it.
+// Each holding has its own token, which fences the turn's publish.
 type Leases struct {
-	db   *sql.DB
-	ttl  time.Duration
-	poll time.Duration
-	now  func() time.Time
-	log  *slog.Logger
+	rows   store.Leases
+	owners store.Owners
+	ttl    time.Duration
+	poll   time.Duration
+	now    func() time.Time
+	log    *slog.Logger
 
 	// MaxWaiters bounds the turns of one conversation waiting here for
 	// its lease beside the one holding it (0: DefaultMaxWaiters); set it
@@ -49,12 +46,6 @@ type Leases struct {
 
 	mu    sync.Mutex
 	local map[string]*keyLock // only keys someone holds or waits for
-
-	// Who holds a lease, so a holder whose process died is known dead.
-	host  string
-	pid   int
-	start uint64
-	alive func(pid int, start uint64) bool
 }
 
 type keyLock struct {
@@ -72,26 +63,23 @@ const (
 	DefaultMaxWaiters = 256
 )
 
-// NewLeases returns leases over db. ttl is how long a lease lives without
-// renewal (0: DefaultLeaseTTL).
-func NewLeases(db *sql.DB, ttl time.Duration, log *slog.Logger) *Leases {
+// NewLeases returns leases kept in rows, held by owners.Self(). ttl is how
+// long a lease lives without renewal (0: DefaultLeaseTTL).
+func NewLeases(rows store.Leases, owners store.Owners, ttl time.Duration, log *slog.Logger) *Leases {
 	if ttl <= 0 {
 		ttl = DefaultLeaseTTL
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	host, _ := os.Hostname()
-	pid, start := proc.Self()
-	return &Leases{db: db, ttl: ttl, poll: leasePoll, now: time.Now, log: log, local: map[string]*keyLock{},
-		host: host, pid: pid, start: start, alive: proc.Alive}
+	return &Leases{rows: rows, owners: owners, ttl: ttl, poll: leasePoll, now: time.Now, log: log, local: map[string]*keyLock{}}
 }
 
 // Lease is a held turn lease; Release it exactly once.
 type Lease struct {
 	l            *Leases
 	profile, key string
-	owner        string
+	token        string
 	lock         *keyLock
 	stop         chan struct{}
 	renewed      sync.WaitGroup
@@ -123,9 +111,9 @@ func (l *Leases) Acquire(ctx context.Context, profile, key string, wait time.Dur
 		l.unref(localKey, lock)
 		return nil, &BusyError{Key: key, RetryAfter: time.Second}
 	}
-	owner := l.newOwner()
+	token := rand.Text()
 	for {
-		ok, holderExpires, err := l.tryAcquire(ctx, profile, key, owner)
+		ok, holderExpires, err := l.tryAcquire(ctx, profile, key, token)
 		if err != nil {
 			l.unlock(localKey, lock)
 			return nil, err
@@ -145,68 +133,40 @@ func (l *Leases) Acquire(ctx context.Context, profile, key string, wait time.Dur
 			return nil, &BusyError{Key: key, RetryAfter: wait}
 		}
 	}
-	lease := &Lease{l: l, profile: profile, key: key, owner: owner, lock: lock, stop: make(chan struct{}), localKey: localKey, lost: make(chan struct{})}
+	lease := &Lease{l: l, profile: profile, key: key, token: token, lock: lock, stop: make(chan struct{}), localKey: localKey, lost: make(chan struct{})}
 	lease.renewed.Go(lease.renew)
 	return lease, nil
 }
 
-// tryAcquire inserts the lease row, or takes over an expired one.
-func (l *Leases) tryAcquire(ctx context.Context, profile, key, owner string) (bool, time.Time, error) {
-	now := l.now()
-	res, err := l.db.ExecContext(ctx, `INSERT INTO turn_leases (profile, key, owner, expires_at) VALUES (?, ?, ?, ?)
-		ON CONFLICT (profile, key) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
-		WHERE turn_leases.expires_at < ?`, profile, key, owner, now.Add(l.ttl).UnixMilli(), now.UnixMilli())
-	if err != nil {
-		return false, time.Time{}, fmt.Errorf("turn lease for %q: %w", key, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, time.Time{}, fmt.Errorf("turn lease for %q: %w", key, err)
-	}
-	if n == 1 {
-		return true, time.Time{}, nil
-	}
-	var expires int64
-	var holder string
-	err = l.db.QueryRowContext(ctx, `SELECT expires_at, owner FROM turn_leases WHERE profile = ? AND key = ?`, profile, key).Scan(&expires, &holder)
+// tryAcquire takes the lease if it is free or expired, or takes it over
+// from a holder whose process is gone.
+func (l *Leases) tryAcquire(ctx context.Context, profile, key, token string) (bool, time.Time, error) {
+	claim := store.LeaseClaim{Profile: profile, Key: key, Token: token, Owner: l.owners.Self(), Now: l.now(), TTL: l.ttl}
+	ok, holder, found, err := l.rows.Acquire(ctx, claim)
 	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return false, now, nil // released in between: try again
 	case err != nil:
-		// A fault, not a busy conversation.
+		return false, time.Time{}, fmt.Errorf("turn lease for %q: %w", key, err)
+	case ok:
+		return true, time.Time{}, nil
+	case !found:
+		return false, claim.Now, nil // released in between: try again
+	}
+	alive, err := l.owners.Alive(ctx, holder.Owner)
+	if err != nil {
 		return false, time.Time{}, fmt.Errorf("turn lease for %q: %w", key, err)
 	}
-	if l.deadHere(holder) {
+	if !alive {
 		// Its process is gone: the lease is free now, not at its expiry.
-		res, err := l.db.ExecContext(ctx, `UPDATE turn_leases SET owner = ?, expires_at = ? WHERE profile = ? AND key = ? AND owner = ?`,
-			owner, now.Add(l.ttl).UnixMilli(), profile, key, holder)
+		took, err := l.rows.TakeOver(ctx, claim, holder.Token)
 		if err != nil {
 			return false, time.Time{}, fmt.Errorf("turn lease for %q: %w", key, err)
 		}
-		if n, err := res.RowsAffected(); err == nil && n == 1 {
-			l.log.Info("took over the turn lease of a process that is gone", "key", key, "holder", holder)
+		if took {
+			l.log.Info("took over the turn lease of a process that is gone", "key", key, "holder", holder.Owner.Host+"/"+holder.Owner.Incarnation)
 			return true, time.Time{}, nil
 		}
 	}
-	return false, time.UnixMilli(expires), nil
-}
-
-// newOwner names a lease holder: this host and process (pid and start
-// time), and a random part for the lease itself.
-func (l *Leases) newOwner() string {
-	return fmt.Sprintf("%s:%d:%d:%s", l.host, l.pid, l.start, rand.Text())
-}
-
-// deadHere reports a holder that ran on this host in a process that is
-// gone. Holders on other hosts, or named otherwise, wait for their expiry.
-func (l *Leases) deadHere(holder string) bool {
-	parts := strings.SplitN(holder, ":", 4)
-	if len(parts) != 4 || parts[0] != l.host {
-		return false
-	}
-	pid, err1 := strconv.Atoi(parts[1])
-	start, err2 := strconv.ParseUint(parts[2], 10, 64)
-	return err1 == nil && err2 == nil && !l.alive(pid, start)
+	return false, holder.Expires, nil
 }
 
 // renew keeps the lease alive while it is held. A lease that could not
@@ -223,8 +183,9 @@ func (le *Lease) renew() {
 		case <-t.C:
 		}
 		now := le.l.now()
-		res, err := le.l.db.Exec(`UPDATE turn_leases SET expires_at = ? WHERE profile = ? AND key = ? AND owner = ?`,
-			now.Add(le.l.ttl).UnixMilli(), le.profile, le.key, le.owner)
+		ctx, cancel := context.WithTimeout(context.Background(), le.l.ttl/3)
+		held, err := le.l.rows.Renew(ctx, le.profile, le.key, le.token, now.Add(le.l.ttl))
+		cancel()
 		if err != nil {
 			if now.Sub(renewed) >= le.l.ttl {
 				le.l.log.Warn("a turn lease could not be renewed before it expired: the turn stops and publishes nothing", "key", le.key, "err", err)
@@ -235,7 +196,7 @@ func (le *Lease) renew() {
 			continue
 		}
 		renewed = now
-		if n, err := res.RowsAffected(); err == nil && n != 1 {
+		if !held {
 			le.l.log.Warn("a turn lease was taken over: the turn stops and publishes nothing", "key", le.key)
 			close(le.lost)
 			return
@@ -247,7 +208,9 @@ func (le *Lease) renew() {
 func (le *Lease) Release() {
 	close(le.stop)
 	le.renewed.Wait()
-	if _, err := le.l.db.Exec(`DELETE FROM turn_leases WHERE profile = ? AND key = ? AND owner = ?`, le.profile, le.key, le.owner); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := le.l.rows.Release(ctx, le.profile, le.key, le.token); err != nil {
 		le.l.log.Warn("could not release a turn lease; it expires on its own", "key", le.key, "err", err)
 	}
 	le.l.unlock(le.localKey, le.lock)
@@ -289,11 +252,9 @@ func (l *Leases) unlock(k string, lk *keyLock) {
 }
 
 // Held counts the turn leases of a profile that are held now, by any
-// meridian on this database.
+// meridian sharing the store.
 func (l *Leases) Held(ctx context.Context, profile string) (int, error) {
-	var n int
-	err := l.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM turn_leases WHERE profile = ? AND expires_at >= ?`,
-		profile, l.now().UnixMilli()).Scan(&n)
+	n, err := l.rows.Held(ctx, profile, l.now())
 	if err != nil {
 		return 0, fmt.Errorf("turn leases of %q: %w", profile, err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -12,18 +11,52 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meridian-gw/meridian/internal/cluster"
 	"github.com/meridian-gw/meridian/internal/lineage"
 	"github.com/meridian-gw/meridian/internal/store"
+	"github.com/meridian-gw/meridian/internal/store/sqlite"
+	"github.com/meridian-gw/meridian/internal/store/sqlstore"
 )
 
-func openDB(t *testing.T, path string) *sql.DB {
+// fixture is one "process" on a database file: its handle (for the
+// faults tests inject), the store over it, and its host registry.
+type fixture struct {
+	db     *sql.DB
+	st     *store.Store
+	owners *cluster.Registry
+}
+
+func openFixture(t *testing.T, path string, opts sqlstore.Options) fixture {
 	t.Helper()
-	db, err := store.Open(context.Background(), path)
+	db, err := sqlite.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
-	return db
+	st := sqlite.NewStore(db, path, opts)
+	t.Cleanup(func() { _ = st.Close() })
+	owners := cluster.New(cluster.Config{Hosts: st.Hosts, Host: "test-host"})
+	if err := owners.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(owners.Close)
+	return fixture{db: db, st: st, owners: owners}
+}
+
+func newStore(t *testing.T, now func() time.Time) *Store {
+	return NewStore(openFixture(t, filepath.Join(t.TempDir(), "m.db"), sqlstore.Options{}).st.Conversations, now)
+}
+
+func newLeases(t *testing.T, f fixture, ttl time.Duration) *Leases {
+	return NewLeases(f.st.Leases, f.owners, ttl, nil)
+}
+
+// insertLease writes a lease row as another holder would have.
+func insertLease(t *testing.T, db *sql.DB, key string, holder store.Owner, expires time.Time) {
+	t.Helper()
+	if _, err := db.Exec(`INSERT INTO turn_leases (profile, key, token, host, incarnation, expires_at) VALUES ('p', ?, 'their-token', ?, ?, ?)`,
+		key, holder.Host, holder.Incarnation, expires.UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func digests(ns ...byte) []lineage.Digest {
@@ -36,18 +69,18 @@ func digests(ns ...byte) []lineage.Digest {
 
 func TestPublishIsCompareAndSwap(t *testing.T) {
 	ctx := context.Background()
-	s := NewStore(openDB(t, filepath.Join(t.TempDir(), "m.db")), nil)
+	s := newStore(t, nil)
 	m, err := s.Load(ctx, "default", "conv")
 	if err != nil || m.Version != 0 || len(m.State.Messages) != 0 {
 		t.Fatalf("fresh load: %+v %v", m, err)
 	}
 	m.Client, m.SessionID, m.Cwd, m.Model = "generic", "sid-1", "/w", "model"
 	m.State = lineage.State{Messages: digests(1, 2), Pins: []string{"", "u1"}, Tail: digests(9)}
-	v, err := s.Publish(ctx, m, 0, lineage.Diverged)
+	v, err := s.Publish(ctx, m, 0, lineage.Diverged, Turn{})
 	if err != nil || v != 1 {
 		t.Fatalf("first publish: %d %v", v, err)
 	}
-	if _, err := s.Publish(ctx, m, 0, lineage.Diverged); !errors.Is(err, ErrConflict) {
+	if _, err := s.Publish(ctx, m, 0, lineage.Diverged, Turn{}); !errors.Is(err, ErrConflict) {
 		t.Fatalf("second insert: %v, want ErrConflict", err)
 	}
 	got, err := s.Load(ctx, "default", "conv")
@@ -63,7 +96,7 @@ func TestPublishIsCompareAndSwap(t *testing.T) {
 		wg.Go(func() {
 			next := got
 			next.State = lineage.State{Messages: digests(1, 2, 3, 4), Pins: []string{"", "u1", "", "u2"}}
-			if _, err := s.Publish(ctx, next, 1, lineage.Continuation); err == nil {
+			if _, err := s.Publish(ctx, next, 1, lineage.Continuation, Turn{}); err == nil {
 				wins.Add(1)
 			} else if !errors.Is(err, ErrConflict) {
 				t.Error(err)
@@ -92,8 +125,8 @@ func TestPublishIsCompareAndSwap(t *testing.T) {
 // leases.
 func TestLeasesAcrossProcesses(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "m.db")
-	a := NewLeases(openDB(t, path), time.Second, nil)
-	b := NewLeases(openDB(t, path), time.Second, nil)
+	a := newLeases(t, openFixture(t, path, sqlstore.Options{}), time.Second)
+	b := newLeases(t, openFixture(t, path, sqlstore.Options{}), time.Second)
 	ctx := context.Background()
 
 	la, err := a.Acquire(ctx, "p", "k", time.Second)
@@ -134,11 +167,9 @@ func TestLeasesAcrossProcesses(t *testing.T) {
 }
 
 func TestExpiredLeaseOfACrashedHolderIsTakenOver(t *testing.T) {
-	db := openDB(t, filepath.Join(t.TempDir(), "m.db"))
-	if _, err := db.Exec(`INSERT INTO turn_leases VALUES ('p', 'k', 'dead-process', ?)`, time.Now().Add(-time.Second).UnixMilli()); err != nil {
-		t.Fatal(err)
-	}
-	l, err := NewLeases(db, time.Second, nil).Acquire(context.Background(), "p", "k", 100*time.Millisecond)
+	f := openFixture(t, filepath.Join(t.TempDir(), "m.db"), sqlstore.Options{})
+	insertLease(t, f.db, "k", store.Owner{Host: "elsewhere", Incarnation: "1"}, time.Now().Add(-time.Second))
+	l, err := newLeases(t, f, time.Second).Acquire(context.Background(), "p", "k", 100*time.Millisecond)
 	if err != nil {
 		t.Fatalf("expired lease not taken over: %v", err)
 	}
@@ -146,7 +177,7 @@ func TestExpiredLeaseOfACrashedHolderIsTakenOver(t *testing.T) {
 }
 
 func TestLocalWaitersLeaveOnCancel(t *testing.T) {
-	l := NewLeases(openDB(t, filepath.Join(t.TempDir(), "m.db")), time.Second, nil)
+	l := newLeases(t, openFixture(t, filepath.Join(t.TempDir(), "m.db"), sqlstore.Options{}), time.Second)
 	held, err := l.Acquire(context.Background(), "p", "k", time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -171,11 +202,11 @@ func TestLocalWaitersLeaveOnCancel(t *testing.T) {
 func TestStoreKeepsABoundedNumberOfConversations(t *testing.T) {
 	ctx := context.Background()
 	clock := time.Unix(1000, 0)
-	s := NewStore(openDB(t, filepath.Join(t.TempDir(), "m.db")), func() time.Time { clock = clock.Add(time.Second); return clock })
-	s.max = 3
+	f := openFixture(t, filepath.Join(t.TempDir(), "m.db"), sqlstore.Options{MaxConversations: 3})
+	s := NewStore(f.st.Conversations, func() time.Time { clock = clock.Add(time.Second); return clock })
 	for i := range 5 {
 		m := Mapping{Profile: "p", Key: string(rune('a' + i)), SessionID: "s", State: lineage.State{Messages: digests(1), Pins: []string{"x"}}}
-		if _, err := s.Publish(ctx, m, 0, lineage.Diverged); err != nil {
+		if _, err := s.Publish(ctx, m, 0, lineage.Diverged, Turn{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -190,12 +221,9 @@ func TestStoreKeepsABoundedNumberOfConversations(t *testing.T) {
 // wait out a dead process's lease. A live holder's lease is not touched,
 // and a 409's wait stays short.
 func TestLeaseOfADeadProcessIsTakenOverAtOnce(t *testing.T) {
-	db := openDB(t, filepath.Join(t.TempDir(), "m.db"))
-	l := NewLeases(db, time.Minute, nil)
-	dead := fmt.Sprintf("%s:999999999:1:abc", l.host)
-	if _, err := db.Exec(`INSERT INTO turn_leases VALUES ('p', 'k', ?, ?)`, dead, time.Now().Add(time.Minute).UnixMilli()); err != nil {
-		t.Fatal(err)
-	}
+	f := openFixture(t, filepath.Join(t.TempDir(), "m.db"), sqlstore.Options{})
+	l := newLeases(t, f, time.Minute)
+	insertLease(t, f.db, "k", store.Owner{Host: "test-host", Incarnation: "999999999:1"}, time.Now().Add(time.Minute))
 	start := time.Now()
 	lease, err := l.Acquire(context.Background(), "p", "k", 10*time.Second)
 	if err != nil || time.Since(start) > time.Second {
@@ -203,11 +231,8 @@ func TestLeaseOfADeadProcessIsTakenOverAtOnce(t *testing.T) {
 	}
 	lease.Release()
 
-	live := l.newOwner() // this process: alive
-	if _, err := db.Exec(`INSERT INTO turn_leases VALUES ('p', 'k2', ?, ?)`, live, time.Now().Add(time.Minute).UnixMilli()); err != nil {
-		t.Fatal(err)
-	}
-	other := NewLeases(db, time.Minute, nil)
+	insertLease(t, f.db, "k2", f.owners.Self(), time.Now().Add(time.Minute)) // this process: alive
+	other := newLeases(t, f, time.Minute)
 	_, err = other.Acquire(context.Background(), "p", "k2", 100*time.Millisecond)
 	var busy *BusyError
 	if !errors.As(err, &busy) || busy.RetryAfter > 2*time.Second {
@@ -218,8 +243,8 @@ func TestLeaseOfADeadProcessIsTakenOverAtOnce(t *testing.T) {
 // A lease another holder took (after it lapsed) is reported lost, so its
 // turn can stop and publish nothing.
 func TestLostLeaseIsReported(t *testing.T) {
-	db := openDB(t, filepath.Join(t.TempDir(), "m.db"))
-	l := NewLeases(db, 300*time.Millisecond, nil)
+	f := openFixture(t, filepath.Join(t.TempDir(), "m.db"), sqlstore.Options{})
+	l := newLeases(t, f, 300*time.Millisecond)
 	lease, err := l.Acquire(context.Background(), "p", "k", time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -230,7 +255,7 @@ func TestLostLeaseIsReported(t *testing.T) {
 		t.Fatal("a held lease reported lost")
 	case <-time.After(400 * time.Millisecond): // renewals kept it
 	}
-	if _, err := db.Exec(`UPDATE turn_leases SET owner = 'another' WHERE key = 'k'`); err != nil {
+	if _, err := f.db.Exec(`UPDATE turn_leases SET token = 'another' WHERE key = 'k'`); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -244,14 +269,14 @@ func TestLostLeaseIsReported(t *testing.T) {
 // refuses every write) is reported lost, as one taken over is: past its
 // expiry another holder may have it.
 func TestUnrenewableLeaseIsLost(t *testing.T) {
-	db := openDB(t, filepath.Join(t.TempDir(), "m.db"))
-	l := NewLeases(db, 300*time.Millisecond, nil)
+	f := openFixture(t, filepath.Join(t.TempDir(), "m.db"), sqlstore.Options{})
+	l := newLeases(t, f, 300*time.Millisecond)
 	lease, err := l.Acquire(context.Background(), "p", "k", time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer lease.Release()
-	if _, err := db.Exec(`CREATE TRIGGER refuse BEFORE UPDATE ON turn_leases BEGIN SELECT RAISE(ABORT, 'disk says no'); END`); err != nil {
+	if _, err := f.db.Exec(`CREATE TRIGGER refuse BEFORE UPDATE ON turn_leases BEGIN SELECT RAISE(ABORT, 'disk says no'); END`); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -264,11 +289,11 @@ func TestUnrenewableLeaseIsLost(t *testing.T) {
 // A database fault is an error, not a busy conversation: a 409 would send
 // the client into retries that cannot succeed.
 func TestLeaseFaultIsNotBusy(t *testing.T) {
-	db := openDB(t, filepath.Join(t.TempDir(), "m.db"))
-	if _, err := db.Exec(`DROP TABLE turn_leases`); err != nil {
+	f := openFixture(t, filepath.Join(t.TempDir(), "m.db"), sqlstore.Options{})
+	if _, err := f.db.Exec(`DROP TABLE turn_leases`); err != nil {
 		t.Fatal(err)
 	}
-	_, err := NewLeases(db, time.Second, nil).Acquire(context.Background(), "p", "k", 100*time.Millisecond)
+	_, err := newLeases(t, f, time.Second).Acquire(context.Background(), "p", "k", 100*time.Millisecond)
 	var busy *BusyError
 	if err == nil || errors.As(err, &busy) || !strings.Contains(err.Error(), "turn lease") {
 		t.Fatalf("Acquire on a broken database = %v", err)
@@ -280,15 +305,14 @@ func TestLeaseFaultIsNotBusy(t *testing.T) {
 // that ran it, beside the version of the mapping it did store.
 func TestFailedPrunesAreReported(t *testing.T) {
 	ctx := context.Background()
-	db := openDB(t, filepath.Join(t.TempDir(), "m.db"))
-	if _, err := db.Exec(`CREATE TRIGGER refuse BEFORE DELETE ON conversations BEGIN SELECT RAISE(ABORT, 'disk says no'); END`); err != nil {
+	f := openFixture(t, filepath.Join(t.TempDir(), "m.db"), sqlstore.Options{MaxConversations: 1})
+	if _, err := f.db.Exec(`CREATE TRIGGER refuse BEFORE DELETE ON conversations BEGIN SELECT RAISE(ABORT, 'disk says no'); END`); err != nil {
 		t.Fatal(err)
 	}
-	s := NewStore(db, nil)
-	s.max = 1
+	s := NewStore(f.st.Conversations, nil)
 	for i, key := range []string{"a", "b"} {
 		m := Mapping{Profile: "p", Key: key, SessionID: "s", State: lineage.State{Messages: digests(1), Pins: []string{"x"}}}
-		version, err := s.Publish(ctx, m, 0, lineage.Diverged)
+		version, err := s.Publish(ctx, m, 0, lineage.Diverged, Turn{})
 		if i == 0 && err != nil {
 			t.Fatal(err)
 		}
@@ -307,14 +331,14 @@ func TestFailedPrunesAreReported(t *testing.T) {
 func TestServedByIsTheLatestProfile(t *testing.T) {
 	ctx := context.Background()
 	clock := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	s := NewStore(openDB(t, filepath.Join(t.TempDir(), "m.db")), func() time.Time { return clock })
+	s := newStore(t, func() time.Time { return clock })
 	if p, err := s.ServedBy(ctx, "conv"); err != nil || p != "" {
 		t.Fatalf("unknown conversation: %q %v", p, err)
 	}
 	for _, profile := range []string{"a", "b"} {
 		m, _ := s.Load(ctx, profile, "conv")
 		m.Client, m.SessionID = "generic", "sid-"+profile
-		if _, err := s.Publish(ctx, m, 0, lineage.Diverged); err != nil {
+		if _, err := s.Publish(ctx, m, 0, lineage.Diverged, Turn{}); err != nil {
 			t.Fatal(err)
 		}
 		clock = clock.Add(time.Second)
@@ -328,7 +352,7 @@ func TestServedByIsTheLatestProfile(t *testing.T) {
 // turns waiting as may, the next is refused at once, crowded, with a
 // wait; the waiters still get their turns.
 func TestWaitersOfOneConversationAreBounded(t *testing.T) {
-	l := NewLeases(openDB(t, filepath.Join(t.TempDir(), "m.db")), time.Second, nil)
+	l := newLeases(t, openFixture(t, filepath.Join(t.TempDir(), "m.db"), sqlstore.Options{}), time.Second)
 	l.MaxWaiters = 3
 	held, err := l.Acquire(context.Background(), "p", "k", time.Second)
 	if err != nil {

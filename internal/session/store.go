@@ -7,13 +7,13 @@ package session
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/lineage"
+	"github.com/meridian-gw/meridian/internal/store"
 )
 
 // ErrConflict is returned by Publish when the mapping changed since it was
@@ -49,38 +49,32 @@ type Counts struct {
 	Divergences   int `json:"diverged"`
 }
 
-// Store is the durable side of sessions.
+// Store is the durable side of sessions, over the store's conversations.
 type Store struct {
-	db  *sql.DB
+	c   store.Conversations
 	now func() time.Time
-	// max bounds the conversations kept; the least recently updated go
-	// first when a new one would exceed it.
-	max int
 }
 
-// DefaultMaxConversations is how many conversations a store keeps.
-const DefaultMaxConversations = 10_000
-
-// NewStore uses an opened database (see package store). now is the clock;
-// nil means time.Now.
-func NewStore(db *sql.DB, now func() time.Time) *Store {
+// NewStore uses the store's conversations. now is the clock; nil means
+// time.Now.
+func NewStore(c store.Conversations, now func() time.Time) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{db: db, now: now, max: DefaultMaxConversations}
+	return &Store{c: c, now: now}
 }
-
-const mappingColumns = `profile, key, client, cli_session_id, digests, pins, tail, tail_slot, cwd, client_cwd, model, version,
-	continuations, compactions, undos, divergences, last_input_bytes, created_at, updated_at`
 
 // Load returns the conversation's mapping; a conversation never published
 // comes back with Version 0 and an empty State.
 func (s *Store) Load(ctx context.Context, profile, key string) (Mapping, error) {
-	row := s.db.QueryRowContext(ctx, `SELECT `+mappingColumns+` FROM conversations WHERE profile = ? AND key = ?`, profile, key)
-	m, err := scanMapping(row)
-	if errors.Is(err, sql.ErrNoRows) {
+	c, ok, err := s.c.Load(ctx, profile, key)
+	if err != nil {
+		return Mapping{}, fmt.Errorf("load conversation %q: %w", key, err)
+	}
+	if !ok {
 		return Mapping{Profile: profile, Key: key}, nil
 	}
+	m, err := fromRecord(c)
 	if err != nil {
 		return Mapping{}, fmt.Errorf("load conversation %q: %w", key, err)
 	}
@@ -90,67 +84,50 @@ func (s *Store) Load(ctx context.Context, profile, key string) (Mapping, error) 
 // ServedBy returns the profile that last answered conversation key, ""
 // when none did.
 func (s *Store) ServedBy(ctx context.Context, key string) (string, error) {
-	var profile string
-	err := s.db.QueryRowContext(ctx, `SELECT profile FROM conversations WHERE key = ? ORDER BY updated_at DESC LIMIT 1`, key).Scan(&profile)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("which profile served conversation %q: %w", key, err)
-	}
-	return profile, nil
+	return s.c.ServedBy(ctx, key)
 }
 
 // List returns a profile's most recently updated conversations, newest
 // first.
 func (s *Store) List(ctx context.Context, profile string, limit int) ([]Mapping, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+mappingColumns+` FROM conversations WHERE profile = ? ORDER BY updated_at DESC LIMIT ?`, profile, limit)
+	cs, err := s.c.List(ctx, profile, limit)
 	if err != nil {
-		return nil, fmt.Errorf("list conversations: %w", err)
+		return nil, err
 	}
-	defer rows.Close()
-	var out []Mapping
-	for rows.Next() {
-		m, err := scanMapping(rows)
+	out := make([]Mapping, 0, len(cs))
+	for _, c := range cs {
+		m, err := fromRecord(c)
 		if err != nil {
 			return nil, fmt.Errorf("list conversations: %w", err)
 		}
 		out = append(out, m)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // SessionIDs lists the CLI sessions every stored conversation continues
 // from: the transcripts a later turn may resume.
-func (s *Store) SessionIDs(ctx context.Context) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT cli_session_id FROM conversations`)
-	if err != nil {
-		return nil, fmt.Errorf("list sessions: %w", err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("list sessions: %w", err)
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
+func (s *Store) SessionIDs(ctx context.Context) ([]string, error) { return s.c.SessionIDs(ctx) }
+
+// Turn is what a publish writes beside the mapping: the lease that must
+// still hold the conversation, and the tool results the turn delivered.
+type Turn struct {
+	Lease     *Lease // nil: published without a lease
+	Delivered []string
 }
 
 // Publish stores m as the conversation's new mapping if its version is
-// still prev (0: the conversation must not exist yet), counting the
-// verdict that produced it. It returns the new version, or ErrConflict.
-// A version beside an error means the mapping was stored and only the
-// clean-up after it (pruning old conversations) failed.
-func (s *Store) Publish(ctx context.Context, m Mapping, prev int64, verdict lineage.Kind) (int64, error) {
-	digests, pins, tail, err := encodeState(m.State)
+// still prev (0: the conversation must not exist yet) and the turn's lease
+// still holds it, counting the verdict that produced it and recording the
+// delivered tool results, all at once. It returns the new version, or
+// ErrConflict (ErrFenced: the lease was taken over). A version beside an
+// error means the mapping was stored and only the clean-up after it
+// (pruning old conversations) failed.
+func (s *Store) Publish(ctx context.Context, m Mapping, prev int64, verdict lineage.Kind, turn Turn) (int64, error) {
+	c, err := toRecord(m)
 	if err != nil {
 		return 0, err
 	}
-	now := s.now().UnixMilli()
-	c := m.Counts
 	switch verdict {
 	case lineage.Continuation:
 		c.Continuations++
@@ -161,71 +138,44 @@ func (s *Store) Publish(ctx context.Context, m Mapping, prev int64, verdict line
 	default:
 		c.Divergences++
 	}
-	var res sql.Result
-	if prev == 0 {
-		res, err = s.db.ExecContext(ctx, `INSERT INTO conversations (`+mappingColumns+`, message_count)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (profile, key) DO NOTHING`,
-			m.Profile, m.Key, m.Client, m.SessionID, digests, pins, tail, m.State.Slot, m.Cwd, m.ClientCwd, m.Model,
-			c.Continuations, c.Compactions, c.Undos, c.Divergences, m.LastInputBytes, now, now, len(m.State.Messages))
-	} else {
-		res, err = s.db.ExecContext(ctx, `UPDATE conversations SET client = ?, cli_session_id = ?, digests = ?, pins = ?, tail = ?,
-			tail_slot = ?, cwd = ?, client_cwd = ?, model = ?, version = version + 1, continuations = ?, compactions = ?, undos = ?,
-			divergences = ?, last_input_bytes = ?, updated_at = ?, message_count = ?
-			WHERE profile = ? AND key = ? AND version = ?`,
-			m.Client, m.SessionID, digests, pins, tail, m.State.Slot, m.Cwd, m.ClientCwd, m.Model,
-			c.Continuations, c.Compactions, c.Undos, c.Divergences, m.LastInputBytes, now, len(m.State.Messages),
-			m.Profile, m.Key, prev)
+	p := store.Publish{Prev: prev, Consumed: turn.Delivered, Now: s.now()}
+	if turn.Lease != nil {
+		p.Fence = turn.Lease.token
+	}
+	v, err := s.c.Publish(ctx, c, p)
+	if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrFenced) {
+		return 0, fmt.Errorf("%w: %w", ErrConflict, err)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("publish conversation %q: %w", m.Key, err)
+		return v, fmt.Errorf("publish conversation %q: %w", m.Key, err)
 	}
-	n, err := res.RowsAffected()
-	switch {
-	case err != nil:
-		return 0, fmt.Errorf("publish conversation %q: %w", m.Key, err)
-	case n != 1:
-		return 0, ErrConflict
-	}
-	if prev == 0 {
-		if err := s.prune(ctx); err != nil {
-			return 1, err
-		}
-	}
-	return prev + 1, nil
+	return v, nil
 }
 
-// prune drops the least recently updated conversations beyond the bound.
-// Their CLI transcripts stay with the CLI; a pruned conversation that comes
-// back starts fresh.
-func (s *Store) prune(ctx context.Context) error {
-	_, err := s.db.ExecContext(ctx, `DELETE FROM conversations WHERE rowid IN (
-		SELECT rowid FROM conversations ORDER BY updated_at ASC
-		LIMIT max(0, (SELECT count(*) FROM conversations) - ?))`, s.max)
-	if err != nil {
-		return fmt.Errorf("prune conversations: %w", err)
-	}
-	return nil
+// Consumed returns which of a conversation's ids were already delivered.
+func (s *Store) Consumed(ctx context.Context, profile, conversation string, ids []string) ([]string, error) {
+	return s.c.Consumed(ctx, profile, conversation, ids)
 }
 
-type scanner interface{ Scan(dest ...any) error }
-
-func scanMapping(row scanner) (Mapping, error) {
-	var m Mapping
-	var digests, tail []byte
-	var pins string
-	var created, updated int64
-	err := row.Scan(&m.Profile, &m.Key, &m.Client, &m.SessionID, &digests, &pins, &tail, &m.State.Slot, &m.Cwd, &m.ClientCwd, &m.Model,
-		&m.Version, &m.Counts.Continuations, &m.Counts.Compactions, &m.Counts.Undos, &m.Counts.Divergences,
-		&m.LastInputBytes, &created, &updated)
+func toRecord(m Mapping) (store.Conversation, error) {
+	digests, pins, tail, err := encodeState(m.State)
 	if err != nil {
-		return m, err
+		return store.Conversation{}, err
 	}
-	slot := m.State.Slot
-	m.State, err = decodeState(digests, pins, tail)
-	m.State.Slot = slot
-	m.CreatedAt, m.UpdatedAt = time.UnixMilli(created), time.UnixMilli(updated)
-	return m, err
+	return store.Conversation{Profile: m.Profile, Key: m.Key, Client: m.Client, SessionID: m.SessionID,
+		Digests: digests, Pins: pins, Tail: tail, Slot: m.State.Slot, Messages: len(m.State.Messages),
+		Cwd: m.Cwd, ClientCwd: m.ClientCwd, Model: m.Model, Version: m.Version,
+		Continuations: m.Counts.Continuations, Compactions: m.Counts.Compactions, Undos: m.Counts.Undos, Divergences: m.Counts.Divergences,
+		LastInputBytes: m.LastInputBytes, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}, nil
+}
+
+func fromRecord(c store.Conversation) (Mapping, error) {
+	st, err := decodeState(c.Digests, c.Pins, c.Tail)
+	st.Slot = c.Slot
+	return Mapping{Profile: c.Profile, Key: c.Key, Client: c.Client, SessionID: c.SessionID, State: st,
+		Cwd: c.Cwd, ClientCwd: c.ClientCwd, Model: c.Model, Version: c.Version,
+		Counts:         Counts{Continuations: c.Continuations, Compactions: c.Compactions, Undos: c.Undos, Divergences: c.Divergences},
+		LastInputBytes: c.LastInputBytes, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}, err
 }
 
 // A state is stored as packed digests and a JSON list of pins.
@@ -275,47 +225,6 @@ func unpack(b []byte) ([]lineage.Digest, error) {
 	out := make([]lineage.Digest, len(b)/size)
 	for i := range out {
 		copy(out[i][:], b[i*size:])
-	}
-	return out, nil
-}
-
-// MaxConsumed bounds the remembered tool results.
-const MaxConsumed = 10_000
-
-// MarkConsumed records tool results of a conversation as delivered to a
-// CLI.
-func (s *Store) MarkConsumed(ctx context.Context, profile, conversation string, ids []string) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	now := s.now().UnixMilli()
-	for _, id := range ids {
-		if _, err := s.db.ExecContext(ctx, `INSERT INTO consumed_tool_results (profile, conversation, tool_use_id, consumed_at)
-			VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`, profile, conversation, id, now); err != nil {
-			return fmt.Errorf("mark tool results consumed: %w", err)
-		}
-	}
-	if _, err := s.db.ExecContext(ctx, `DELETE FROM consumed_tool_results WHERE rowid IN (
-		SELECT rowid FROM consumed_tool_results ORDER BY consumed_at ASC
-		LIMIT max(0, (SELECT count(*) FROM consumed_tool_results) - ?))`, MaxConsumed); err != nil {
-		return fmt.Errorf("prune delivered tool results: %w", err)
-	}
-	return nil
-}
-
-// Consumed returns which of a conversation's ids were already delivered.
-func (s *Store) Consumed(ctx context.Context, profile, conversation string, ids []string) ([]string, error) {
-	var out []string
-	for _, id := range ids {
-		var n int
-		err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM consumed_tool_results WHERE profile = ? AND conversation = ? AND tool_use_id = ?`,
-			profile, conversation, id).Scan(&n)
-		if err != nil {
-			return nil, fmt.Errorf("check consumed tool results: %w", err)
-		}
-		if n > 0 {
-			out = append(out, id)
-		}
 	}
 	return out, nil
 }

@@ -37,7 +37,10 @@ func (t Tokens) Add(o Tokens) Tokens {
 type Record struct {
 	ID   int64     `json:"id,omitempty"` // assigned by the history
 	Time time.Time `json:"time"`         // when the request arrived
-	API  string    `json:"api"`
+	// Host is the meridian that served it (its host id), set by the
+	// history.
+	Host string `json:"host,omitempty"`
+	API  string `json:"api"`
 	// Client is the adapter that recognised the client (claude-code,
 	// opencode, generic, …); empty for requests that never got that far.
 	Client string `json:"client,omitempty"`

@@ -13,6 +13,6 @@ func TestImportsFlowDownward(t *testing.T) {
 		"internal/spawn/proc",
 		"internal/spawn/registry",
 		"internal/spawn/runner",
-		"internal/store",
+		"internal/store/sqlite",
 	)
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/spawn/proc"
 	"github.com/meridian-gw/meridian/internal/spawn/registry"
 	"github.com/meridian-gw/meridian/internal/spawn/runner"
-	"github.com/meridian-gw/meridian/internal/store"
+	"github.com/meridian-gw/meridian/internal/store/sqlite"
 )
 
 // Open is FromEnv with the registry in dataDir attached; close releases
@@ -22,7 +22,7 @@ func Open(ctx context.Context, env map[string]string, cwd, chdir, dataDir string
 		return nil, nil, err
 	}
 	l.Log = log
-	db, err := store.Open(ctx, filepath.Join(dataDir, "meridian.db"))
+	db, err := sqlite.Open(ctx, filepath.Join(dataDir, "meridian.db"))
 	if err != nil {
 		return nil, nil, err
 	}

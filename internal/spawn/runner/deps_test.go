@@ -15,6 +15,6 @@ func TestImportsFlowDownward(t *testing.T) {
 		"internal/spawn",
 		"internal/spawn/proc",
 		"internal/spawn/registry",
-		"internal/store",
+		"internal/store/sqlite",
 	)
 }

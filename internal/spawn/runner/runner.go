@@ -25,7 +25,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/spawn"
 	"github.com/meridian-gw/meridian/internal/spawn/proc"
 	"github.com/meridian-gw/meridian/internal/spawn/registry"
-	"github.com/meridian-gw/meridian/internal/store"
+	"github.com/meridian-gw/meridian/internal/store/sqlite"
 )
 
 // Artifacts are the files of one spawn.
@@ -137,7 +137,7 @@ type WorkerConfig struct {
 // RunWorker is the detached worker's body: it opens the data dir's store
 // and runs spawn id of project once, logging how long it took.
 func RunWorker(ctx context.Context, cfg WorkerConfig, project, id string) error {
-	db, err := store.Open(ctx, filepath.Join(cfg.DataDir, "meridian.db"))
+	db, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, "meridian.db"))
 	if err != nil {
 		return err
 	}

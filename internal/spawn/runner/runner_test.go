@@ -12,7 +12,7 @@ import (
 
 	"github.com/meridian-gw/meridian/internal/spawn"
 	"github.com/meridian-gw/meridian/internal/spawn/registry"
-	"github.com/meridian-gw/meridian/internal/store"
+	"github.com/meridian-gw/meridian/internal/store/sqlite"
 )
 
 func TestArtifacts(t *testing.T) {
@@ -90,7 +90,7 @@ func TestLaunchRefusesAnExistingFolder(t *testing.T) {
 // A worker started twice for one spawn runs it once.
 func TestWorkerRunsOnlyAQueuedSpawn(t *testing.T) {
 	ctx := t.Context()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "meridian.db"))
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "meridian.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

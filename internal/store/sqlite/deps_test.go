@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"testing"
@@ -8,4 +8,6 @@ import (
 
 // Dependencies flow downward: this package imports only what it owns
 // beyond the standard library.
-func TestImportsFlowDownward(t *testing.T) { testkit.CheckImports(t, "modernc.org/sqlite") }
+func TestImportsFlowDownward(t *testing.T) {
+	testkit.CheckImports(t, "modernc.org/sqlite", "internal/store", "internal/store/sqlstore")
+}

@@ -1,8 +1,9 @@
-// Package store opens Meridian's embedded SQLite database: pure-Go SQLite
-// in the data dir, in WAL mode with a busy timeout so several meridian
-// processes can share it, its schema brought up to date by versioned
-// migrations.
-package store
+// Package sqlite is the embedded engine: pure-Go SQLite in the data dir,
+// in WAL mode with a busy timeout so several meridian processes on one
+// machine can share it, its schema brought up to date by versioned
+// migrations. It is the default store, and always holds what stays local
+// (spawns).
+package sqlite
 
 import (
 	"context"
@@ -267,6 +268,79 @@ func migrations() []string {
 		// Whether a conversation's tail is a user message of tool results
 		// the CLI holds (a turn cut after its results were taken).
 		`ALTER TABLE conversations ADD COLUMN tail_slot INTEGER NOT NULL DEFAULT 0;`,
+		// Ownership names a host and a process incarnation, and a turn
+		// lease a token that fences its publishes; saved answers, event
+		// logs, profile benches and heartbeats are shared through the
+		// store. Leases and journal entries only live while their
+		// requests run, so they start over.
+		`DROP TABLE turn_leases;
+	CREATE TABLE turn_leases (
+		profile     TEXT    NOT NULL,
+		key         TEXT    NOT NULL,
+		token       TEXT    NOT NULL,
+		host        TEXT    NOT NULL,
+		incarnation TEXT    NOT NULL,
+		expires_at  INTEGER NOT NULL,
+		PRIMARY KEY (profile, key)
+	);
+	DROP TABLE unfinished_requests;
+	CREATE TABLE unfinished_requests (
+		hash        TEXT    PRIMARY KEY,
+		host        TEXT    NOT NULL,
+		incarnation TEXT    NOT NULL,
+		started_at  INTEGER NOT NULL
+	);
+	ALTER TABLE responses ADD COLUMN host TEXT NOT NULL DEFAULT '';
+	ALTER TABLE responses ADD COLUMN incarnation TEXT NOT NULL DEFAULT '';
+	ALTER TABLE responses ADD COLUMN cancel INTEGER NOT NULL DEFAULT 0;
+	UPDATE responses SET incarnation = owner;
+	ALTER TABLE responses DROP COLUMN owner;
+	CREATE TABLE response_logs (
+		id    TEXT    PRIMARY KEY,
+		kept  INTEGER NOT NULL,
+		bytes INTEGER NOT NULL,
+		ended INTEGER NOT NULL
+	);
+	CREATE TABLE response_events (
+		id    TEXT    NOT NULL,
+		seq   INTEGER NOT NULL,
+		frame BLOB    NOT NULL,
+		PRIMARY KEY (id, seq)
+	);
+	CREATE TABLE saved_answers (
+		seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+		scope      TEXT    NOT NULL,
+		key        TEXT    NOT NULL,
+		status     INTEGER NOT NULL,
+		header     BLOB    NOT NULL,
+		body       BLOB    NOT NULL,
+		bytes      INTEGER NOT NULL,
+		saved_at   INTEGER NOT NULL,
+		expires_at INTEGER NOT NULL,
+		UNIQUE (scope, key)
+	);
+	CREATE INDEX saved_answers_expires ON saved_answers (expires_at);
+	CREATE TABLE saved_answer_calls (
+		scope   TEXT NOT NULL,
+		call_id TEXT NOT NULL,
+		key     TEXT NOT NULL,
+		PRIMARY KEY (scope, call_id, key)
+	);
+	CREATE INDEX saved_answer_calls_key ON saved_answer_calls (scope, key);
+	CREATE TABLE profile_bench (
+		profile TEXT    PRIMARY KEY,
+		until   INTEGER NOT NULL
+	);
+	CREATE TABLE hosts (
+		host        TEXT    NOT NULL,
+		incarnation TEXT    NOT NULL,
+		addr        TEXT    NOT NULL,
+		version     TEXT    NOT NULL,
+		started_at  INTEGER NOT NULL,
+		expires_at  INTEGER NOT NULL,
+		PRIMARY KEY (host, incarnation)
+	);
+	ALTER TABLE requests ADD COLUMN host TEXT NOT NULL DEFAULT '';`,
 	}
 }
 

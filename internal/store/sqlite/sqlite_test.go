@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"context"
@@ -38,7 +38,7 @@ func TestOpenMigratesOnceAndSharesTheFile(t *testing.T) {
 	if err := db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
 		t.Fatalf("journal_mode = %q, %v", mode, err)
 	}
-	if _, err := db.Exec(`INSERT INTO turn_leases (profile, key, owner, expires_at) VALUES ('p','k','o',1)`); err != nil {
+	if _, err := db.Exec(`INSERT INTO turn_leases (profile, key, token, host, incarnation, expires_at) VALUES ('p','k','t','h','i',1)`); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,20 +1,21 @@
-// Package history keeps the telemetry records in the data dir's SQLite
-// database. Requests hand their record over without waiting: one worker
-// writes them in batches, off the request path, and prunes the oldest
-// beyond the age and row bounds.
+// Package history keeps the telemetry records in the store, one table for
+// every host sharing it, each record naming its host. Requests hand their
+// record over without waiting: one worker writes them in batches, off the
+// request path, and prunes the oldest beyond the age and row bounds. A
+// store that cannot take a batch costs the batch (counted), never a
+// request's time.
 package history
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/meridian-gw/meridian/internal/store"
 	"github.com/meridian-gw/meridian/internal/telemetry"
 )
 
@@ -44,21 +45,23 @@ const (
 
 // History is the stored telemetry.
 type History struct {
-	db      *sql.DB
+	rows    store.Telemetry
+	host    string
 	lim     Limits
 	log     *slog.Logger
 	now     func() time.Time
 	in      chan telemetry.Record
 	flushes chan chan struct{}
-	dropped atomic.Int64
+	dropped atomic.Int64 // records the queue had no room for
+	lost    atomic.Int64 // records the store refused
 	stop    chan struct{}
 	wg      sync.WaitGroup
 	once    sync.Once
 }
 
-// Open starts the history on db (its table comes with the store's
-// migrations). Zero limits are the defaults; now nil is time.Now.
-func Open(db *sql.DB, lim Limits, log *slog.Logger, now func() time.Time) *History {
+// Open starts the history in rows, its records naming host. Zero limits
+// are the defaults; now nil is time.Now.
+func Open(rows store.Telemetry, host string, lim Limits, log *slog.Logger, now func() time.Time) *History {
 	if lim.MaxAge <= 0 {
 		lim.MaxAge = DefaultMaxAge
 	}
@@ -71,7 +74,7 @@ func Open(db *sql.DB, lim Limits, log *slog.Logger, now func() time.Time) *Histo
 	if now == nil {
 		now = time.Now
 	}
-	h := &History{db: db, lim: lim, log: log, now: now, in: make(chan telemetry.Record, queueSize),
+	h := &History{rows: rows, host: host, lim: lim, log: log, now: now, in: make(chan telemetry.Record, queueSize),
 		flushes: make(chan chan struct{}), stop: make(chan struct{})}
 	h.wg.Go(h.run)
 	return h
@@ -87,8 +90,9 @@ func (h *History) Add(r telemetry.Record) {
 	}
 }
 
-// Dropped is how many records were dropped for a full queue.
-func (h *History) Dropped() int64 { return h.dropped.Load() }
+// Dropped is how many records were dropped: for a full queue, or a store
+// that could not take them.
+func (h *History) Dropped() int64 { return h.dropped.Load() + h.lost.Load() }
 
 // Flush returns once every record added before it is written.
 func (h *History) Flush(ctx context.Context) error {
@@ -118,10 +122,11 @@ func (h *History) run() {
 	var batch []telemetry.Record
 	var timer <-chan time.Time
 	lastPrune := time.Time{}
-	write := func() {
+	write := func(within time.Duration) {
 		if len(batch) > 0 {
-			if err := h.write(batch); err != nil {
-				h.log.Warn("could not write telemetry records", "records", len(batch), "err", err)
+			if err := h.write(batch, within); err != nil {
+				h.lost.Add(int64(len(batch)))
+				h.log.Warn("could not write telemetry records; they are dropped", "records", len(batch), "err", err)
 			}
 			batch, timer = batch[:0], nil
 		}
@@ -142,172 +147,114 @@ func (h *History) run() {
 			}
 		}
 	}
-	write() // a first prune: a restart after a long pause finds old rows
+	write(writeTimeout) // a first prune: a restart after a long pause finds old rows
 	for {
 		select {
 		case r := <-h.in:
 			batch = append(batch, r)
 			if len(batch) >= batchSize {
-				write()
+				write(writeTimeout)
 			} else if timer == nil {
 				timer = time.After(batchDelay)
 			}
 		case <-timer:
-			write()
+			write(writeTimeout)
 		case done := <-h.flushes:
 			drain()
-			write()
+			write(writeTimeout)
 			close(done)
 		case <-h.stop:
 			drain()
-			write()
+			write(closeTimeout)
 			return
 		}
 	}
 }
 
-const columns = `at, api, client, conversation, profile, model, effective, verdict, live, replay, stream,
-	queue_ns, ttft_ns, total_ns, input, output, cache_read, cache_write, cost, status, error_type`
+// writeTimeout bounds one batch's write: a slow store holds the writer,
+// never a request, and the queue behind it drops what does not fit.
+// closeTimeout bounds the last one, so a store that is down does not hold
+// a shutdown.
+const (
+	writeTimeout = 10 * time.Second
+	closeTimeout = 2 * time.Second
+)
 
-func (h *History) write(batch []telemetry.Record) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+func (h *History) write(batch []telemetry.Record, within time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
-	tx, err := h.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("history: %w", err)
+	rows := make([]store.Request, len(batch))
+	for i, r := range batch {
+		rows[i] = toRow(h.host, r)
 	}
-	defer func() { _ = tx.Rollback() }()
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO requests (`+columns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
-	if err != nil {
-		return fmt.Errorf("history: %w", err)
-	}
-	defer stmt.Close()
-	for _, r := range batch {
-		if _, err := stmt.ExecContext(ctx, r.Time.UnixNano(), r.API, r.Client, r.Conversation, r.Profile, r.Model, r.Effective,
-			r.Verdict, r.Live, r.Replay, r.Stream, int64(r.QueueWait), int64(r.TTFT), int64(r.Total),
-			r.Tokens.Input, r.Tokens.Output, r.Tokens.CacheRead, r.Tokens.CacheWrite, r.Cost, r.Status, r.ErrorType); err != nil {
-			return fmt.Errorf("history: %w", err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("history: %w", err)
-	}
-	return nil
+	return h.rows.Insert(ctx, rows)
 }
 
 // prune deletes rows older than the age bound, then the oldest beyond the
 // row bound.
 func (h *History) prune() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
-	if _, err := h.db.ExecContext(ctx, `DELETE FROM requests WHERE at < ?`, h.now().Add(-h.lim.MaxAge).UnixNano()); err != nil {
-		return fmt.Errorf("history prune: %w", err)
+	return h.rows.Prune(ctx, h.now().Add(-h.lim.MaxAge), h.lim.MaxRows)
+}
+
+func toRow(host string, r telemetry.Record) store.Request {
+	return store.Request{Host: host, At: r.Time, API: r.API, Client: r.Client, Conversation: r.Conversation, Profile: r.Profile,
+		Model: r.Model, Effective: r.Effective, Verdict: r.Verdict, Live: r.Live, Replay: r.Replay, Stream: r.Stream,
+		Queue: r.QueueWait, TTFT: r.TTFT, Total: r.Total, Input: r.Tokens.Input, Output: r.Tokens.Output,
+		CacheRead: r.Tokens.CacheRead, Cache: r.Tokens.CacheWrite, Cost: r.Cost, Status: r.Status, ErrorType: r.ErrorType}
+}
+
+func fromRows(rows []store.Request) []telemetry.Record {
+	out := make([]telemetry.Record, len(rows))
+	for i, r := range rows {
+		out[i] = telemetry.Record{ID: r.ID, Host: r.Host, Time: r.At, API: r.API, Client: r.Client, Conversation: r.Conversation,
+			Profile: r.Profile, Model: r.Model, Effective: r.Effective, Verdict: r.Verdict, Live: r.Live, Replay: r.Replay,
+			Stream: r.Stream, QueueWait: r.Queue, TTFT: r.TTFT, Total: r.Total,
+			Tokens: telemetry.Tokens{Input: r.Input, Output: r.Output, CacheRead: r.CacheRead, CacheWrite: r.Cache},
+			Cost:   r.Cost, Status: r.Status, ErrorType: r.ErrorType}
 	}
-	if _, err := h.db.ExecContext(ctx, `DELETE FROM requests WHERE id <= (SELECT id FROM requests ORDER BY id DESC LIMIT 1 OFFSET ?)`, h.lim.MaxRows); err != nil {
-		return fmt.Errorf("history prune: %w", err)
-	}
-	return nil
+	return out
 }
 
 // Filter selects records for a page of the request list.
-type Filter struct {
-	API, Client, Model, Verdict string
-	// Status is "ok", "error" or an HTTP status code.
-	Status string
-	// MissedCache keeps only continuations that read nothing from the
-	// cache (telemetry.MissedCache).
-	MissedCache bool
-}
-
-func (f Filter) where() (string, []any) {
-	var conds []string
-	var args []any
-	add := func(cond string, v ...any) { conds = append(conds, cond); args = append(args, v...) }
-	if f.API != "" {
-		add("api = ?", f.API)
-	}
-	if f.Client != "" {
-		add("client = ?", f.Client)
-	}
-	if f.Model != "" {
-		add("(model = ? OR effective = ?)", f.Model, f.Model)
-	}
-	if f.Verdict != "" {
-		add("verdict = ?", f.Verdict)
-	}
-	switch f.Status {
-	case "":
-	case "ok":
-		add("status BETWEEN 200 AND 399")
-	case "error":
-		add("(status >= 400 OR status = 0)")
-	default:
-		add("status = ?", f.Status)
-	}
-	if f.MissedCache {
-		add("verdict = 'continuation' AND status = 200 AND replay = 0 AND cache_read = 0")
-	}
-	if len(conds) == 0 {
-		return "", nil
-	}
-	return " AND " + strings.Join(conds, " AND "), args
-}
+type Filter = store.RequestFilter
 
 // Page lists up to limit records matching f, newest first, older than the
 // record id before (0: from the newest).
 func (h *History) Page(ctx context.Context, f Filter, before int64, limit int) ([]telemetry.Record, error) {
-	where, args := f.where()
-	if before <= 0 {
-		before = 1<<63 - 1
+	rows, err := h.rows.Page(ctx, f, before, limit)
+	if err != nil {
+		return nil, fmt.Errorf("history: %w", err)
 	}
-	return h.query(ctx, `SELECT id, `+columns+` FROM requests WHERE id < ?`+where+` ORDER BY id DESC LIMIT ?`,
-		append(append([]any{before}, args...), limit)...)
+	return fromRows(rows), nil
 }
 
 // Between lists the records that arrived in [from, to), oldest first.
 func (h *History) Between(ctx context.Context, from, to time.Time) ([]telemetry.Record, error) {
-	return h.query(ctx, `SELECT id, `+columns+` FROM requests WHERE at >= ? AND at < ? ORDER BY id`, from.UnixNano(), to.UnixNano())
+	rows, err := h.rows.Between(ctx, from, to)
+	if err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	return fromRows(rows), nil
 }
 
 // Cumulative sums everything the history holds and says since when.
 func (h *History) Cumulative(ctx context.Context) (telemetry.Totals, time.Time, error) {
-	var t telemetry.Totals
-	var since sql.NullInt64
-	err := h.db.QueryRowContext(ctx, `SELECT COUNT(*),
-		COALESCE(SUM(status >= 400 OR status = 0), 0), COALESCE(SUM(replay), 0),
-		COALESCE(SUM(input), 0), COALESCE(SUM(output), 0), COALESCE(SUM(cache_read), 0), COALESCE(SUM(cache_write), 0),
-		COALESCE(SUM(CASE WHEN cost > 0 THEN cost ELSE 0 END), 0), COALESCE(SUM(cost < 0), 0), MIN(at) FROM requests`).Scan(
-		&t.Requests, &t.Errors, &t.Replays, &t.Tokens.Input, &t.Tokens.Output, &t.Tokens.CacheRead, &t.Tokens.CacheWrite,
-		&t.Cost, &t.Unpriced, &since)
+	tot, err := h.rows.Totals(ctx)
 	if err != nil {
-		return t, time.Time{}, fmt.Errorf("history: %w", err)
+		return telemetry.Totals{}, time.Time{}, fmt.Errorf("history: %w", err)
 	}
-	if !since.Valid {
-		return t, time.Time{}, nil
-	}
-	return t, time.Unix(0, since.Int64), nil
+	return telemetry.Totals{Requests: int(tot.Requests), Errors: int(tot.Errors), Replays: int(tot.Replays),
+		Tokens: telemetry.Tokens{Input: tot.Input, Output: tot.Output, CacheRead: tot.CacheRead, CacheWrite: tot.Cache},
+		Cost:   tot.Cost, Unpriced: int(tot.Unpriced)}, tot.Since, nil
 }
 
-func (h *History) query(ctx context.Context, q string, args ...any) ([]telemetry.Record, error) {
-	rows, err := h.db.QueryContext(ctx, q, args...)
+// ByHost counts the records kept per host, API and status.
+func (h *History) ByHost(ctx context.Context) ([]store.HostRequests, error) {
+	rows, err := h.rows.ByHost(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("history: %w", err)
 	}
-	defer rows.Close()
-	var out []telemetry.Record
-	for rows.Next() {
-		var r telemetry.Record
-		var at, queue, ttft, total int64
-		if err := rows.Scan(&r.ID, &at, &r.API, &r.Client, &r.Conversation, &r.Profile, &r.Model, &r.Effective, &r.Verdict,
-			&r.Live, &r.Replay, &r.Stream, &queue, &ttft, &total, &r.Tokens.Input, &r.Tokens.Output, &r.Tokens.CacheRead,
-			&r.Tokens.CacheWrite, &r.Cost, &r.Status, &r.ErrorType); err != nil {
-			return nil, fmt.Errorf("history: %w", err)
-		}
-		r.Time, r.QueueWait, r.TTFT, r.Total = time.Unix(0, at), time.Duration(queue), time.Duration(ttft), time.Duration(total)
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("history: %w", err)
-	}
-	return out, nil
+	return rows, nil
 }

@@ -2,7 +2,7 @@ package history
 
 import (
 	"context"
-	"database/sql"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -11,6 +11,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/meridian-gw/meridian/internal/store"
+	"github.com/meridian-gw/meridian/internal/store/sqlite"
+	"github.com/meridian-gw/meridian/internal/store/sqlstore"
 	"github.com/meridian-gw/meridian/internal/telemetry"
 	"github.com/meridian-gw/meridian/internal/testkit"
 )
@@ -18,16 +20,16 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestImportsFlowDownward(t *testing.T) {
-	testkit.CheckImports(t, "internal/telemetry")
+	testkit.CheckImports(t, "internal/store", "internal/telemetry")
 }
 
-func openDB(t *testing.T, path string) *sql.DB {
+func openDB(t *testing.T, path string) *store.Store {
 	t.Helper()
-	db, err := store.Open(context.Background(), path)
+	db, err := sqlite.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return db
+	return sqlite.NewStore(db, path, sqlstore.Options{})
 }
 
 func record(i int, at time.Time) telemetry.Record {
@@ -43,7 +45,7 @@ func TestRowBoundPrunesOldestFirstAndRestartKeepsHistory(t *testing.T) {
 	db := openDB(t, path)
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	clock := now
-	h := Open(db, Limits{MaxRows: 10}, nil, func() time.Time { return clock })
+	h := Open(db.Telemetry, "host-a", Limits{MaxRows: 10}, nil, func() time.Time { return clock })
 	for i := range 25 {
 		h.Add(record(i, now.Add(time.Duration(i)*time.Second)))
 	}
@@ -60,7 +62,7 @@ func TestRowBoundPrunesOldestFirstAndRestartKeepsHistory(t *testing.T) {
 
 	db = openDB(t, path)
 	defer db.Close()
-	h = Open(db, Limits{MaxRows: 10}, nil, func() time.Time { return clock })
+	h = Open(db.Telemetry, "host-a", Limits{MaxRows: 10}, nil, func() time.Time { return clock })
 	defer h.Close()
 	got, err := h.Page(context.Background(), Filter{}, 0, 100)
 	if err != nil {
@@ -69,7 +71,7 @@ func TestRowBoundPrunesOldestFirstAndRestartKeepsHistory(t *testing.T) {
 	if len(got) != 10 || got[0].Conversation != "c25" || got[9].Conversation != "c16" {
 		t.Fatalf("kept %d rows, newest %q oldest %q; want c25 … c16", len(got), got[0].Conversation, got[len(got)-1].Conversation)
 	}
-	if got[0].Tokens.Input != 25 || got[0].Total != 25*time.Millisecond || !got[0].Time.Equal(now.Add(25*time.Second)) {
+	if got[0].Host != "host-a" || got[0].Tokens.Input != 25 || got[0].Total != 25*time.Millisecond || !got[0].Time.Equal(now.Add(25*time.Second)) {
 		t.Fatalf("the record changed in the store: %+v", got[0])
 	}
 	tot, since, err := h.Cumulative(context.Background())
@@ -82,11 +84,11 @@ func TestAgeBoundPrunesOnOpen(t *testing.T) {
 	db := openDB(t, filepath.Join(t.TempDir(), "meridian.db"))
 	defer db.Close()
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	h := Open(db, Limits{MaxAge: time.Hour}, nil, func() time.Time { return now })
+	h := Open(db.Telemetry, "host-a", Limits{MaxAge: time.Hour}, nil, func() time.Time { return now })
 	h.Add(record(1, now.Add(-2*time.Hour)))
 	h.Add(record(2, now.Add(-time.Minute)))
 	h.Close()
-	h = Open(db, Limits{MaxAge: time.Hour}, nil, func() time.Time { return now })
+	h = Open(db.Telemetry, "host-a", Limits{MaxAge: time.Hour}, nil, func() time.Time { return now })
 	defer h.Close()
 	if err := h.Flush(context.Background()); err != nil {
 		t.Fatal(err)
@@ -100,7 +102,7 @@ func TestAgeBoundPrunesOnOpen(t *testing.T) {
 func TestFilters(t *testing.T) {
 	db := openDB(t, filepath.Join(t.TempDir(), "meridian.db"))
 	defer db.Close()
-	h := Open(db, Limits{}, nil, nil)
+	h := Open(db.Telemetry, "host-a", Limits{}, nil, nil)
 	defer h.Close()
 	now := time.Now()
 	hit := record(1, now)
@@ -132,5 +134,43 @@ func TestFilters(t *testing.T) {
 	older, _ := h.Page(context.Background(), Filter{}, all[1].ID, 10)
 	if len(all) != 2 || len(older) != 1 || older[0].Conversation != "c1" {
 		t.Fatalf("paging: %+v then %+v", all, older)
+	}
+}
+
+// down is a store that cannot take records: its writes wait out their
+// deadline, then fail.
+type down struct{ store.Telemetry }
+
+func (down) Insert(ctx context.Context, _ []store.Request) error {
+	<-ctx.Done()
+	return errors.New("the database is unreachable")
+}
+
+func (down) Prune(context.Context, time.Time, int) error {
+	return errors.New("the database is unreachable")
+}
+
+// A store that is down costs records, counted as dropped, never a
+// request's time: Add returns at once however far behind the writer is.
+func TestStoreOutageDropsRecordsWithoutStalling(t *testing.T) {
+	h := Open(down{}, "host-a", Limits{}, nil, nil)
+	start := time.Now()
+	for i := range queueSize + 500 {
+		h.Add(record(i, start))
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("adding records took %v with the store down", took)
+	}
+	// The writer holds one batch while it waits; the rest past the queue
+	// is dropped.
+	if h.Dropped() < 500-batchSize {
+		t.Fatalf("dropped %d, want at least %d", h.Dropped(), 500-batchSize)
+	}
+	// Closing gives the last batch a short wait, not the writer's whole
+	// patience.
+	start = time.Now()
+	h.Close()
+	if took := time.Since(start); took > writeTimeout+closeTimeout+time.Second {
+		t.Fatalf("closing took %v with the store down", took)
 	}
 }

@@ -1,0 +1,200 @@
+// Package cluster knows the meridians sharing a store: this one's host id
+// (stable per data dir) and process incarnation, the heartbeat that says
+// it is alive, and whether the owner of a record still is. Across hosts
+// liveness is a heartbeat with an expiry, never a pid; on this host a
+// gone process is known at once.
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/meridian-gw/meridian/internal/spawn/proc"
+	"github.com/meridian-gw/meridian/internal/store"
+)
+
+// DefaultExpiry is how long a host counts as alive after its last
+// heartbeat; it beats three times within it.
+const DefaultExpiry = 15 * time.Second
+
+// hostIDFile holds a data dir's host id.
+const hostIDFile = "host-id"
+
+// validID is what a host id may hold: it goes into logs, pages and
+// headers.
+var validID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+
+// HostID returns the data dir's host id, making one on first use: the
+// machine's name and a random suffix, so two data dirs on one machine are
+// two hosts.
+func HostID(dataDir string) (string, error) {
+	path := filepath.Join(dataDir, hostIDFile)
+	b, err := os.ReadFile(path)
+	if err == nil {
+		id := strings.TrimSpace(string(b))
+		if !validID.MatchString(id) {
+			return "", fmt.Errorf("%s holds %q, which is not a host id (letters, digits, '.', '_', '-'); fix or remove it", path, id)
+		}
+		return id, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("host id: %w", err)
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return "", fmt.Errorf("host id: %w", err)
+	}
+	name, _ := os.Hostname()
+	name = strings.Trim(regexp.MustCompile(`[^A-Za-z0-9-]+`).ReplaceAllString(name, "-"), "-")
+	if len(name) > 40 {
+		name = name[:40]
+	}
+	if name == "" {
+		name = "meridian"
+	}
+	id := name + "-" + strings.ToLower(rand.Text()[:6])
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return HostID(dataDir) // another meridian made it first
+	}
+	if err != nil {
+		return "", fmt.Errorf("host id: %w", err)
+	}
+	_, werr := f.WriteString(id + "\n")
+	if err := errors.Join(werr, f.Close()); err != nil {
+		return "", fmt.Errorf("host id: %w", err)
+	}
+	return id, nil
+}
+
+// Config configures a Registry.
+type Config struct {
+	Hosts store.Hosts
+	// Host is this meridian's host id; Addr where it listens; Version its
+	// build.
+	Host, Addr, Version string
+	// Expiry is how long a heartbeat lasts (0: DefaultExpiry).
+	Expiry time.Duration
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// Registry beats for this meridian and judges others.
+type Registry struct {
+	cfg     Config
+	self    store.Owner
+	started time.Time
+	stop    chan struct{}
+	once    sync.Once
+	wg      sync.WaitGroup
+}
+
+// New returns a registry for this process. Start it before anything
+// records this process as an owner.
+func New(cfg Config) *Registry {
+	if cfg.Expiry <= 0 {
+		cfg.Expiry = DefaultExpiry
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Registry{cfg: cfg, self: store.Owner{Host: cfg.Host, Incarnation: proc.Owner()}, started: cfg.Now(), stop: make(chan struct{})}
+}
+
+// Self names this process as an owner.
+func (r *Registry) Self() store.Owner { return r.self }
+
+// Expiry is how long a heartbeat lasts.
+func (r *Registry) Expiry() time.Duration { return r.cfg.Expiry }
+
+// Start beats once (an error if the store cannot take it) and then keeps
+// beating until Close.
+func (r *Registry) Start(ctx context.Context) error {
+	if err := r.beat(ctx); err != nil {
+		return fmt.Errorf("heartbeat: %w", err)
+	}
+	r.wg.Go(r.run)
+	return nil
+}
+
+func (r *Registry) beat(ctx context.Context) error {
+	return r.cfg.Hosts.Beat(ctx, store.Host{Owner: r.self, Addr: r.cfg.Addr, Version: r.cfg.Version, Started: r.started,
+		Expires: r.cfg.Now().Add(r.cfg.Expiry)})
+}
+
+func (r *Registry) run() {
+	t := time.NewTicker(r.cfg.Expiry / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Expiry/3)
+		if err := r.beat(ctx); err != nil {
+			r.cfg.Logger.Warn("store: could not beat; other hosts take this one for gone once its heartbeat expires", "err", err)
+		}
+		cancel()
+	}
+}
+
+// Close stops beating and removes the heartbeat: this process's records
+// are its own to end, and nothing of it runs after.
+func (r *Registry) Close() {
+	r.once.Do(func() {
+		close(r.stop)
+		r.wg.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := r.cfg.Hosts.Leave(ctx, r.self); err != nil {
+			r.cfg.Logger.Warn("store: could not remove this host's heartbeat; it expires on its own", "err", err)
+		}
+	})
+}
+
+// Alive reports whether owner's process runs: this one does; another on
+// this host is asked of the kernel; one elsewhere lives while its
+// heartbeat has not expired.
+func (r *Registry) Alive(ctx context.Context, owner store.Owner) (bool, error) {
+	switch {
+	case owner == r.self:
+		return true, nil
+	case owner.Host == r.self.Host:
+		return proc.OwnerAlive(owner.Incarnation), nil
+	}
+	h, ok, err := r.cfg.Hosts.Get(ctx, owner)
+	if err != nil {
+		return false, err
+	}
+	return ok && h.Expires.After(r.cfg.Now()), nil
+}
+
+// Hosts lists the meridians sharing the store with a heartbeat that has
+// not expired.
+func (r *Registry) Hosts(ctx context.Context) ([]store.Host, error) {
+	now := r.cfg.Now()
+	all, err := r.cfg.Hosts.List(ctx, now.Add(-time.Hour))
+	if err != nil {
+		return nil, err
+	}
+	var out []store.Host
+	for _, h := range all {
+		if h.Expires.After(now) {
+			out = append(out, h)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,116 @@
+package cluster
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/meridian-gw/meridian/internal/store"
+	"github.com/meridian-gw/meridian/internal/store/sqlite"
+	"github.com/meridian-gw/meridian/internal/store/sqlstore"
+)
+
+func openStore(t *testing.T) *store.Store {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "m.db")
+	db, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := sqlite.NewStore(db, path, sqlstore.Options{})
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+func TestHostIDIsStablePerDataDir(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	idA, err := HostID(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := HostID(a)
+	idB, _ := HostID(b)
+	if idA != again || idA == idB || !validID.MatchString(idA) {
+		t.Fatalf("ids %q, %q again, %q for another data dir", idA, again, idB)
+	}
+	if err := os.WriteFile(filepath.Join(a, hostIDFile), []byte("not a host id!\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := HostID(a); err == nil || !strings.Contains(err.Error(), "not a host id") {
+		t.Fatalf("a broken host-id file: %v", err)
+	}
+}
+
+// Liveness: this process is alive; another process on this host is as
+// alive as the kernel says; one on another host lives while its
+// heartbeat has not expired, and a host with no heartbeat is gone.
+func TestAlive(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	now := time.Now()
+	r := New(Config{Hosts: st.Hosts, Host: "a", Expiry: time.Minute, Now: func() time.Time { return now }})
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	other := store.Owner{Host: "b", Incarnation: "7:7"}
+	for _, tc := range []struct {
+		name  string
+		owner store.Owner
+		beat  *time.Time
+		want  bool
+	}{
+		{"self", r.Self(), nil, true},
+		{"gone process here", store.Owner{Host: "a", Incarnation: "999999999:1"}, nil, false},
+		{"no heartbeat elsewhere", other, nil, false},
+		{"heartbeat elsewhere", other, new(now.Add(time.Second)), true},
+		{"expired heartbeat elsewhere", other, new(now.Add(-time.Second)), false},
+	} {
+		if tc.beat != nil {
+			if err := st.Hosts.Beat(ctx, store.Host{Owner: other, Started: now, Expires: *tc.beat}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		alive, err := r.Alive(ctx, tc.owner)
+		if err != nil || alive != tc.want {
+			t.Errorf("%s: alive %v, %v", tc.name, alive, err)
+		}
+	}
+	hosts, err := r.Hosts(ctx)
+	if err != nil || len(hosts) != 1 || hosts[0].Owner != r.Self() {
+		t.Fatalf("hosts %+v %v: only this one's heartbeat is current", hosts, err)
+	}
+}
+
+// Start beats at once and then on a timer; Close takes the heartbeat
+// away, so other hosts know at once that this one is gone.
+func TestBeatsUntilClose(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	r := New(Config{Hosts: st.Hosts, Host: "a", Addr: "127.0.0.2:3456", Version: "v", Expiry: 300 * time.Millisecond})
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first, ok, err := st.Hosts.Get(ctx, r.Self())
+	if err != nil || !ok || first.Addr != "127.0.0.2:3456" {
+		t.Fatalf("first beat %+v %v %v", first, ok, err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		h, _, _ := st.Hosts.Get(ctx, r.Self())
+		if h.Expires.After(first.Expires) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no second beat")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	r.Close()
+	if _, ok, _ := st.Hosts.Get(ctx, r.Self()); ok {
+		t.Fatal("the heartbeat outlived Close")
+	}
+}

@@ -1,0 +1,13 @@
+package cluster
+
+import (
+	"testing"
+
+	"github.com/meridian-gw/meridian/internal/testkit"
+)
+
+// Dependencies flow downward: this package imports only what it owns
+// beyond the standard library.
+func TestImportsFlowDownward(t *testing.T) {
+	testkit.CheckImports(t, "internal/spawn/proc", "internal/store")
+}

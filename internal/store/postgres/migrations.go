@@ -1,0 +1,198 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// migrations bring the schema from version i to i+1. Append only: a
+// released migration never changes. The tables are those of the SQLite
+// engine, in PostgreSQL's types; spawns are not among them (they stay in
+// each host's local SQLite file).
+func migrations() []string {
+	return []string{
+		// 1: every shared record.
+		`CREATE TABLE conversations (
+		profile          TEXT    NOT NULL,
+		key              TEXT    NOT NULL,
+		client           TEXT    NOT NULL,
+		cli_session_id   TEXT    NOT NULL,
+		digests          BYTEA   NOT NULL,
+		pins             TEXT    NOT NULL,
+		tail             BYTEA   NOT NULL,
+		tail_slot        BOOLEAN NOT NULL DEFAULT FALSE,
+		message_count    INTEGER NOT NULL,
+		cwd              TEXT    NOT NULL,
+		client_cwd       TEXT    NOT NULL,
+		model            TEXT    NOT NULL,
+		version          BIGINT  NOT NULL,
+		continuations    INTEGER NOT NULL DEFAULT 0,
+		compactions      INTEGER NOT NULL DEFAULT 0,
+		undos            INTEGER NOT NULL DEFAULT 0,
+		divergences      INTEGER NOT NULL DEFAULT 0,
+		last_input_bytes BIGINT  NOT NULL DEFAULT 0,
+		created_at       BIGINT  NOT NULL,
+		updated_at       BIGINT  NOT NULL,
+		PRIMARY KEY (profile, key)
+	);
+	CREATE INDEX conversations_updated ON conversations (updated_at);
+	CREATE INDEX conversations_key ON conversations (key, updated_at);
+	CREATE TABLE turn_leases (
+		profile     TEXT   NOT NULL,
+		key         TEXT   NOT NULL,
+		token       TEXT   NOT NULL,
+		host        TEXT   NOT NULL,
+		incarnation TEXT   NOT NULL,
+		expires_at  BIGINT NOT NULL,
+		PRIMARY KEY (profile, key)
+	);
+	CREATE TABLE consumed_tool_results (
+		profile      TEXT   NOT NULL,
+		conversation TEXT   NOT NULL,
+		tool_use_id  TEXT   NOT NULL,
+		consumed_at  BIGINT NOT NULL,
+		PRIMARY KEY (profile, conversation, tool_use_id)
+	);
+	CREATE INDEX consumed_tool_results_at ON consumed_tool_results (consumed_at);
+	CREATE TABLE unfinished_requests (
+		hash        TEXT   PRIMARY KEY,
+		host        TEXT   NOT NULL,
+		incarnation TEXT   NOT NULL,
+		started_at  BIGINT NOT NULL
+	);
+	CREATE TABLE responses (
+		seq         BIGINT  GENERATED ALWAYS AS IDENTITY,
+		id          TEXT    PRIMARY KEY,
+		scope       TEXT    NOT NULL,
+		created_at  BIGINT  NOT NULL,
+		status      TEXT    NOT NULL,
+		background  BOOLEAN NOT NULL,
+		previous_id TEXT,
+		host        TEXT    NOT NULL,
+		incarnation TEXT    NOT NULL,
+		cancel      BOOLEAN NOT NULL DEFAULT FALSE,
+		input       BYTEA   NOT NULL,
+		response    BYTEA   NOT NULL,
+		bytes       BIGINT  NOT NULL
+	);
+	CREATE INDEX responses_created ON responses (created_at, seq);
+	CREATE TABLE seal_key (
+		id  INTEGER PRIMARY KEY,
+		key BYTEA   NOT NULL
+	);
+	CREATE TABLE response_logs (
+		id    TEXT    PRIMARY KEY,
+		kept  INTEGER NOT NULL,
+		bytes BIGINT  NOT NULL,
+		ended BOOLEAN NOT NULL
+	);
+	CREATE TABLE response_events (
+		id    TEXT    NOT NULL,
+		seq   INTEGER NOT NULL,
+		frame BYTEA   NOT NULL,
+		PRIMARY KEY (id, seq)
+	);
+	CREATE TABLE saved_answers (
+		seq        BIGINT  GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+		scope      TEXT    NOT NULL,
+		key        TEXT    NOT NULL,
+		status     INTEGER NOT NULL,
+		header     BYTEA   NOT NULL,
+		body       BYTEA   NOT NULL,
+		bytes      BIGINT  NOT NULL,
+		saved_at   BIGINT  NOT NULL,
+		expires_at BIGINT  NOT NULL,
+		UNIQUE (scope, key)
+	);
+	CREATE INDEX saved_answers_expires ON saved_answers (expires_at);
+	CREATE TABLE saved_answer_calls (
+		scope   TEXT NOT NULL,
+		call_id TEXT NOT NULL,
+		key     TEXT NOT NULL,
+		PRIMARY KEY (scope, call_id, key)
+	);
+	CREATE INDEX saved_answer_calls_key ON saved_answer_calls (scope, key);
+	CREATE TABLE requests (
+		id          BIGINT  GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+		host        TEXT    NOT NULL,
+		at          BIGINT  NOT NULL,
+		api         TEXT    NOT NULL,
+		client      TEXT    NOT NULL,
+		conversation TEXT   NOT NULL,
+		profile     TEXT    NOT NULL,
+		model       TEXT    NOT NULL,
+		effective   TEXT    NOT NULL,
+		verdict     TEXT    NOT NULL,
+		live        BOOLEAN NOT NULL,
+		replay      BOOLEAN NOT NULL,
+		stream      BOOLEAN NOT NULL,
+		queue_ns    BIGINT  NOT NULL,
+		ttft_ns     BIGINT  NOT NULL,
+		total_ns    BIGINT  NOT NULL,
+		input       BIGINT  NOT NULL,
+		output      BIGINT  NOT NULL,
+		cache_read  BIGINT  NOT NULL,
+		cache_write BIGINT  NOT NULL,
+		cost        DOUBLE PRECISION NOT NULL,
+		status      INTEGER NOT NULL,
+		error_type  TEXT    NOT NULL
+	);
+	CREATE INDEX requests_at ON requests (at);
+	CREATE TABLE profile_bench (
+		profile TEXT   PRIMARY KEY,
+		until   BIGINT NOT NULL
+	);
+	CREATE TABLE hosts (
+		host        TEXT   NOT NULL,
+		incarnation TEXT   NOT NULL,
+		addr        TEXT   NOT NULL,
+		version     TEXT   NOT NULL,
+		started_at  BIGINT NOT NULL,
+		expires_at  BIGINT NOT NULL,
+		PRIMARY KEY (host, incarnation)
+	);`,
+	}
+}
+
+// migrationLock is the advisory lock the hosts starting at once take
+// turns on: one migrates, the others find the schema in place.
+const migrationLock int64 = 0x6d65726964000000
+
+// migrate applies the migrations the database lacks under the migration
+// lock, each in its own transaction with the version it reaches. A
+// schema newer than this binary knows is refused.
+func migrate(ctx context.Context, conn *pgx.Conn) error {
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, migrationLock); err != nil {
+		return fmt.Errorf("take the migration lock: %w", err)
+	}
+	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, migrationLock) }()
+	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS meridian_schema (version INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("schema version table: %w", err)
+	}
+	ms := migrations()
+	for {
+		var v int
+		err := conn.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM meridian_schema`).Scan(&v)
+		if err != nil {
+			return fmt.Errorf("read the schema version: %w", err)
+		}
+		if v > len(ms) {
+			return fmt.Errorf("the database's schema is version %d, newer than this meridian knows (%d): run the newer meridian, or point this one at another database", v, len(ms))
+		}
+		if v == len(ms) {
+			return nil
+		}
+		err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, ms[v]); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, `INSERT INTO meridian_schema (version) VALUES ($1)`, v+1)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("migration %d: %w", v+1, err)
+		}
+	}
+}

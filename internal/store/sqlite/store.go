@@ -1,0 +1,21 @@
+package sqlite
+
+import (
+	"database/sql"
+
+	"github.com/meridian-gw/meridian/internal/store"
+	"github.com/meridian-gw/meridian/internal/store/sqlstore"
+)
+
+// dialect is SQLite's: ? placeholders, and write transactions that take
+// the database's one write lock as they begin (Open's _txlock), so they
+// exclude each other without row or ledger locks.
+func dialect() sqlstore.Dialect { return sqlstore.Dialect{RowID: "rowid"} }
+
+// NewStore returns the store contracts over a database Open returned,
+// named by its path for status. Signals reach only this process's
+// listeners; other processes sharing the file hear of changes when they
+// look again on their timers. Closing the store closes db.
+func NewStore(db *sql.DB, path string, opts sqlstore.Options) *store.Store {
+	return sqlstore.New(db, dialect(), opts, sqlstore.NewHub(nil), "sqlite", path, db.Close)
+}

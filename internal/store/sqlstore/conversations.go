@@ -1,0 +1,202 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/meridian-gw/meridian/internal/store"
+)
+
+type conversations struct{ s *DB }
+
+const conversationColumns = `profile, key, client, cli_session_id, digests, pins, tail, tail_slot, message_count, cwd, client_cwd, model,
+	version, continuations, compactions, undos, divergences, last_input_bytes, created_at, updated_at`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanConversation(row scanner) (store.Conversation, error) {
+	var c store.Conversation
+	var created, updated int64
+	err := row.Scan(&c.Profile, &c.Key, &c.Client, &c.SessionID, &c.Digests, &c.Pins, &c.Tail, &c.Slot, &c.Messages,
+		&c.Cwd, &c.ClientCwd, &c.Model, &c.Version, &c.Continuations, &c.Compactions, &c.Undos, &c.Divergences,
+		&c.LastInputBytes, &created, &updated)
+	c.CreatedAt, c.UpdatedAt = fromMS(created), fromMS(updated)
+	return c, err
+}
+
+func (c conversations) Load(ctx context.Context, profile, key string) (store.Conversation, bool, error) {
+	ctx, cancel := c.s.call(ctx)
+	defer cancel()
+	conv, err := scanConversation(c.s.queryRow(ctx, `SELECT `+conversationColumns+` FROM conversations WHERE profile = ? AND key = ?`, profile, key))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.Conversation{Profile: profile, Key: key}, false, nil
+	}
+	if err != nil {
+		return store.Conversation{}, false, wrap("load conversation", err)
+	}
+	return conv, true, nil
+}
+
+func (c conversations) ServedBy(ctx context.Context, key string) (string, error) {
+	ctx, cancel := c.s.call(ctx)
+	defer cancel()
+	var profile string
+	err := c.s.queryRow(ctx, `SELECT profile FROM conversations WHERE key = ? ORDER BY updated_at DESC LIMIT 1`, key).Scan(&profile)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return profile, wrap("which profile served a conversation", err)
+}
+
+func (c conversations) List(ctx context.Context, profile string, limit int) ([]store.Conversation, error) {
+	ctx, cancel := c.s.call(ctx)
+	defer cancel()
+	rows, err := c.s.query(ctx, `SELECT `+conversationColumns+` FROM conversations WHERE profile = ? ORDER BY updated_at DESC LIMIT ?`, profile, limit)
+	if err != nil {
+		return nil, wrap("list conversations", err)
+	}
+	defer rows.Close()
+	var out []store.Conversation
+	for rows.Next() {
+		conv, err := scanConversation(rows)
+		if err != nil {
+			return nil, wrap("list conversations", err)
+		}
+		out = append(out, conv)
+	}
+	return out, wrap("list conversations", rows.Err())
+}
+
+func (c conversations) SessionIDs(ctx context.Context) ([]string, error) {
+	ctx, cancel := c.s.call(ctx)
+	defer cancel()
+	rows, err := c.s.query(ctx, `SELECT cli_session_id FROM conversations`)
+	if err != nil {
+		return nil, wrap("list sessions", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, wrap("list sessions", err)
+		}
+		out = append(out, id)
+	}
+	return out, wrap("list sessions", rows.Err())
+}
+
+// Publish writes the mapping, the fence check and the delivered tool
+// results in one transaction: a turn's writes cost one round of commits.
+func (c conversations) Publish(ctx context.Context, conv store.Conversation, p store.Publish) (int64, error) {
+	ctx, cancel := c.s.call(ctx)
+	defer cancel()
+	now := ms(p.Now)
+	err := c.s.tx(ctx, 0, func(tx *Tx) error {
+		if p.Fence != "" {
+			var token string
+			err := tx.queryRow(`SELECT token FROM turn_leases WHERE profile = ? AND key = ?{for_update}`, conv.Profile, conv.Key).Scan(&token)
+			if errors.Is(err, sql.ErrNoRows) || (err == nil && token != p.Fence) {
+				return store.ErrFenced
+			}
+			if err != nil {
+				return err
+			}
+		}
+		var n int64
+		var err error
+		if p.Prev == 0 {
+			n, err = affected(tx.exec(`INSERT INTO conversations (`+conversationColumns+`)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?)
+				ON CONFLICT (profile, key) DO NOTHING`,
+				conv.Profile, conv.Key, conv.Client, conv.SessionID, conv.Digests, conv.Pins, conv.Tail, conv.Slot, conv.Messages,
+				conv.Cwd, conv.ClientCwd, conv.Model, conv.Continuations, conv.Compactions, conv.Undos, conv.Divergences,
+				conv.LastInputBytes, now, now))
+		} else {
+			n, err = affected(tx.exec(`UPDATE conversations SET client = ?, cli_session_id = ?, digests = ?, pins = ?, tail = ?,
+				tail_slot = ?, message_count = ?, cwd = ?, client_cwd = ?, model = ?, version = version + 1, continuations = ?,
+				compactions = ?, undos = ?, divergences = ?, last_input_bytes = ?, updated_at = ?
+				WHERE profile = ? AND key = ? AND version = ?`,
+				conv.Client, conv.SessionID, conv.Digests, conv.Pins, conv.Tail, conv.Slot, conv.Messages, conv.Cwd, conv.ClientCwd,
+				conv.Model, conv.Continuations, conv.Compactions, conv.Undos, conv.Divergences, conv.LastInputBytes, now,
+				conv.Profile, conv.Key, p.Prev))
+		}
+		switch {
+		case err != nil:
+			return err
+		case n != 1:
+			return store.ErrConflict
+		}
+		for _, id := range p.Consumed {
+			if _, err := tx.exec(`INSERT INTO consumed_tool_results (profile, conversation, tool_use_id, consumed_at)
+				VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`, conv.Profile, conv.Key, id, now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, wrap("publish conversation", err)
+	}
+	// The bounds are kept after the commit: a failed prune loses nothing
+	// the turn wrote.
+	if p.Prev == 0 {
+		if err := c.prune(ctx, `conversations`, `updated_at`, `profile, key`, c.s.opts.MaxConversations); err != nil {
+			return 1, wrap("prune conversations", err)
+		}
+	}
+	if len(p.Consumed) > 0 {
+		if err := c.prune(ctx, `consumed_tool_results`, `consumed_at`, `profile, conversation, tool_use_id`, c.s.opts.MaxConsumed); err != nil {
+			return p.Prev + 1, wrap("prune delivered tool results", err)
+		}
+	}
+	return p.Prev + 1, nil
+}
+
+// prune deletes a table's oldest rows (by the column at) beyond max. The
+// row count is read first so a table within its bound costs one count.
+func (c conversations) prune(ctx context.Context, table, at, key string, max int) error {
+	var n int
+	if err := c.s.queryRow(ctx, `SELECT count(*) FROM `+table).Scan(&n); err != nil {
+		return err
+	}
+	if n <= max {
+		return nil
+	}
+	_, err := c.s.exec(ctx, `DELETE FROM `+table+` WHERE (`+key+`) IN (
+		SELECT `+key+` FROM `+table+` ORDER BY `+at+` ASC LIMIT ?)`, n-max)
+	return err
+}
+
+func (c conversations) Consumed(ctx context.Context, profile, conversation string, ids []string) ([]string, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	ctx, cancel := c.s.call(ctx)
+	defer cancel()
+	rows, err := c.s.query(ctx, `SELECT tool_use_id FROM consumed_tool_results WHERE profile = ? AND conversation = ? AND tool_use_id IN (`+in(len(ids))+`)`,
+		append([]any{profile, conversation}, anys(ids)...)...)
+	if err != nil {
+		return nil, wrap("check delivered tool results", err)
+	}
+	defer rows.Close()
+	found := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, wrap("check delivered tool results", err)
+		}
+		found[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrap("check delivered tool results", err)
+	}
+	var out []string
+	for _, id := range ids {
+		if found[id] {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}

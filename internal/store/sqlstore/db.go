@@ -1,0 +1,220 @@
+// Package sqlstore implements the store contracts once, over database/sql,
+// for both engines: the statements are written in the SQL that SQLite and
+// PostgreSQL share, and an engine's Dialect supplies the little that
+// differs (placeholders, row locks, ledger locks). The engines open the
+// database, migrate it and hand it here.
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/meridian-gw/meridian/internal/store"
+)
+
+// Dialect is what an engine's SQL does its own way.
+type Dialect struct {
+	// Numbered placeholders ($1, $2, …) instead of ?.
+	Numbered bool
+	// RowID is the column that orders rows by insertion where a table has
+	// no key that does.
+	RowID string
+	// ForUpdate locks the rows a transaction's SELECT reads, where the
+	// engine's transactions do not already exclude each other.
+	ForUpdate string
+	// LockLedger serialises the transactions that enforce one bound
+	// (the responses' ledger, the saved answers, the journal) across
+	// every connection; nil where write transactions already do.
+	LockLedger func(ctx context.Context, tx *sql.Tx, ledger int64) error
+}
+
+// Ledgers a transaction may lock.
+const (
+	ledgerResponses int64 = 1 + iota
+	ledgerAnswers
+	ledgerJournal
+	ledgerEvents
+)
+
+// DefaultCallTimeout bounds one store call: a slow database must not hold
+// a request for the pool's whole patience.
+const DefaultCallTimeout = 5 * time.Second
+
+// Options configure the bounds the store keeps on its own.
+type Options struct {
+	// MaxConversations and MaxConsumed bound the conversations and the
+	// delivered tool results kept (0: the defaults).
+	MaxConversations int
+	MaxConsumed      int
+	// CallTimeout bounds each call (0: DefaultCallTimeout).
+	CallTimeout time.Duration
+}
+
+// Defaults for Options.
+const (
+	DefaultMaxConversations = 10_000
+	DefaultMaxConsumed      = 10_000
+)
+
+// DB runs the statements of every contract on one database.
+type DB struct {
+	db      *sql.DB
+	d       Dialect
+	opts    Options
+	signals *Hub
+}
+
+// New returns the store contracts over db, with hub carrying the
+// signals; closeFn releases the engine.
+func New(db *sql.DB, d Dialect, opts Options, hub *Hub, engine, where string, closeFn func() error) *store.Store {
+	if opts.MaxConversations <= 0 {
+		opts.MaxConversations = DefaultMaxConversations
+	}
+	if opts.MaxConsumed <= 0 {
+		opts.MaxConsumed = DefaultMaxConsumed
+	}
+	if opts.CallTimeout <= 0 {
+		opts.CallTimeout = DefaultCallTimeout
+	}
+	s := &DB{db: db, d: d, opts: opts, signals: hub}
+	return &store.Store{
+		Conversations: conversations{s},
+		Leases:        leases{s},
+		Journal:       journal{s},
+		Responses:     responses{s},
+		Events:        events{s},
+		Answers:       answers{s},
+		Telemetry:     telemetry{s},
+		Bench:         bench{s},
+		Hosts:         hosts{s},
+		Signals:       hub,
+		Engine:        engine,
+		Where:         where,
+		Close:         closeFn,
+	}
+}
+
+// call bounds one contract call by the call timeout.
+func (s *DB) call(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.opts.CallTimeout)
+}
+
+// q rewrites a statement for the engine.
+func (s *DB) q(query string) string {
+	query = strings.ReplaceAll(query, "{rowid}", s.d.RowID)
+	query = strings.ReplaceAll(query, "{for_update}", s.d.ForUpdate)
+	if !s.d.Numbered {
+		return query
+	}
+	var b strings.Builder
+	n := 0
+	quoted := false
+	for i := 0; i < len(query); i++ {
+		c := query[i]
+		switch {
+		case c == '\'':
+			quoted = !quoted
+		case c == '?' && !quoted:
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+func (s *DB) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return s.db.ExecContext(ctx, s.q(query), args...)
+}
+
+func (s *DB) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	return s.db.QueryRowContext(ctx, s.q(query), args...)
+}
+
+func (s *DB) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return s.db.QueryContext(ctx, s.q(query), args...)
+}
+
+// tx runs f in a transaction, committed when f returns nil. ledger > 0
+// locks that ledger first.
+func (s *DB) tx(ctx context.Context, ledger int64, f func(tx *Tx) error) error {
+	sqlTx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = sqlTx.Rollback() }()
+	if ledger > 0 && s.d.LockLedger != nil {
+		if err := s.d.LockLedger(ctx, sqlTx, ledger); err != nil {
+			return err
+		}
+	}
+	if err := f(&Tx{tx: sqlTx, s: s, ctx: ctx}); err != nil {
+		return err
+	}
+	return sqlTx.Commit()
+}
+
+// Tx is a transaction with the engine's statements.
+type Tx struct {
+	tx  *sql.Tx
+	s   *DB
+	ctx context.Context
+}
+
+func (t *Tx) exec(query string, args ...any) (sql.Result, error) {
+	return t.tx.ExecContext(t.ctx, t.s.q(query), args...)
+}
+
+func (t *Tx) queryRow(query string, args ...any) *sql.Row {
+	return t.tx.QueryRowContext(t.ctx, t.s.q(query), args...)
+}
+
+func (t *Tx) query(query string, args ...any) (*sql.Rows, error) {
+	return t.tx.QueryContext(t.ctx, t.s.q(query), args...)
+}
+
+// affected is the rows a statement changed.
+func affected(res sql.Result, err error) (int64, error) {
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// in returns "?, ?, …" for n values.
+func in(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
+// anys turns strings into statement arguments.
+func anys[T any](vs []T) []any {
+	out := make([]any, len(vs))
+	for i, v := range vs {
+		out[i] = v
+	}
+	return out
+}
+
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+func fromMS(v int64) time.Time { return time.UnixMilli(v) }
+
+// wrap names the failed call; the contracts' own errors pass unchanged.
+func wrap(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	for _, own := range []error{store.ErrConflict, store.ErrFenced, store.ErrNotFound, store.ErrFull} {
+		if errors.Is(err, own) {
+			return err
+		}
+	}
+	return fmt.Errorf("store: %s: %w", what, err)
+}

@@ -1,0 +1,11 @@
+package sqlstore
+
+import (
+	"testing"
+
+	"github.com/meridian-gw/meridian/internal/testkit"
+)
+
+// Dependencies flow downward: this package imports only what it owns
+// beyond the standard library.
+func TestImportsFlowDownward(t *testing.T) { testkit.CheckImports(t, "internal/store") }

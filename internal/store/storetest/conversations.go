@@ -1,0 +1,168 @@
+package storetest
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/meridian-gw/meridian/internal/store"
+)
+
+func conversation(profile, key string) store.Conversation {
+	return store.Conversation{Profile: profile, Key: key, Client: "opencode", SessionID: "sess-" + key,
+		Digests: []byte{1, 2, 3, 4}, Pins: `["a"]`, Tail: []byte{9}, Slot: true, Messages: 1,
+		Cwd: "/w", ClientCwd: "/c", Model: "m", Continuations: 2, Compactions: 1, Undos: 3, Divergences: 4, LastInputBytes: 77}
+}
+
+func testConversations(t *testing.T, e Engine) {
+	s, c := open(t, e), ctx(t)
+	_, ok, err := s.Conversations.Load(c, "p", "k")
+	must(t, err)
+	if ok {
+		t.Fatal("a conversation never published was found")
+	}
+	in := conversation("p", "k")
+	v, err := s.Conversations.Publish(c, in, store.Publish{Now: at(time.Second), Consumed: []string{"t1", "t2"}})
+	must(t, err)
+	if v != 1 {
+		t.Fatalf("first version = %d", v)
+	}
+	got, ok, err := s.Conversations.Load(c, "p", "k")
+	must(t, err)
+	want := in
+	want.Version, want.CreatedAt, want.UpdatedAt = 1, at(time.Second), at(time.Second)
+	if !ok || !reflect.DeepEqual(got, want) {
+		t.Fatalf("loaded %v\n got %+v\nwant %+v", ok, got, want)
+	}
+	next := got
+	next.SessionID, next.Digests, next.Slot, next.Messages = "sess-2", []byte{5, 6}, false, 2
+	v, err = s.Conversations.Publish(c, next, store.Publish{Prev: 1, Now: at(2 * time.Second)})
+	must(t, err)
+	if v != 2 {
+		t.Fatalf("second version = %d", v)
+	}
+	got, _, err = s.Conversations.Load(c, "p", "k")
+	must(t, err)
+	if got.Version != 2 || got.SessionID != "sess-2" || got.Slot || !got.CreatedAt.Equal(at(time.Second)) || !got.UpdatedAt.Equal(at(2*time.Second)) {
+		t.Fatalf("after the second publish: %+v", got)
+	}
+	// The same key under another profile is another conversation.
+	_, err = s.Conversations.Publish(c, conversation("q", "k"), store.Publish{Now: at(3 * time.Second)})
+	must(t, err)
+	served, err := s.Conversations.ServedBy(c, "k")
+	must(t, err)
+	if served != "q" {
+		t.Fatalf("served by %q, want the last to answer (q)", served)
+	}
+	if served, err := s.Conversations.ServedBy(c, "nobody"); err != nil || served != "" {
+		t.Fatalf("served by %q, %v", served, err)
+	}
+	list, err := s.Conversations.List(c, "p", 10)
+	must(t, err)
+	if len(list) != 1 || list[0].Key != "k" {
+		t.Fatalf("list = %+v", list)
+	}
+	ids, err := s.Conversations.SessionIDs(c)
+	must(t, err)
+	slices.Sort(ids)
+	if !slices.Equal(ids, []string{"sess-2", "sess-k"}) {
+		t.Fatalf("session ids = %v", ids)
+	}
+	done, err := s.Conversations.Consumed(c, "p", "k", []string{"t0", "t1", "t2"})
+	must(t, err)
+	if !slices.Equal(done, []string{"t1", "t2"}) {
+		t.Fatalf("consumed = %v", done)
+	}
+	if done, _ := s.Conversations.Consumed(c, "q", "k", []string{"t1"}); len(done) != 0 {
+		t.Fatalf("another profile's conversation sees %v consumed", done)
+	}
+}
+
+func testConversationBound(t *testing.T, e Engine) {
+	s, _ := e.New(t, 3, 0)
+	c := ctx(t)
+	for i := range 5 {
+		_, err := s.Conversations.Publish(c, conversation("p", fmt.Sprint("k", i)), store.Publish{Now: at(time.Duration(i) * time.Second)})
+		must(t, err)
+	}
+	list, err := s.Conversations.List(c, "p", 10)
+	must(t, err)
+	var keys []string
+	for _, m := range list {
+		keys = append(keys, m.Key)
+	}
+	if !slices.Equal(keys, []string{"k4", "k3", "k2"}) {
+		t.Fatalf("kept %v, want the 3 newest", keys)
+	}
+}
+
+func testPublishConflict(t *testing.T, e Engine) {
+	s, c := open(t, e), ctx(t)
+	_, err := s.Conversations.Publish(c, conversation("p", "k"), store.Publish{Now: at(0)})
+	must(t, err)
+	_, err = s.Conversations.Publish(c, conversation("p", "k"), store.Publish{Now: at(0)})
+	wantErr(t, err, store.ErrConflict)
+	_, err = s.Conversations.Publish(c, conversation("p", "k"), store.Publish{Prev: 1, Now: at(time.Second)})
+	must(t, err)
+	// A turn that loaded version 1 lost to the one that published 2; its
+	// delivered tool results are not recorded either.
+	_, err = s.Conversations.Publish(c, conversation("p", "k"), store.Publish{Prev: 1, Now: at(2 * time.Second), Consumed: []string{"x"}})
+	wantErr(t, err, store.ErrConflict)
+	if done, _ := s.Conversations.Consumed(c, "p", "k", []string{"x"}); len(done) != 0 {
+		t.Fatal("a refused publish recorded its tool results")
+	}
+}
+
+func testPublishFenced(t *testing.T, e Engine) {
+	s, c := open(t, e), ctx(t)
+	claim := store.LeaseClaim{Profile: "p", Key: "k", Token: "old", Owner: owner("a"), Now: at(0), TTL: time.Second}
+	ok, _, _, err := s.Leases.Acquire(c, claim)
+	must(t, err)
+	if !ok {
+		t.Fatal("a free lease was not taken")
+	}
+	_, err = s.Conversations.Publish(c, conversation("p", "k"), store.Publish{Fence: "old", Now: at(0)})
+	must(t, err)
+	// The holder stalls past its expiry; a successor takes the lease.
+	next := claim
+	next.Token, next.Owner, next.Now = "new", owner("b"), at(2*time.Second)
+	ok, _, _, err = s.Leases.Acquire(c, next)
+	must(t, err)
+	if !ok {
+		t.Fatal("an expired lease was not taken")
+	}
+	_, err = s.Conversations.Publish(c, conversation("p", "k"), store.Publish{Prev: 1, Fence: "old", Now: at(3 * time.Second), Consumed: []string{"x"}})
+	wantErr(t, err, store.ErrFenced)
+	got, _, _ := s.Conversations.Load(c, "p", "k")
+	if got.Version != 1 {
+		t.Fatalf("the stale holder's publish was stored: version %d", got.Version)
+	}
+	if done, _ := s.Conversations.Consumed(c, "p", "k", []string{"x"}); len(done) != 0 {
+		t.Fatal("a fenced publish recorded its tool results")
+	}
+	_, err = s.Conversations.Publish(c, conversation("p", "k"), store.Publish{Prev: 1, Fence: "new", Now: at(3 * time.Second)})
+	must(t, err)
+	// Released, the lease fences every token.
+	must(t, s.Leases.Release(c, "p", "k", "new"))
+	_, err = s.Conversations.Publish(c, conversation("p", "k"), store.Publish{Prev: 2, Fence: "new", Now: at(4 * time.Second)})
+	wantErr(t, err, store.ErrFenced)
+}
+
+func testConsumedBound(t *testing.T, e Engine) {
+	s, _ := e.New(t, 0, 4)
+	c := ctx(t)
+	v := int64(0)
+	for i := range 3 {
+		var err error
+		v, err = s.Conversations.Publish(c, conversation("p", "k"), store.Publish{Prev: v, Now: at(time.Duration(i) * time.Second),
+			Consumed: []string{fmt.Sprint("a", i), fmt.Sprint("b", i)}})
+		must(t, err)
+	}
+	done, err := s.Conversations.Consumed(c, "p", "k", []string{"a0", "b0", "a1", "b1", "a2", "b2"})
+	must(t, err)
+	if !slices.Equal(done, []string{"a1", "b1", "a2", "b2"}) {
+		t.Fatalf("kept %v, want the 4 newest", done)
+	}
+}

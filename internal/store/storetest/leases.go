@@ -1,0 +1,271 @@
+package storetest
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/meridian-gw/meridian/internal/store"
+)
+
+func testLeases(t *testing.T, e Engine) {
+	s, c := open(t, e), ctx(t)
+	a := store.LeaseClaim{Profile: "p", Key: "k", Token: "ta", Owner: owner("a"), Now: at(0), TTL: 10 * time.Second}
+	ok, _, _, err := s.Leases.Acquire(c, a)
+	must(t, err)
+	if !ok {
+		t.Fatal("a free lease was not taken")
+	}
+	b := a
+	b.Token, b.Owner, b.Now = "tb", owner("b"), at(5*time.Second)
+	ok, holder, found, err := s.Leases.Acquire(c, b)
+	must(t, err)
+	if ok || !found || holder.Token != "ta" || holder.Owner != owner("a") || !holder.Expires.Equal(at(10*time.Second)) {
+		t.Fatalf("a held lease: ok %v, found %v, holder %+v", ok, found, holder)
+	}
+	if n, err := s.Leases.Held(c, "p", at(5*time.Second)); err != nil || n != 1 {
+		t.Fatalf("held = %d, %v", n, err)
+	}
+	// Renewed, it outlives its first expiry.
+	renewed, err := s.Leases.Renew(c, "p", "k", "ta", at(20*time.Second))
+	must(t, err)
+	if !renewed {
+		t.Fatal("the holder could not renew")
+	}
+	b.Now = at(15 * time.Second)
+	if ok, _, _, _ := s.Leases.Acquire(c, b); ok {
+		t.Fatal("a renewed lease was taken at its first expiry")
+	}
+	if renewed, _ := s.Leases.Renew(c, "p", "k", "tb", at(30*time.Second)); renewed {
+		t.Fatal("a non-holder renewed the lease")
+	}
+	// Released by another token: nothing happens.
+	must(t, s.Leases.Release(c, "p", "k", "tb"))
+	if n, _ := s.Leases.Held(c, "p", at(15*time.Second)); n != 1 {
+		t.Fatal("a non-holder released the lease")
+	}
+	must(t, s.Leases.Release(c, "p", "k", "ta"))
+	ok, _, found, err = s.Leases.Acquire(c, b)
+	must(t, err)
+	if !ok || found {
+		t.Fatalf("a released lease: ok %v found %v", ok, found)
+	}
+	// Expired, it is anyone's; the old holder's renewal then fails.
+	a.Token, a.Now = "ta2", at(40*time.Second)
+	ok, _, _, err = s.Leases.Acquire(c, a)
+	must(t, err)
+	if !ok {
+		t.Fatal("an expired lease was not taken")
+	}
+	if renewed, _ := s.Leases.Renew(c, "p", "k", "tb", at(50*time.Second)); renewed {
+		t.Fatal("the lease's former holder renewed it")
+	}
+	if n, _ := s.Leases.Held(c, "p", at(100*time.Second)); n != 0 {
+		t.Fatalf("an expired lease counts as held")
+	}
+}
+
+func testLeaseTakeOver(t *testing.T, e Engine) {
+	s, c := open(t, e), ctx(t)
+	a := store.LeaseClaim{Profile: "p", Key: "k", Token: "ta", Owner: owner("a"), Now: at(0), TTL: time.Minute}
+	_, _, _, err := s.Leases.Acquire(c, a)
+	must(t, err)
+	b := a
+	b.Token, b.Owner = "tb", owner("b")
+	if ok, _ := s.Leases.TakeOver(c, b, "someone-else"); ok {
+		t.Fatal("a takeover from a token that does not hold the lease succeeded")
+	}
+	ok, err := s.Leases.TakeOver(c, b, "ta")
+	must(t, err)
+	if !ok {
+		t.Fatal("the takeover failed")
+	}
+	_, holder, _, _ := s.Leases.Acquire(c, a)
+	if holder.Token != "tb" {
+		t.Fatalf("holder after the takeover: %+v", holder)
+	}
+	// Two at once take a free lease: one wins.
+	wins := make(chan bool, 8)
+	for i := range 8 {
+		go func() {
+			cl := store.LeaseClaim{Profile: "p", Key: "race", Token: fmt.Sprint("r", i), Owner: owner("a"), Now: at(0), TTL: time.Minute}
+			ok, _, _, err := s.Leases.Acquire(c, cl)
+			if err != nil {
+				t.Error(err)
+			}
+			wins <- ok
+		}()
+	}
+	n := 0
+	for range 8 {
+		if <-wins {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d claims won one lease", n)
+	}
+}
+
+func testJournal(t *testing.T, e Engine) {
+	s, c := open(t, e), ctx(t)
+	entry := store.JournalEntry{Hash: "h", Owner: owner("a"), Started: at(time.Second)}
+	held, err := s.Journal.Begin(c, entry, at(0), 10)
+	must(t, err)
+	if held != nil {
+		t.Fatalf("a new entry found %+v", held)
+	}
+	other := store.JournalEntry{Hash: "h", Owner: owner("b"), Started: at(2 * time.Second)}
+	held, err = s.Journal.Begin(c, other, at(0), 10)
+	must(t, err)
+	if held == nil || held.Owner != owner("a") || !held.Started.Equal(at(time.Second)) {
+		t.Fatalf("the running entry: %+v", held)
+	}
+	// Only its owner ends it.
+	must(t, s.Journal.End(c, "h", owner("b")))
+	if held, _ := s.Journal.Begin(c, other, at(0), 10); held == nil {
+		t.Fatal("another owner ended the entry")
+	}
+	must(t, s.Journal.End(c, "h", owner("a")))
+	if held, _ := s.Journal.Begin(c, other, at(0), 10); held != nil {
+		t.Fatal("an ended entry is still there")
+	}
+	// An entry started at or before the expiry is forgotten.
+	held, err = s.Journal.Begin(c, store.JournalEntry{Hash: "h", Owner: owner("c"), Started: at(time.Hour)}, at(2*time.Second), 10)
+	must(t, err)
+	if held != nil {
+		t.Fatalf("an expired entry was kept: %+v", held)
+	}
+}
+
+func testJournalBound(t *testing.T, e Engine) {
+	s, c := open(t, e), ctx(t)
+	for i := range 3 {
+		_, err := s.Journal.Begin(c, store.JournalEntry{Hash: fmt.Sprint("h", i), Owner: owner("a"), Started: at(time.Second)}, at(0), 3)
+		must(t, err)
+	}
+	_, err := s.Journal.Begin(c, store.JournalEntry{Hash: "h3", Owner: owner("a"), Started: at(time.Second)}, at(0), 3)
+	wantErr(t, err, store.ErrFull)
+	// The same hash again is reported running, full or not.
+	held, err := s.Journal.Begin(c, store.JournalEntry{Hash: "h0", Owner: owner("b"), Started: at(time.Second)}, at(0), 3)
+	must(t, err)
+	if held == nil {
+		t.Fatal("a running entry was not found at the bound")
+	}
+}
+
+func testBench(t *testing.T, e Engine) {
+	s, c := open(t, e), ctx(t)
+	until, err := s.Bench.Put(c, "a", at(time.Minute))
+	must(t, err)
+	if !until.Equal(at(time.Minute)) {
+		t.Fatalf("until %v", until)
+	}
+	// A shorter bench never shortens a longer one.
+	until, err = s.Bench.Put(c, "a", at(time.Second))
+	must(t, err)
+	if !until.Equal(at(time.Minute)) {
+		t.Fatalf("a shorter bench moved the end to %v", until)
+	}
+	until, _ = s.Bench.Put(c, "a", at(2*time.Minute))
+	if !until.Equal(at(2 * time.Minute)) {
+		t.Fatalf("a longer bench ends at %v", until)
+	}
+	_, err = s.Bench.Put(c, "b", at(30*time.Second))
+	must(t, err)
+	benched, err := s.Bench.Benched(c, at(45*time.Second))
+	must(t, err)
+	if len(benched) != 1 || !benched["a"].Equal(at(2*time.Minute)) {
+		t.Fatalf("benched = %v", benched)
+	}
+}
+
+func testHosts(t *testing.T, e Engine) {
+	s, c := open(t, e), ctx(t)
+	h := store.Host{Owner: owner("a"), Addr: "127.0.0.2:3456", Version: "v1", Started: at(0), Expires: at(15 * time.Second)}
+	must(t, s.Hosts.Beat(c, h))
+	h.Expires = at(30 * time.Second)
+	must(t, s.Hosts.Beat(c, h))
+	got, ok, err := s.Hosts.Get(c, owner("a"))
+	must(t, err)
+	if !ok || got != h {
+		t.Fatalf("heartbeat %v: %+v", ok, got)
+	}
+	if _, ok, _ := s.Hosts.Get(c, store.Owner{Host: "a", Incarnation: "2"}); ok {
+		t.Fatal("another incarnation's heartbeat was found")
+	}
+	must(t, s.Hosts.Beat(c, store.Host{Owner: owner("b"), Started: at(0), Expires: at(5 * time.Second)}))
+	list, err := s.Hosts.List(c, at(10*time.Second))
+	must(t, err)
+	if len(list) != 1 || list[0].Owner != owner("a") {
+		t.Fatalf("hosts = %+v (b expired before the forget time)", list)
+	}
+	must(t, s.Hosts.Leave(c, owner("a")))
+	if _, ok, _ := s.Hosts.Get(c, owner("a")); ok {
+		t.Fatal("a host that left is still there")
+	}
+}
+
+func testSignals(t *testing.T, e Engine) {
+	s, another := e.New(t, 0, 0)
+	c := ctx(t)
+	listeners := []*store.Store{s}
+	if e.SignalsAcross {
+		listeners = append(listeners, another())
+	}
+	var chans []<-chan string
+	for _, l := range listeners {
+		ch, stop := l.Signals.Listen("cancel")
+		t.Cleanup(stop)
+		chans = append(chans, ch)
+		other, stopOther := l.Signals.Listen("events")
+		t.Cleanup(stopOther)
+		go func() {
+			for p := range other {
+				t.Errorf("a listener of another topic heard %q", p)
+			}
+		}()
+	}
+	// A listener may come up a moment after Listen returns (PostgreSQL's
+	// LISTEN on its own connection): send until every one has heard.
+	for i, ch := range chans {
+		deadline := time.After(10 * time.Second)
+		for heard := false; !heard; {
+			must(t, s.Signals.Notify(c, "cancel", "resp_1"))
+			select {
+			case p := <-ch:
+				if p != "resp_1" {
+					t.Fatalf("listener %d heard %q", i, p)
+				}
+				heard = true
+			case <-time.After(100 * time.Millisecond):
+			case <-deadline:
+				t.Fatalf("listener %d heard nothing", i)
+			}
+		}
+	}
+}
+
+// testShared: what one store writes, another on the same database reads.
+func testShared(t *testing.T, e Engine) {
+	a, another := e.New(t, 0, 0)
+	b := another()
+	c := ctx(t)
+	_, err := a.Conversations.Publish(c, conversation("p", "k"), store.Publish{Now: at(0), Consumed: []string{"t"}})
+	must(t, err)
+	got, ok, err := b.Conversations.Load(c, "p", "k")
+	must(t, err)
+	if !ok || got.Version != 1 {
+		t.Fatalf("the other store loads %v %+v", ok, got)
+	}
+	ok, err = b.Answers.Put(c, store.SavedAnswer{Scope: "s", Key: "r", Status: 200, Header: []byte(`{}`), Body: []byte("hi"), Saved: at(0)}, limits())
+	must(t, err)
+	if !ok {
+		t.Fatal("not saved")
+	}
+	ans, ok, err := a.Answers.Get(c, "s", "r", at(time.Second))
+	must(t, err)
+	if !ok || string(ans.Body) != "hi" {
+		t.Fatalf("the other store's answer: %v %+v", ok, ans)
+	}
+}

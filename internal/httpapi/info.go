@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -57,8 +58,10 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	h := chosen.Health(r.Context())
 	body := struct {
 		gateway.Health
+		Host     string          `json:"host,omitempty"`
+		Store    *storeHealth    `json:"store,omitempty"`
 		Profiles []profileHealth `json:"profiles,omitempty"`
-	}{Health: h}
+	}{Health: h, Host: s.cfg.Host, Store: s.storeHealth(r.Context(), false)}
 	if profiles := s.dispatch.Profiles(); len(profiles) > 1 {
 		// Each profile's probe is cached and single-flight in its gateway;
 		// the checks run side by side, each with the caller's patience.
@@ -218,7 +221,57 @@ func (s *Server) inflight(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, gw.Inflight())
 		return
 	}
-	writeJSON(w, http.StatusOK, gateway.MergeInflight(append(s.gateways(), s.mounted()...)))
+	in := gateway.MergeInflight(append(s.gateways(), s.mounted()...))
+	writeJSON(w, http.StatusOK, struct {
+		Host  string       `json:"host,omitempty"`
+		Store *storeHealth `json:"store,omitempty"`
+		gateway.Inflight
+	}{s.cfg.Host, s.storeHealth(r.Context(), true), in})
+}
+
+// storeHealth is the store's part of GET /health and /inflight: its
+// engine and how many hosts share it; for /inflight, behind the API key,
+// also its place (never a password) and those hosts.
+type storeHealth struct {
+	Engine    string       `json:"engine"`
+	At        string       `json:"at,omitempty"`
+	LiveHosts int          `json:"live_hosts"`
+	Hosts     []hostHealth `json:"hosts,omitempty"`
+	Error     string       `json:"error,omitempty"`
+}
+
+type hostHealth struct {
+	Host    string    `json:"host"`
+	Addr    string    `json:"addr,omitempty"`
+	Version string    `json:"version,omitempty"`
+	Started time.Time `json:"started"`
+	Expires time.Time `json:"heartbeat_expires"`
+}
+
+func (s *Server) storeHealth(ctx context.Context, detailed bool) *storeHealth {
+	if s.cfg.StoreEngine == "" {
+		return nil
+	}
+	out := &storeHealth{Engine: s.cfg.StoreEngine, LiveHosts: 1}
+	if detailed && s.cfg.StoreEngine != "sqlite" {
+		out.At = s.cfg.StoreAt // a data dir's path is for no answer
+	}
+	if s.cfg.Hosts == nil {
+		return out
+	}
+	hosts, err := s.cfg.Hosts.Hosts(ctx)
+	if err != nil {
+		s.log.Warn("store: could not list the hosts sharing it", "err", err)
+		out.Error = "the store could not be read"
+		return out
+	}
+	out.LiveHosts = len(hosts)
+	if detailed {
+		for _, h := range hosts {
+			out.Hosts = append(out.Hosts, hostHealth{Host: h.Host, Addr: h.Addr, Version: h.Version, Started: h.Started, Expires: h.Expires})
+		}
+	}
+	return out
 }
 
 // modelsError is a model list the CLI could not give, in words without

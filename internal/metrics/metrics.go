@@ -26,6 +26,18 @@ type Load struct {
 	Memory                  int64
 	SpawnsByStatus          map[string]int
 	TelemetryRecordsDropped int64
+	// HostRequests are the records the shared history keeps, by the host
+	// that served them: every host's, read from the store. Hosts counts
+	// the hosts sharing the store whose heartbeat is current.
+	HostRequests []HostRequests
+	Hosts        int
+}
+
+// HostRequests counts one host's kept records of one API and status.
+type HostRequests struct {
+	Host, API string
+	Status    int
+	Count     int64
 }
 
 // Metrics holds the registry and its collectors.
@@ -122,11 +134,13 @@ var (
 	descQueued    = prometheus.NewDesc("meridian_admission_queued", "Requests waiting for a claude process slot.", nil, nil)
 	descSlots     = prometheus.NewDesc("meridian_admission_slots", "claude process slots (--max-concurrent).", nil, nil)
 	descSpawns    = prometheus.NewDesc("meridian_spawns", "Spawned child agents by status.", []string{"status"}, nil)
-	descDropped   = prometheus.NewDesc("meridian_telemetry_records_dropped_total", "Telemetry records dropped because the writer fell behind.", nil, nil)
+	descDropped   = prometheus.NewDesc("meridian_telemetry_records_dropped_total", "Telemetry records dropped because the writer fell behind or the store refused them.", nil, nil)
+	descHostReqs  = prometheus.NewDesc("meridian_host_requests", "Requests the shared telemetry history keeps, by the host that served them (every host on the store), API and status.", []string{"host", "api", "status"}, nil)
+	descHosts     = prometheus.NewDesc("meridian_hosts", "Meridians sharing the store whose heartbeat is current.", nil, nil)
 )
 
 func (c *loadCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descProcesses, descIdleMem, descMem, descRunning, descQueued, descSlots, descSpawns, descDropped} {
+	for _, d := range []*prometheus.Desc{descProcesses, descIdleMem, descMem, descRunning, descQueued, descSlots, descSpawns, descDropped, descHostReqs, descHosts} {
 		ch <- d
 	}
 }
@@ -150,4 +164,10 @@ func (c *loadCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descSpawns, float64(n), status)
 	}
 	ch <- prometheus.MustNewConstMetric(descDropped, prometheus.CounterValue, float64(l.TelemetryRecordsDropped))
+	for _, h := range l.HostRequests {
+		gauge(descHostReqs, float64(h.Count), h.Host, h.API, strconv.Itoa(h.Status))
+	}
+	if l.Hosts > 0 {
+		gauge(descHosts, float64(l.Hosts))
+	}
 }

@@ -246,7 +246,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	if err != nil {
 		return err
 	}
-	tel, err := openTelemetry(db, st.local, host, cfg, gateways, log)
+	tel, err := openTelemetry(db, st.local, hosts, host, cfg, gateways, log)
 	if err != nil {
 		return err
 	}
@@ -261,7 +261,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		agySrv, err := httpapi.New(httpapi.Config{
 			History: tel.history, Metrics: tel.metrics, Prices: tel.prices, Logs: logs,
 			Answers: answers.New(db.Answers, lim, nil), AnswerBytes: lim.EntryBytes, Journal: journal.New(db.Journal, hosts, 0, 0, nil), Bench: db.Bench,
-			Host: host, Hosts: hosts,
+			Host: host, Hosts: hosts, StoreEngine: db.Engine, StoreAt: db.Where,
 			Responses: stored, Jobs: jobs, Sealer: sealer,
 			Addr: addr, APIKey: cfg.APIKey, MaxBodyBytes: cfg.MaxBodyBytes, BodyTimeout: cfg.BodyTimeout, DrainTimeout: cfg.DrainTimeout, Hurry: cfg.Hurry,
 			Version: cfg.Version, Gateway: agyGW, Profiles: []httpapi.Profile{{Name: BackendAntigravity, Gateway: agyGW}},
@@ -287,6 +287,8 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		Bench:        db.Bench,
 		Host:         host,
 		Hosts:        hosts,
+		StoreEngine:  db.Engine,
+		StoreAt:      db.Where,
 		Responses:    stored,
 		Jobs:         responses.NewJobs(responses.JobsConfig{Max: cfg.MaxBackground, Store: stored, Logger: log.With("component", "responses")}),
 		Sealer:       sealer,

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"log/slog"
 
+	"github.com/meridian-gw/meridian/internal/cluster"
 	"github.com/meridian-gw/meridian/internal/config"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/metrics"
@@ -21,10 +22,11 @@ type telemetryParts struct {
 	prices  *pricing.Table
 }
 
-// openTelemetry starts the request history in the shared store, prices from the builtin
-// table with the config file's overrides, and the metrics whose gauges
-// read the gateway and the spawn registry.
-func openTelemetry(db *store.Store, local *sql.DB, host string, cfg Config, gws func() []*gateway.Gateway, log *slog.Logger) (*telemetryParts, error) {
+// openTelemetry starts the request history in the shared store, prices
+// from the builtin table with the config file's overrides, and the
+// metrics whose gauges read the gateway, the spawn registry in the local
+// file and the hosts sharing the store.
+func openTelemetry(db *store.Store, local *sql.DB, hosts *cluster.Registry, host string, cfg Config, gws func() []*gateway.Gateway, log *slog.Logger) (*telemetryParts, error) {
 	settings, err := config.Load(cfg.ConfigPath)
 	if err != nil {
 		return nil, err
@@ -42,8 +44,19 @@ func openTelemetry(db *store.Store, local *sql.DB, host string, cfg Config, gws 
 		if err != nil {
 			log.Debug("metrics: could not count spawns", "err", err)
 		}
-		return metrics.Load{Running: b.Running, Queued: b.Queued, Slots: b.Slots, Live: b.Live, Idle: b.Idle,
+		l := metrics.Load{Running: b.Running, Queued: b.Queued, Slots: b.Slots, Live: b.Live, Idle: b.Idle,
 			Spares: b.Spares, IdleMemory: b.IdleMemory, Memory: b.Memory, SpawnsByStatus: counts, TelemetryRecordsDropped: hist.Dropped()}
+		byHost, err := hist.ByHost(ctx)
+		if err != nil {
+			log.Debug("metrics: could not count the requests by host", "err", err)
+		}
+		for _, h := range byHost {
+			l.HostRequests = append(l.HostRequests, metrics.HostRequests{Host: h.Host, API: h.API, Status: h.Status, Count: h.Count})
+		}
+		if live, err := hosts.Hosts(ctx); err == nil {
+			l.Hosts = len(live)
+		}
+		return l
 	})
 	return &telemetryParts{history: hist, metrics: m, prices: prices}, nil
 }

@@ -127,7 +127,7 @@ func (d *Dispatcher) journalError(err error) *gateway.Error {
 	switch {
 	case errors.Is(err, journal.ErrUnknownOutcome):
 		return &gateway.Error{Status: http.StatusConflict, Type: "conflict_error", Message: "this request (same request id and body) " +
-			"started before meridian restarted and never finished: it may have run, and its outcome is unknown. " +
+			"started on a meridian that stopped before it finished: it may have run, and its outcome is unknown. " +
 			"It is not run a second time; send it with a new request id to run it again"}
 	case errors.Is(err, journal.ErrRunning):
 		return &gateway.Error{Status: http.StatusConflict, Type: "conflict_error", RetryAfter: time.Second,

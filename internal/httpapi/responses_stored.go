@@ -126,13 +126,16 @@ func (s *Server) background(w http.ResponseWriter, r *http.Request, c *responseC
 		}
 	})
 	if err != nil {
-		msg := "too many background responses are running; retry when one has finished"
-		if !errors.Is(err, responses.ErrBusy) {
-			msg = "meridian is shutting down"
+		ge := overloaded("too many background responses are running; retry when one has finished")
+		switch {
+		case errors.Is(err, context.Canceled):
+			ge = overloaded("meridian is shutting down")
+		case !errors.Is(err, responses.ErrBusy):
+			s.log.Error("store: could not begin a background response's event log", "err", err)
+			ge = gateway.StoreUnavailable("begin the background response")
 		}
-		resp := c.meta.Failed(nil, anthropic.StatusOverloaded, msg, 0)
-		s.storeEnd(r.Context(), c, resp)
-		writeError(w, r, overloaded(msg))
+		s.storeEnd(r.Context(), c, c.meta.Failed(nil, ge.Status, ge.Message, ge.RetryAfterSeconds()))
+		s.fail(w, r, ge)
 		return
 	}
 	tr.HandOff()

@@ -67,8 +67,10 @@ type Config struct {
 
 	// Host is this meridian's host id, shown by /health, /inflight and the
 	// pages; Hosts lists the meridians sharing the store (nil: this one).
-	Host  string
-	Hosts Hosts
+	// StoreEngine and StoreAt name the store for /health.
+	Host                 string
+	Hosts                Hosts
+	StoreEngine, StoreAt string
 
 	// History keeps a record of each model request, Metrics counts them
 	// for /metrics, Prices estimates their cost and Logs holds the recent

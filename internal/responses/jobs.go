@@ -111,6 +111,17 @@ func (j *Jobs) watch(cancels <-chan string) {
 // the response is cancelled (cause ErrCancelled) or the runner closes.
 // current tells the response object as it stands while it runs.
 func (j *Jobs) Start(id string, current func() json.RawMessage, f func(ctx context.Context, log *EventLog)) (*EventLog, error) {
+	if j.cfg.Store != nil {
+		// The stored log exists before anyone learns the response's id,
+		// so a follower on another host waits for its events rather than
+		// finding none.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := j.cfg.Store.events.Append(ctx, id, 0, nil, j.cfg.LogBytes)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("responses: %w", err)
+		}
+	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.closed {

@@ -249,7 +249,8 @@ type EventLog struct {
 // bytes.
 type Events interface {
 	// Append adds frames numbered from seq on, trimming the oldest beyond
-	// maxBytes (a log always keeps its last frame).
+	// maxBytes (a log always keeps its last frame). No frames begins an
+	// empty log, which readers follow until it ends.
 	Append(ctx context.Context, id string, seq int, frames [][]byte, maxBytes int) error
 	// End marks a log complete.
 	End(ctx context.Context, id string) error

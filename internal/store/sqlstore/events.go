@@ -11,11 +11,12 @@ import (
 type events struct{ s *DB }
 
 func (e events) Append(ctx context.Context, id string, seq int, frames [][]byte, maxBytes int) error {
-	if len(frames) == 0 {
-		return nil
-	}
 	ctx, cancel := e.s.call(ctx)
 	defer cancel()
+	if len(frames) == 0 {
+		_, err := e.s.exec(ctx, `INSERT INTO response_logs (id, kept, bytes, ended) VALUES (?, ?, 0, FALSE) ON CONFLICT (id) DO NOTHING`, id, seq)
+		return wrap("begin an event log", err)
+	}
 	return wrap("append to an event log", e.s.tx(ctx, 0, func(tx *Tx) error {
 		added := 0
 		for i, f := range frames {

@@ -97,7 +97,16 @@ func (g *gatewayProc) post(body string, header ...string) (*http.Response, strin
 
 // postCtx is post under ctx.
 func (g *gatewayProc) postCtx(ctx context.Context, body string, header ...string) (*http.Response, string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.url+"/v1/messages", strings.NewReader(body))
+	return g.postTo(ctx, "/v1/messages", body, header...)
+}
+
+// postPath sends a request to another route.
+func (g *gatewayProc) postPath(path, body string, header ...string) (*http.Response, string, error) {
+	return g.postTo(context.Background(), path, body, header...)
+}
+
+func (g *gatewayProc) postTo(ctx context.Context, path, body string, header ...string) (*http.Response, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.url+path, strings.NewReader(body))
 	if err != nil {
 		return nil, "", err
 	}

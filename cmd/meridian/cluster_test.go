@@ -22,7 +22,7 @@ import (
 
 // newHost is one meridian of several sharing a PostgreSQL store and one
 // fake upstream: its own loopback address, data dir and CLI config dir.
-func newHost(t *testing.T, up *testkit.Upstream) *gatewayProc {
+func newHost(t testing.TB, up *testkit.Upstream) *gatewayProc {
 	t.Helper()
 	env, marker := testkit.ClaudeEnv(t, up.URL)
 	g := &gatewayProc{t: t, bin: buildBinary(t), env: env, dataDir: t.TempDir(), up: up, marker: marker}

@@ -154,8 +154,11 @@ func (c conversations) Publish(ctx context.Context, conv store.Conversation, p s
 	return p.Prev + 1, nil
 }
 
-// prune deletes a table's oldest rows (by the column at) beyond max. The
-// row count is read first so a table within its bound costs one count.
+// prune deletes a table's oldest rows (by the column at) once it holds
+// more than max, down to a twentieth below it, so a table at its bound
+// pays for a delete (and its commit) once in many publishes, not at each.
+// The row count is read first so a table within its bound costs one
+// count.
 func (c conversations) prune(ctx context.Context, table, at, key string, max int) error {
 	var n int
 	if err := c.s.queryRow(ctx, `SELECT count(*) FROM `+table).Scan(&n); err != nil {
@@ -165,7 +168,7 @@ func (c conversations) prune(ctx context.Context, table, at, key string, max int
 		return nil
 	}
 	_, err := c.s.exec(ctx, `DELETE FROM `+table+` WHERE (`+key+`) IN (
-		SELECT `+key+` FROM `+table+` ORDER BY `+at+` ASC LIMIT ?)`, n-max)
+		SELECT `+key+` FROM `+table+` ORDER BY `+at+` ASC LIMIT ?)`, n-max+max/20)
 	return err
 }
 

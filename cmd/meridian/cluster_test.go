@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -117,7 +119,10 @@ func TestTwoHostsShareOneStore(t *testing.T) {
 	})
 	a, b := newHost(t, up), newHost(t, up)
 	a.startOn("127.0.0.2", dsn, "--max-live", "0")
-	b.startOn("127.0.0.3", dsn)
+	// b names a password in its flag (the server trusts loopback and
+	// ignores it): it is warned about and shown nowhere.
+	const secret = "hunter2-secret"
+	b.startOn("127.0.0.3", strings.Replace(dsn, "meridian@", "meridian:"+secret+"@", 1))
 	ctx := context.Background()
 
 	var healthA, healthB struct {
@@ -131,6 +136,22 @@ func TestTwoHostsShareOneStore(t *testing.T) {
 	b.getJSON("/health", &healthB)
 	if healthA.Host == "" || healthA.Host == healthB.Host || healthA.Store.Engine != "postgres" || healthB.Store.LiveHosts != 2 {
 		t.Fatalf("health: a %+v, b %+v", healthA, healthB)
+	}
+	u, _ := url.Parse(b.url)
+	status, err := exec.Command(b.bin, "status", "--host", u.Hostname(), "--port", u.Port(), "--api-key", "client-key").CombinedOutput()
+	if err != nil || !strings.Contains(string(status), "host       "+healthB.Host+", store postgres (2 live hosts)") {
+		t.Fatalf("meridian status: %v\n%s", err, status)
+	}
+	var inflight map[string]any
+	b.getJSON("/inflight", &inflight)
+	shown, _ := json.Marshal(inflight)
+	if !strings.Contains(b.log.String(), "--store carries a password") {
+		t.Fatalf("no warning of the password in --store:\n%s", b.log.String())
+	}
+	for what, text := range map[string]string{"the log": b.log.String(), "/inflight": string(shown), "status": string(status)} {
+		if strings.Contains(text, secret) {
+			t.Fatalf("%s shows the store's password: %s", what, text)
+		}
 	}
 
 	t.Run("a conversation moves to the other host", func(t *testing.T) {

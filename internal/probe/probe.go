@@ -46,6 +46,12 @@ type Health struct {
 		Waiting int `json:"waiting"`
 		Max     int `json:"max"`
 	} `json:"processes"`
+	// Host is the instance's host id; Store where its shared state lives.
+	Host  string `json:"host,omitempty"`
+	Store *struct {
+		Engine    string `json:"engine"`
+		LiveHosts int    `json:"live_hosts"`
+	} `json:"store,omitempty"`
 }
 
 // CLIHealth is what /health says of the CLI.
@@ -192,6 +198,9 @@ func (r Report) Text() string {
 			fmt.Fprintf(&b, "  %-10s %s\n", name, cli.Version)
 		}
 		fmt.Fprintf(&b, "  slots      %d running, %d waiting, of %d\n", h.Processes.Running, h.Processes.Waiting, h.Processes.Max)
+		if h.Host != "" && h.Store != nil {
+			fmt.Fprintf(&b, "  host       %s, store %s (%d live hosts)\n", h.Host, h.Store.Engine, h.Store.LiveHosts)
+		}
 	}
 	if t := r.Today; t != nil {
 		fmt.Fprintf(&b, "  processes  %d live (%d idle, %d spare)\n", t.Live, t.Idle, t.Spares)

@@ -171,7 +171,14 @@ func testEvents(t *testing.T, e Engine) {
 	s, c := open(t, e), ctx(t)
 	_, err := s.Events.Read(c, "r1", -1, 100)
 	wantErr(t, err, store.ErrNotFound)
+	// Begun with no frames, a log is there to follow, empty and open;
+	// beginning it again changes nothing.
+	must(t, s.Events.Append(c, "r1", 0, nil, 1<<20))
+	if log, err := s.Events.Read(c, "r1", -1, 100); err != nil || len(log.Frames) != 0 || log.Ended {
+		t.Fatalf("a begun log: %+v %v", log, err)
+	}
 	must(t, s.Events.Append(c, "r1", 0, frames(0, 3, 20), 1<<20))
+	must(t, s.Events.Append(c, "r1", 0, nil, 1<<20))
 	must(t, s.Events.Append(c, "r1", 3, frames(3, 2, 20), 1<<20))
 	log, err := s.Events.Read(c, "r1", -1, 100)
 	must(t, err)

@@ -39,6 +39,36 @@ func TestPagesEscapeWhatClientsSent(t *testing.T) {
 	}
 }
 
+// With several hosts sharing the store, the overview groups requests by
+// host and each request names its host; on one host neither shows.
+func TestDashboardNamesHostsWhenSeveral(t *testing.T) {
+	p, err := Parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	a := telemetry.Record{Time: now.Add(-time.Minute), API: telemetry.APIMessages, Host: "host-a", Status: 200}
+	b := a
+	b.Host = "host-b"
+	render := func(tab string, recs ...telemetry.Record) string {
+		var out bytes.Buffer
+		s := telemetry.Summarize(recs, now.Add(-time.Hour), now, 12, time.UTC)
+		if err := p.RenderDashboard(&out, "test", Dashboard{Tab: tab, S: s, Rows: recs}); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	if got := render("overview", a, b); !strings.Contains(got, `id="hosts"`) || !strings.Contains(got, "host-b") {
+		t.Fatal("the overview of two hosts does not group by host")
+	}
+	if got := render("requests", a, b); !strings.Contains(got, "<th>host</th>") || !strings.Contains(got, "<code>host-a</code>") {
+		t.Fatal("the requests of two hosts do not name their host")
+	}
+	if got := render("overview", a) + render("requests", a); strings.Contains(got, `id="hosts"`) || strings.Contains(got, "<th>host</th>") {
+		t.Fatal("one host's dashboard shows hosts")
+	}
+}
+
 func TestNiceMax(t *testing.T) {
 	for in, want := range map[float64]float64{0: 1, 0.3: 0.5, 3: 5, 7: 10, 12: 20, 1500: 2000} {
 		if got := niceMax(in); got != want {

@@ -3,7 +3,10 @@ package main
 import (
 	"database/sql"
 	"errors"
+	"net"
 	"net/http"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -142,5 +145,28 @@ func TestStoreOutage(t *testing.T) {
 	if sresp.StatusCode != http.StatusNotFound {
 		g.getJSON("/v1/sessions/running", &info)
 		t.Fatalf("the conversation whose turn could not be saved: %d %v", sresp.StatusCode, info)
+	}
+}
+
+// A store that cannot be reached at start stops meridian with an error
+// naming where it was looked for, never its password: it does not go on
+// with the data dir's SQLite instead.
+func TestUnreachableStoreStopsServe(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	dataDir := t.TempDir()
+	cmd := exec.Command(buildBinary(t), "serve", "--port", "0", "--data-dir", dataDir,
+		"--claude-path", testkit.ClaudePath(t), "--store", "postgres://meridian:hunter2-secret@"+addr+"/meridian")
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || !strings.Contains(string(out), "PostgreSQL at "+addr+"/meridian cannot be reached") ||
+		strings.Contains(string(out), "hunter2-secret") {
+		t.Fatalf("serve on an unreachable store: %v\n%s", err, out)
 	}
 }

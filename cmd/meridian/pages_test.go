@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -133,6 +134,11 @@ func (b *browser) forget() {
 	b.problems = nil
 }
 
+func isLoopbackIP(host string) bool {
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 // clean fails the test for any console error, exception or request that
 // left loopback.
 func (b *browser) clean(t *testing.T) {
@@ -143,7 +149,7 @@ func (b *browser) clean(t *testing.T) {
 		t.Errorf("the page reported: %s", p)
 	}
 	for _, u := range b.urls {
-		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "data" && pu.Hostname() != "127.0.0.1") {
+		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "data" && !isLoopbackIP(pu.Hostname())) {
 			t.Errorf("a page requested %s, which is not this meridian", u)
 		}
 	}

@@ -96,6 +96,11 @@ type Registry struct {
 	stop    chan struct{}
 	once    sync.Once
 	wg      sync.WaitGroup
+
+	mu    sync.Mutex
+	addr  string
+	state string
+	load  func() (live, running int)
 }
 
 // New returns a registry for this process. Start it before anything
@@ -110,7 +115,36 @@ func New(cfg Config) *Registry {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Registry{cfg: cfg, self: store.Owner{Host: cfg.Host, Incarnation: proc.Owner()}, started: cfg.Now(), stop: make(chan struct{})}
+	return &Registry{cfg: cfg, self: store.Owner{Host: cfg.Host, Incarnation: proc.Owner()}, started: cfg.Now(), stop: make(chan struct{}),
+		addr: cfg.Addr, state: store.HostServing}
+}
+
+// Advertise sets the address the other hosts reach this one at (known
+// once it listens) and beats with it.
+func (r *Registry) Advertise(ctx context.Context, addr string) error {
+	r.mu.Lock()
+	r.addr = addr
+	r.mu.Unlock()
+	return r.beat(ctx)
+}
+
+// Report makes each beat carry this host's load: its live CLI processes
+// and running turns.
+func (r *Registry) Report(load func() (live, running int)) {
+	r.mu.Lock()
+	r.load = load
+	r.mu.Unlock()
+}
+
+// Drain says, at once and in every beat after, that this host takes no
+// new work: it finishes what it runs.
+func (r *Registry) Drain(ctx context.Context) {
+	r.mu.Lock()
+	r.state = store.HostDraining
+	r.mu.Unlock()
+	if err := r.beat(ctx); err != nil {
+		r.cfg.Logger.Warn("store: could not say this host drains; its next beat says it", "err", err)
+	}
 }
 
 // Self names this process as an owner.
@@ -130,8 +164,15 @@ func (r *Registry) Start(ctx context.Context) error {
 }
 
 func (r *Registry) beat(ctx context.Context) error {
-	return r.cfg.Hosts.Beat(ctx, store.Host{Owner: r.self, Addr: r.cfg.Addr, Version: r.cfg.Version, Started: r.started,
-		Expires: r.cfg.Now().Add(r.cfg.Expiry)})
+	r.mu.Lock()
+	h := store.Host{Owner: r.self, Addr: r.addr, Version: r.cfg.Version, Started: r.started, State: r.state}
+	load := r.load
+	r.mu.Unlock()
+	if load != nil {
+		h.Live, h.Running = load()
+	}
+	h.Expires = r.cfg.Now().Add(r.cfg.Expiry)
+	return r.cfg.Hosts.Beat(ctx, h)
 }
 
 func (r *Registry) run() {
@@ -180,6 +221,34 @@ func (r *Registry) Alive(ctx context.Context, owner store.Owner) (bool, error) {
 		return false, err
 	}
 	return ok && h.Expires.After(r.cfg.Now()), nil
+}
+
+// Member is a host as the cluster sees it: serving, draining, or gone
+// (its heartbeat expired within the last hour).
+type Member struct {
+	store.Host
+	Self bool
+}
+
+// Gone is the state of a host whose heartbeat expired.
+const Gone = "gone"
+
+// Members lists every host that beat within the last hour, the gone ones
+// with state Gone.
+func (r *Registry) Members(ctx context.Context) ([]Member, error) {
+	now := r.cfg.Now()
+	all, err := r.cfg.Hosts.List(ctx, now.Add(-time.Hour))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Member, 0, len(all))
+	for _, h := range all {
+		if !h.Expires.After(now) {
+			h.State = Gone
+		}
+		out = append(out, Member{Host: h, Self: h.Owner == r.self})
+	}
+	return out, nil
 }
 
 // Hosts lists the meridians sharing the store with a heartbeat that has

@@ -114,3 +114,48 @@ func TestBeatsUntilClose(t *testing.T) {
 		t.Fatal("the heartbeat outlived Close")
 	}
 }
+
+// The members of a cluster: each beat carries the host's address once it
+// listens, its load and whether it drains; a host whose heartbeat expired
+// is listed gone for an hour, then forgotten.
+func TestMembers(t *testing.T) {
+	st := openStore(t)
+	ctx := context.Background()
+	now := time.Now()
+	clock := func() time.Time { return now }
+	a := New(Config{Hosts: st.Hosts, Host: "a", Expiry: time.Minute, Now: clock})
+	if err := a.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	a.Report(func() (int, int) { return 3, 1 })
+	if err := a.Advertise(ctx, "http://127.0.0.2:3456"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Hosts.Beat(ctx, store.Host{Owner: store.Owner{Host: "b", Incarnation: "1"}, Addr: "http://127.0.0.3:3456",
+		Started: now.Add(-time.Hour), Expires: now.Add(-time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	members, err := a.Members(ctx)
+	if err != nil || len(members) != 2 {
+		t.Fatalf("members %+v %v", members, err)
+	}
+	self, gone := members[0], members[1]
+	if !self.Self || self.Addr != "http://127.0.0.2:3456" || self.State != store.HostServing || self.Live != 3 || self.Running != 1 {
+		t.Fatalf("this host: %+v", self)
+	}
+	if gone.Self || gone.State != Gone {
+		t.Fatalf("the host whose heartbeat expired: %+v", gone)
+	}
+	a.Drain(ctx)
+	if members, _ = a.Members(ctx); members[0].State != store.HostDraining {
+		t.Fatalf("after Drain: %+v", members[0])
+	}
+	now = now.Add(2 * time.Hour)
+	if err := a.beat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if members, _ = a.Members(ctx); len(members) != 1 || !members[0].Self {
+		t.Fatalf("an hour after its expiry a gone host is forgotten: %+v", members)
+	}
+}

@@ -73,6 +73,13 @@ func (g *gate) close() <-chan struct{} {
 	return g.idle
 }
 
+// isClosed reports whether the drain has begun.
+func (g *gate) isClosed() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.closed
+}
+
 // stillRunning names the requests that have not returned, a few at most.
 func (g *gate) stillRunning() (n int, some []string) {
 	g.mu.Lock()
@@ -89,6 +96,11 @@ func (g *gate) stillRunning() (n int, some []string) {
 // is answered 503 with a wait, and never starts work.
 func (s *Server) track(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/ready" {
+			// Readiness says the drain itself; it starts no work.
+			next.ServeHTTP(w, r)
+			return
+		}
 		if !s.gate.enter(r) {
 			w.Header().Set("Connection", "close")
 			e := gateway.Unavailable("meridian is shutting down: it finishes the requests it has and takes no new ones; retry shortly")
@@ -131,6 +143,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	idle := s.gate.close()
 	s.log.Info("shutting down: finishing running requests, refusing new ones", "timeout", s.cfg.DrainTimeout)
+	if s.cfg.Cluster != nil {
+		told, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		s.cfg.Cluster.Drain(told)
+		cancel()
+	}
 	timer := time.NewTimer(s.cfg.DrainTimeout)
 	defer timer.Stop()
 	select {

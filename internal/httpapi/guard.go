@@ -87,7 +87,7 @@ func needsKey(r *http.Request) bool {
 	switch p := r.URL.Path; {
 	case p == "/":
 		return wantsHTML(r)
-	case p == "/health", strings.HasPrefix(p, "/static/"):
+	case p == "/health", p == "/ready", strings.HasPrefix(p, "/static/"):
 		return false
 	}
 	return true

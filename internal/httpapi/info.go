@@ -13,6 +13,7 @@ import (
 
 	"github.com/meridian-gw/meridian/internal/anthropic"
 	"github.com/meridian-gw/meridian/internal/backend"
+	"github.com/meridian-gw/meridian/internal/cluster"
 	"github.com/meridian-gw/meridian/internal/gateway"
 )
 
@@ -39,7 +40,7 @@ func apiEndpoints() []string {
 		"GET /v1/responses/{id}/input_items", "POST /v1/responses/{id}/cancel",
 		"GET /v1/models", "GET /v1/models/{id}", "GET /v1/usage/quota",
 		"GET /v1/sessions", "GET /v1/sessions/{key}", "POST /v1/sessions/{key}/cancel",
-		"GET /inflight", "GET /health", "GET /metrics",
+		"GET /inflight", "GET /health", "GET /ready", "GET /cluster", "GET /metrics",
 	}
 }
 
@@ -256,19 +257,23 @@ func (s *Server) storeHealth(ctx context.Context, detailed bool) *storeHealth {
 	if detailed && s.cfg.StoreEngine != "sqlite" {
 		out.At = s.cfg.StoreAt // a data dir's path is for no answer
 	}
-	if s.cfg.Hosts == nil {
+	if s.cfg.Cluster == nil {
 		return out
 	}
-	hosts, err := s.cfg.Hosts.Hosts(ctx)
+	members, err := s.cfg.Cluster.Members(ctx)
 	if err != nil {
 		s.log.Warn("store: could not list the hosts sharing it", "err", err)
 		out.Error = "the store could not be read"
 		return out
 	}
-	out.LiveHosts = len(hosts)
-	if detailed {
-		for _, h := range hosts {
-			out.Hosts = append(out.Hosts, hostHealth{Host: h.Host, Addr: h.Addr, Version: h.Version, Started: h.Started, Expires: h.Expires})
+	out.LiveHosts = 0
+	for _, m := range members {
+		if m.State == cluster.Gone {
+			continue
+		}
+		out.LiveHosts++
+		if detailed {
+			out.Hosts = append(out.Hosts, hostHealth{Host: m.Host.Host, Addr: m.Addr, Version: m.Version, Started: m.Started, Expires: m.Expires})
 		}
 	}
 	return out

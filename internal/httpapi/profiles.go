@@ -72,6 +72,9 @@ func (s *Server) mounted() []*gateway.Gateway {
 
 // load sums the CLI processes of every profile and mounted backend, their
 // memory measured now.
+// Load is what every backend runs now, summed.
+func (s *Server) Load() gateway.BackendLoad { return s.load() }
+
 func (s *Server) load() gateway.BackendLoad {
 	return gateway.SumLoad(append(s.gateways(), s.mounted()...))
 }

@@ -5,7 +5,6 @@
 package httpapi
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -66,10 +65,10 @@ type Config struct {
 	Bench store.Bench
 
 	// Host is this meridian's host id, shown by /health, /inflight and the
-	// pages; Hosts lists the meridians sharing the store (nil: this one).
-	// StoreEngine and StoreAt name the store for /health.
+	// pages; Cluster knows the meridians sharing the store (nil: this one
+	// alone). StoreEngine and StoreAt name the store for /health.
 	Host                 string
-	Hosts                Hosts
+	Cluster              Cluster
 	StoreEngine, StoreAt string
 
 	// History keeps a record of each model request, Metrics counts them
@@ -99,11 +98,6 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Hosts lists the meridians sharing the store whose heartbeat has not
-// expired (package cluster).
-type Hosts interface {
-	Hosts(ctx context.Context) ([]store.Host, error)
-}
 
 // Mount is another server's handler under Prefix ("/antigravity"): a
 // request for Prefix+"/v1/messages" reaches it as "/v1/messages". Gateway,
@@ -234,6 +228,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /inflight", s.inflight)
 	mux.HandleFunc("GET /v1/usage/quota", s.quota)
 	mux.HandleFunc("GET /health", s.health)
+	mux.HandleFunc("GET /ready", s.ready)
+	mux.HandleFunc("GET /cluster", s.cluster)
 	mux.HandleFunc("GET /metrics", s.metrics)
 	mux.HandleFunc("GET /telemetry/summary", s.telemetrySummary)
 	mux.HandleFunc("GET /telemetry/requests", s.telemetryRequests)
@@ -263,7 +259,7 @@ func (s *Server) routes() http.Handler {
 func knownPath(p string) bool {
 	switch p {
 	case "/v1/messages", "/messages", "/v1/messages/count_tokens", "/messages/count_tokens",
-		"/v1/chat/completions", "/chat/completions", "/v1/responses", "/responses", "/v1/models", "/v1/sessions", "/health", "/inflight", "/":
+		"/v1/chat/completions", "/chat/completions", "/v1/responses", "/responses", "/v1/models", "/v1/sessions", "/health", "/ready", "/cluster", "/inflight", "/":
 		return true
 	}
 	return false
@@ -320,7 +316,7 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(sw, r)
 		level := slog.LevelInfo
-		if r.URL.Path == "/health" || r.Method == http.MethodHead {
+		if r.URL.Path == "/health" || r.URL.Path == "/ready" || r.Method == http.MethodHead {
 			level = slog.LevelDebug
 		}
 		s.log.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path,

@@ -90,8 +90,10 @@ type Config struct {
 	StorePool          int
 	StoreTimeout       time.Duration
 	// HostExpiry is how long another host counts as alive after its last
-	// heartbeat.
+	// heartbeat. Advertise is the URL the other hosts reach this one at
+	// ("": where it listens).
 	HostExpiry time.Duration
+	Advertise  string
 }
 
 // settleConcurrency makes the two process bounds agree: every running turn
@@ -151,6 +153,9 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	workspace := filepath.Join(cfg.DataDir, "workspace")
 
 	if err := httpapi.CheckExposure(addr, cfg.APIKey); err != nil {
+		return err
+	}
+	if err := checkAdvertise(cfg.Advertise, cfg.Host, cfg.Store); err != nil {
 		return err
 	}
 	host, err := cluster.HostID(cfg.DataDir)
@@ -261,7 +266,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		agySrv, err := httpapi.New(httpapi.Config{
 			History: tel.history, Metrics: tel.metrics, Prices: tel.prices, Logs: logs,
 			Answers: answers.New(db.Answers, lim, nil), AnswerBytes: lim.EntryBytes, Journal: journal.New(db.Journal, hosts, 0, 0, nil), Bench: db.Bench,
-			Host: host, Hosts: hosts, StoreEngine: db.Engine, StoreAt: db.Where,
+			Host: host, Cluster: hosts, StoreEngine: db.Engine, StoreAt: db.Where,
 			Responses: stored, Jobs: jobs, Sealer: sealer,
 			Addr: addr, APIKey: cfg.APIKey, MaxBodyBytes: cfg.MaxBodyBytes, BodyTimeout: cfg.BodyTimeout, DrainTimeout: cfg.DrainTimeout, Hurry: cfg.Hurry,
 			Version: cfg.Version, Gateway: agyGW, Profiles: []httpapi.Profile{{Name: BackendAntigravity, Gateway: agyGW}},
@@ -286,7 +291,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		Journal:      journal.New(db.Journal, hosts, 0, 0, nil),
 		Bench:        db.Bench,
 		Host:         host,
-		Hosts:        hosts,
+		Cluster:      hosts,
 		StoreEngine:  db.Engine,
 		StoreAt:      db.Where,
 		Responses:    stored,
@@ -321,6 +326,11 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	}
 	if agyTools != nil {
 		agyTools.SetBase(selfURL(ln.Addr()) + agyToolsPrefix)
+	}
+	// The other hosts learn where this one listens, and its load.
+	hosts.Report(func() (int, int) { l := srv.Load(); return l.Live, l.Running })
+	if err := hosts.Advertise(ctx, advertised(cfg.Advertise, ln.Addr())); err != nil {
+		log.Warn("store: could not advertise this host's address; its next beat does", "err", err)
 	}
 	chosen.announce(environ, prof)
 	log.Info("meridian listening", "addr", ln.Addr().String(), "version", cfg.Version, "data_dir", cfg.DataDir, "store", db.Engine, "store_at", db.Where,

@@ -374,12 +374,23 @@ type Bench interface {
 // Host is one meridian process's heartbeat.
 type Host struct {
 	Owner
+	// Addr is where the other hosts reach it (its advertised URL).
 	Addr    string
 	Version string
 	Started time.Time
 	// Expires is when the host counts as gone without another beat.
 	Expires time.Time
+	// State is HostServing or HostDraining; Live and Running are its live
+	// CLI processes and running turns at its last beat.
+	State         string
+	Live, Running int
 }
+
+// Host states.
+const (
+	HostServing  = "serving"
+	HostDraining = "draining"
+)
 
 // Hosts keeps the heartbeats of the meridians sharing the store.
 type Hosts interface {

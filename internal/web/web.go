@@ -99,7 +99,7 @@ func USD(f float64) string {
 // Parse reads the embedded templates.
 func Parse() (*Pages, error) {
 	p := &Pages{sets: map[string]*template.Template{}}
-	for _, name := range []string{"landing", "telemetry", "providers", "signin"} {
+	for _, name := range []string{"landing", "telemetry", "providers", "cluster", "signin"} {
 		t, err := template.New(name).Funcs(funcMap()).ParseFS(files, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("web: %s: %w", name, err)
@@ -164,6 +164,25 @@ func (p *Pages) RenderLanding(w io.Writer, version string, l Landing) error {
 // RenderProviders writes the providers page.
 func (p *Pages) RenderProviders(w io.Writer, version string, list []gateway.Provider) error {
 	return p.render(w, "providers", "Providers", version, "providers", list)
+}
+
+// ClusterPage is the cluster page: the hosts sharing the store.
+type ClusterPage struct {
+	Host, Store, Error string
+	Hosts              []ClusterHost
+}
+
+// ClusterHost is one host of the cluster page.
+type ClusterHost struct {
+	Host, Addr, Version, State string
+	Live, Running              int
+	Started, Heartbeat         time.Time
+	Self                       bool
+}
+
+// RenderCluster writes the cluster page.
+func (p *Pages) RenderCluster(w io.Writer, version string, c ClusterPage) error {
+	return p.render(w, "cluster", "Cluster", version, "cluster", c)
 }
 
 // RenderSignIn writes the page that explains the browser sign-in.

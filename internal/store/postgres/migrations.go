@@ -153,6 +153,10 @@ func migrations() []string {
 		expires_at  BIGINT NOT NULL,
 		PRIMARY KEY (host, incarnation)
 	);`,
+		// 2: what a host's heartbeat says of it.
+		`ALTER TABLE hosts ADD COLUMN state TEXT NOT NULL DEFAULT 'serving',
+		ADD COLUMN live INTEGER NOT NULL DEFAULT 0,
+		ADD COLUMN running INTEGER NOT NULL DEFAULT 0;`,
 	}
 }
 

@@ -341,6 +341,10 @@ func migrations() []string {
 		PRIMARY KEY (host, incarnation)
 	);
 	ALTER TABLE requests ADD COLUMN host TEXT NOT NULL DEFAULT '';`,
+		// 11: what a host's heartbeat says of it.
+		`ALTER TABLE hosts ADD COLUMN state TEXT NOT NULL DEFAULT 'serving';
+	ALTER TABLE hosts ADD COLUMN live INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE hosts ADD COLUMN running INTEGER NOT NULL DEFAULT 0;`,
 	}
 }
 

@@ -14,9 +14,13 @@ type hosts struct{ s *DB }
 func (h hosts) Beat(ctx context.Context, b store.Host) error {
 	ctx, cancel := h.s.call(ctx)
 	defer cancel()
-	_, err := h.s.exec(ctx, `INSERT INTO hosts (host, incarnation, addr, version, started_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)
-		ON CONFLICT (host, incarnation) DO UPDATE SET addr = excluded.addr, version = excluded.version, expires_at = excluded.expires_at`,
-		b.Host, b.Incarnation, b.Addr, b.Version, ms(b.Started), ms(b.Expires))
+	if b.State == "" {
+		b.State = store.HostServing
+	}
+	_, err := h.s.exec(ctx, `INSERT INTO hosts (`+hostColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (host, incarnation) DO UPDATE SET addr = excluded.addr, version = excluded.version, expires_at = excluded.expires_at,
+		state = excluded.state, live = excluded.live, running = excluded.running`,
+		b.Host, b.Incarnation, b.Addr, b.Version, ms(b.Started), ms(b.Expires), b.State, b.Live, b.Running)
 	return wrap("beat", err)
 }
 
@@ -27,12 +31,12 @@ func (h hosts) Leave(ctx context.Context, o store.Owner) error {
 	return wrap("leave", err)
 }
 
-const hostColumns = `host, incarnation, addr, version, started_at, expires_at`
+const hostColumns = `host, incarnation, addr, version, started_at, expires_at, state, live, running`
 
 func scanHost(row scanner) (store.Host, error) {
 	var b store.Host
 	var started, expires int64
-	err := row.Scan(&b.Host, &b.Incarnation, &b.Addr, &b.Version, &started, &expires)
+	err := row.Scan(&b.Host, &b.Incarnation, &b.Addr, &b.Version, &started, &expires, &b.State, &b.Live, &b.Running)
 	b.Started, b.Expires = fromMS(started), fromMS(expires)
 	return b, err
 }

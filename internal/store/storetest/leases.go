@@ -182,9 +182,11 @@ func testBench(t *testing.T, e Engine) {
 
 func testHosts(t *testing.T, e Engine) {
 	s, c := open(t, e), ctx(t)
-	h := store.Host{Owner: owner("a"), Addr: "127.0.0.2:3456", Version: "v1", Started: at(0), Expires: at(15 * time.Second)}
+	h := store.Host{Owner: owner("a"), Addr: "http://127.0.0.2:3456", Version: "v1", Started: at(0), Expires: at(15 * time.Second),
+		State: store.HostServing, Live: 3, Running: 1}
 	must(t, s.Hosts.Beat(c, h))
-	h.Expires = at(30 * time.Second)
+	// A later beat says what changed: its expiry, its state, its load.
+	h.Expires, h.State, h.Live, h.Running = at(30*time.Second), store.HostDraining, 2, 0
 	must(t, s.Hosts.Beat(c, h))
 	got, ok, err := s.Hosts.Get(c, owner("a"))
 	must(t, err)

@@ -1,0 +1,105 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/meridian-gw/meridian/internal/cluster"
+	"github.com/meridian-gw/meridian/internal/web"
+)
+
+// Cluster knows the meridians sharing the store (package cluster).
+type Cluster interface {
+	Members(ctx context.Context) ([]cluster.Member, error)
+	// Drain tells the others this host takes no new work.
+	Drain(ctx context.Context)
+}
+
+// ready answers a load balancer's readiness check: 200 while this host
+// takes requests, 503 with a wait from the moment it drains. It needs no
+// key and is never refused by the drain itself.
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	if s.gate.isClosed() {
+		w.Header().Set("Retry-After", "5")
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining", "host": s.cfg.Host})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "host": s.cfg.Host})
+}
+
+// clusterHost is one host of GET /cluster.
+type clusterHost struct {
+	Host        string    `json:"host"`
+	Addr        string    `json:"addr,omitempty"`
+	Version     string    `json:"version,omitempty"`
+	State       string    `json:"state"`
+	Live        int       `json:"live_processes"`
+	Running     int       `json:"running_turns"`
+	Started     time.Time `json:"started"`
+	Heartbeat   time.Time `json:"heartbeat_expires"`
+	Self        bool      `json:"self,omitempty"`
+	Incarnation string    `json:"incarnation"`
+}
+
+// clusterView is GET /cluster: the hosts sharing the store, this one
+// first.
+type clusterView struct {
+	Host  string        `json:"host"`
+	Store string        `json:"store,omitempty"`
+	Hosts []clusterHost `json:"hosts"`
+	Error string        `json:"error,omitempty"`
+}
+
+func (s *Server) clusterView(ctx context.Context) clusterView {
+	v := clusterView{Host: s.cfg.Host, Store: s.cfg.StoreEngine, Hosts: []clusterHost{}}
+	if s.cfg.Cluster == nil {
+		l := s.load()
+		v.Hosts = append(v.Hosts, clusterHost{Host: s.cfg.Host, State: "serving", Live: l.Live, Running: l.Running, Self: true})
+		return v
+	}
+	members, err := s.cfg.Cluster.Members(ctx)
+	if err != nil {
+		s.log.Warn("store: could not list the hosts sharing it", "err", err)
+		v.Error = "the store could not be read"
+		return v
+	}
+	for _, m := range members {
+		h := clusterHost{Host: m.Host.Host, Incarnation: m.Incarnation, Addr: m.Addr, Version: m.Version, State: m.State,
+			Live: m.Live, Running: m.Running, Started: m.Started, Heartbeat: m.Expires, Self: m.Self}
+		if m.Self {
+			// This host's own figures are known now, not at its last beat.
+			l := s.load()
+			h.Live, h.Running = l.Live, l.Running
+			if s.gate.isClosed() {
+				h.State = "draining"
+			}
+			v.Hosts = append([]clusterHost{h}, v.Hosts...)
+			continue
+		}
+		v.Hosts = append(v.Hosts, h)
+	}
+	return v
+}
+
+// cluster serves GET /cluster: JSON, or the page to a browser.
+func (s *Server) cluster(w http.ResponseWriter, r *http.Request) {
+	v := s.clusterView(r.Context())
+	if !wantsHTML(r) {
+		status := http.StatusOK
+		if v.Error != "" {
+			status = http.StatusServiceUnavailable
+			w.Header().Set("Retry-After", "5")
+		}
+		writeJSON(w, status, v)
+		return
+	}
+	page := web.ClusterPage{Host: v.Host, Store: v.Store, Error: v.Error}
+	for _, h := range v.Hosts {
+		page.Hosts = append(page.Hosts, web.ClusterHost{Host: h.Host, Addr: h.Addr, Version: h.Version, State: h.State,
+			Live: h.Live, Running: h.Running, Started: h.Started, Heartbeat: h.Heartbeat, Self: h.Self})
+	}
+	s.page(w, r, http.StatusOK, func(b *bytes.Buffer) error { return s.pages.RenderCluster(b, s.cfg.Version, page) })
+}

@@ -98,7 +98,6 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-
 // Mount is another server's handler under Prefix ("/antigravity"): a
 // request for Prefix+"/v1/messages" reaches it as "/v1/messages". Gateway,
 // when set, is the backend it serves, shown on this server's pages beside

@@ -111,8 +111,14 @@ func TestClusterShowsEveryHostsState(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if a.getJSON("/cluster", &view); view.state(ids[2]) != "draining" {
-		t.Fatalf("the draining host, seen from a: %+v", view)
+	// It told the store as it began to drain.
+	if err := testkit.WaitFor(2*time.Second, func() error {
+		if a.getJSON("/cluster", &view); view.state(ids[2]) != "draining" {
+			return fmt.Errorf("the draining host, seen from a: %+v", view)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 
 	// b is killed outright: gone once its heartbeat expires (3 s here).

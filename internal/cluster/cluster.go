@@ -223,6 +223,16 @@ func (r *Registry) Alive(ctx context.Context, owner store.Owner) (bool, error) {
 	return ok && h.Expires.After(r.cfg.Now()), nil
 }
 
+// Host is the heartbeat of o's host; ok is false once it has expired or
+// was never there.
+func (r *Registry) Host(ctx context.Context, o store.Owner) (store.Host, bool, error) {
+	h, ok, err := r.cfg.Hosts.Get(ctx, o)
+	if err != nil || !ok || !h.Expires.After(r.cfg.Now()) {
+		return store.Host{}, false, err
+	}
+	return h, true, nil
+}
+
 // Member is a host as the cluster sees it: serving, draining, or gone
 // (its heartbeat expired within the last hour).
 type Member struct {

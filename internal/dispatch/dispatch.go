@@ -52,7 +52,10 @@ type Config struct {
 	Journal *journal.Journal
 	// Bench shares the profiles' benches with every host; nil keeps them
 	// here alone.
-	Bench  store.Bench
+	Bench store.Bench
+	// Hosts, when set, lets Route send a conversation's turns to the host
+	// that holds it.
+	Hosts  Hosts
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -161,19 +164,7 @@ type Call struct {
 // benched the refusal is a 429 with the earliest reopening as its wait.
 func (d *Dispatcher) Answer(ctx context.Context, c Call, out gateway.Output) error {
 	set := d.set.Load()
-	chosen := c.Named
-	if chosen == nil {
-		chosen = set.def
-		if len(set.list) > 1 {
-			// A conversation stays with the profile that served it last
-			// (after a failover, the one it moved to), whatever the default.
-			if last, err := chosen.ServedBy(ctx, c.Request); err != nil {
-				d.log.Warn("could not look up the conversation's profile; the default serves it", "err", err)
-			} else if gw, ok := set.byName[last]; ok {
-				chosen = gw
-			}
-		}
-	}
+	chosen := d.chooseIn(ctx, set, c)
 	answering := func(name string) {
 		if c.Answering != nil {
 			c.Answering(name)
@@ -211,6 +202,29 @@ func (d *Dispatcher) Answer(ctx context.Context, c Call, out gateway.Output) err
 	wait := reopen.Sub(d.cfg.Now())
 	return &gateway.Error{Status: http.StatusTooManyRequests, Type: anthropic.ErrRateLimit, RetryAfter: wait,
 		Message: fmt.Sprintf("every profile is rate-limited; the first reopens in %s", wait.Round(time.Second))}
+}
+
+// choose is the profile c runs on first: the one it names, else the one
+// that last served its conversation, else the default.
+func (d *Dispatcher) choose(ctx context.Context, c Call) *gateway.Gateway {
+	return d.chooseIn(ctx, d.set.Load(), c)
+}
+
+func (d *Dispatcher) chooseIn(ctx context.Context, set *profileSet, c Call) *gateway.Gateway {
+	if c.Named != nil {
+		return c.Named
+	}
+	chosen := set.def
+	if len(set.list) > 1 {
+		// A conversation stays with the profile that served it last
+		// (after a failover, the one it moved to), whatever the default.
+		if last, err := chosen.ServedBy(ctx, c.Request); err != nil {
+			d.log.Warn("could not look up the conversation's profile; the default serves it", "err", err)
+		} else if gw, ok := set.byName[last]; ok {
+			chosen = gw
+		}
+	}
+	return chosen
 }
 
 // shared takes in the benches other hosts recorded.

@@ -292,6 +292,21 @@ func (g *Gateway) ServedBy(ctx context.Context, req Request) (string, error) {
 	return g.cfg.Sessions.ServedBy(ctx, ident.Key)
 }
 
+// HeldBy names the process that published the last turn of the
+// conversation req belongs to: the zero Owner for a new conversation, a
+// one-off, or when conversations are not kept.
+func (g *Gateway) HeldBy(ctx context.Context, req Request) (session.Owner, error) {
+	ident := g.identify(req)
+	if ident.Key == "" {
+		return session.Owner{}, nil
+	}
+	m, err := g.cfg.Sessions.Load(ctx, g.cfg.Profile, ident.Key)
+	if err != nil {
+		return session.Owner{}, err
+	}
+	return m.Holder, nil
+}
+
 // messages runs a request of the conversation ident names, or a one-off
 // when it names none.
 func (g *Gateway) messages(ctx context.Context, req Request, ident adapter.Identity, opts backend.StartOptions, tools *clientTools, id string, out Output) error {

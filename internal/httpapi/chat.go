@@ -24,6 +24,9 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	areq := creq.Anthropic()
+	if s.routed(w, r, raw, gateway.Request{Body: areq, Header: r.Header, Hints: bodyHints(creq.Identity)}) {
+		return
+	}
 	s.once(w, r, raw, areq, func(w http.ResponseWriter) {
 		setIgnored(w.Header(), s.withOutputLimit(r, creq.Ignored, creq.MaxTokensField))
 		id := "chatcmpl-" + rand.Text()

@@ -23,6 +23,15 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		if !s.allowedSource(w, r, loopback) {
 			return
 		}
+		if isPeerRequest(r) {
+			// Another host forwarded it: the cluster key stands in for the
+			// client's, which that host checked.
+			var ok bool
+			if r, ok = s.admitPeer(w, r); ok {
+				next.ServeHTTP(w, r)
+			}
+			return
+		}
 		if s.hasKey && s.signIn(w, r) {
 			return
 		}

@@ -45,7 +45,7 @@ func (s *Server) decodeMessages(w http.ResponseWriter, r *http.Request) (*anthro
 // messages serves POST /v1/messages.
 func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	req, raw, ok := s.decodeMessages(w, r)
-	if !ok {
+	if !ok || s.routed(w, r, raw, gateway.Request{Body: req, Header: r.Header}) {
 		return
 	}
 	s.once(w, r, raw, req, func(w http.ResponseWriter) {

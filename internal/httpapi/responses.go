@@ -66,6 +66,9 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
 		s.respond(w, r, c, areq)
 		return
 	}
+	if s.routed(w, r, raw, gateway.Request{Body: areq, Header: r.Header, Hints: bodyHints(rreq.Identity)}) {
+		return
+	}
 	s.once(w, r, raw, areq, func(w http.ResponseWriter) { s.respond(w, r, c, areq) })
 }
 
@@ -203,4 +206,9 @@ func overloaded(msg string) *gateway.Error {
 
 // credentialScope names who may see a stored response: the presenter of
 // the request's API key.
-func credentialScope(r *http.Request) string { return responses.Scope(presentedKey(r)) }
+func credentialScope(r *http.Request) string {
+	if scope, ok := forwarded(r.Context()); ok {
+		return scope
+	}
+	return responses.Scope(presentedKey(r))
+}

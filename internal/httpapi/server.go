@@ -70,6 +70,11 @@ type Config struct {
 	Host                 string
 	Cluster              Cluster
 	StoreEngine, StoreAt string
+	// ClusterKey, when set, sends each conversation's turns to the host
+	// that holds it (Peers tells which hosts are alive) and admits the
+	// requests other hosts forward with it.
+	ClusterKey string
+	Peers      dispatch.Hosts
 
 	// History keeps a record of each model request, Metrics counts them
 	// for /metrics, Prices estimates their cost and Logs holds the recent
@@ -131,6 +136,8 @@ type Server struct {
 	// them.
 	gate     gate
 	lastWait time.Duration
+	// peers reaches the other hosts of the cluster.
+	peers *http.Client
 }
 
 // New returns a Server. It refuses to expose a non-loopback address
@@ -164,9 +171,9 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, pages: pages, gate: newGate(), lastWait: DefaultLastWait,
+	s := &Server{cfg: cfg, log: cfg.Logger, pages: pages, gate: newGate(), lastWait: DefaultLastWait, peers: newPeerClient(),
 		dispatch: dispatch.New(dispatch.Config{Default: cfg.Gateway, Profiles: cfg.Profiles, Failover: cfg.Failover,
-			Answers: cfg.Answers, Journal: cfg.Journal, Bench: cfg.Bench, Logger: cfg.Logger})}
+			Answers: cfg.Answers, Journal: cfg.Journal, Bench: cfg.Bench, Hosts: cfg.Peers, Logger: cfg.Logger})}
 	if cfg.APIKey != "" {
 		s.apiKey, s.hasKey = digest(cfg.APIKey), true
 	}
@@ -303,6 +310,11 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func (s *Server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		if s.cfg.Host != "" {
+			// Which host answered; a forwarded answer names the one it
+			// was forwarded to.
+			w.Header().Set(headerServedByHost, s.cfg.Host)
+		}
 		sw := &statusWriter{ResponseWriter: w}
 		if api := modelAPI(r); api != "" {
 			tr := telemetry.NewTrace(api, start)

@@ -94,6 +94,10 @@ type Config struct {
 	// ("": where it listens).
 	HostExpiry time.Duration
 	Advertise  string
+	// ClusterKey is the secret the hosts sharing a store forward each
+	// other's requests with: set, a conversation's turns go to the host
+	// that holds it.
+	ClusterKey string
 }
 
 // settleConcurrency makes the two process bounds agree: every running turn
@@ -198,7 +202,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 			Workspace:     workspace,
 			MaxConcurrent: cfg.MaxConcurrent,
 			QueueTimeout:  cfg.QueueTimeout,
-			Sessions:      session.NewStore(db.Conversations, nil),
+			Sessions:      session.NewStore(db.Conversations, nil).HeldBy(hosts.Self()),
 			Leases:        session.NewLeases(db.Leases, hosts, 0, log.With("component", "session")),
 			TurnWait:      cfg.TurnWait,
 			MaxLive:       cfg.MaxLive,
@@ -292,6 +296,8 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		Bench:        db.Bench,
 		Host:         host,
 		Cluster:      hosts,
+		ClusterKey:   cfg.ClusterKey,
+		Peers:        hosts,
 		StoreEngine:  db.Engine,
 		StoreAt:      db.Where,
 		Responses:    stored,
@@ -333,6 +339,9 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		log.Warn("store: could not advertise this host's address; its next beat does", "err", err)
 	}
 	chosen.announce(environ, prof)
+	if cfg.ClusterKey == "" && db.Engine != "sqlite" {
+		log.Info("no --cluster-key: this host answers every turn it receives itself, so a conversation whose turns reach several hosts resumes or replays on each")
+	}
 	log.Info("meridian listening", "addr", ln.Addr().String(), "version", cfg.Version, "data_dir", cfg.DataDir, "store", db.Engine, "store_at", db.Where,
 		"max_concurrent", cfg.MaxConcurrent, "max_live", cfg.MaxLive, "idle_ttl", cfg.IdleTTL, "api_key", cfg.APIKey != "")
 	// Transcripts of forked-away sessions are deleted in the background,

@@ -37,8 +37,10 @@ type Mapping struct {
 	Counts  Counts
 	// LastInputBytes is what the last turn wrote to the CLI.
 	LastInputBytes int
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	// Holder is the process that published the last turn.
+	Holder    store.Owner
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Counts tallies the lineage verdicts of a conversation's published turns.
@@ -49,10 +51,22 @@ type Counts struct {
 	Divergences   int `json:"diverged"`
 }
 
+// Owner names a meridian process (host id and incarnation): the holder of
+// a conversation.
+type Owner = store.Owner
+
 // Store is the durable side of sessions, over the store's conversations.
 type Store struct {
-	c   store.Conversations
-	now func() time.Time
+	c    store.Conversations
+	now  func() time.Time
+	self store.Owner
+}
+
+// HeldBy makes every publish name owner as the conversation's holder:
+// the process whose CLI holds it now.
+func (s *Store) HeldBy(owner store.Owner) *Store {
+	s.self = owner
+	return s
 }
 
 // NewStore uses the store's conversations. now is the clock; nil means
@@ -138,6 +152,7 @@ func (s *Store) Publish(ctx context.Context, m Mapping, prev int64, verdict line
 	default:
 		c.Divergences++
 	}
+	c.Holder = s.self
 	p := store.Publish{Prev: prev, Consumed: turn.Delivered, Now: s.now()}
 	if turn.Lease != nil {
 		p.Fence = turn.Lease.token
@@ -166,7 +181,7 @@ func toRecord(m Mapping) (store.Conversation, error) {
 		Digests: digests, Pins: pins, Tail: tail, Slot: m.State.Slot, Messages: len(m.State.Messages),
 		Cwd: m.Cwd, ClientCwd: m.ClientCwd, Model: m.Model, Version: m.Version,
 		Continuations: m.Counts.Continuations, Compactions: m.Counts.Compactions, Undos: m.Counts.Undos, Divergences: m.Counts.Divergences,
-		LastInputBytes: m.LastInputBytes, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}, nil
+		LastInputBytes: m.LastInputBytes, Holder: m.Holder, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}, nil
 }
 
 func fromRecord(c store.Conversation) (Mapping, error) {
@@ -175,7 +190,7 @@ func fromRecord(c store.Conversation) (Mapping, error) {
 	return Mapping{Profile: c.Profile, Key: c.Key, Client: c.Client, SessionID: c.SessionID, State: st,
 		Cwd: c.Cwd, ClientCwd: c.ClientCwd, Model: c.Model, Version: c.Version,
 		Counts:         Counts{Continuations: c.Continuations, Compactions: c.Compactions, Undos: c.Undos, Divergences: c.Divergences},
-		LastInputBytes: c.LastInputBytes, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}, err
+		LastInputBytes: c.LastInputBytes, Holder: c.Holder, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}, err
 }
 
 // A state is stored as packed digests and a JSON list of pins.

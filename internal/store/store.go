@@ -85,8 +85,12 @@ type Conversation struct {
 	Undos          int
 	Divergences    int
 	LastInputBytes int
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	// Holder is the process that published it last: the one whose CLI
+	// wrote its transcript, and most likely holds it live. Its turns are
+	// best answered there.
+	Holder    Owner
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Publish is how a conversation's new mapping is written.

@@ -153,10 +153,13 @@ func migrations() []string {
 		expires_at  BIGINT NOT NULL,
 		PRIMARY KEY (host, incarnation)
 	);`,
-		// 2: what a host's heartbeat says of it.
+		// 2: what a host's heartbeat says of it, and which process holds a
+		// conversation.
 		`ALTER TABLE hosts ADD COLUMN state TEXT NOT NULL DEFAULT 'serving',
 		ADD COLUMN live INTEGER NOT NULL DEFAULT 0,
-		ADD COLUMN running INTEGER NOT NULL DEFAULT 0;`,
+		ADD COLUMN running INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE conversations ADD COLUMN holder_host TEXT NOT NULL DEFAULT '',
+		ADD COLUMN holder_incarnation TEXT NOT NULL DEFAULT '';`,
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 type conversations struct{ s *DB }
 
 const conversationColumns = `profile, key, client, cli_session_id, digests, pins, tail, tail_slot, message_count, cwd, client_cwd, model,
-	version, continuations, compactions, undos, divergences, last_input_bytes, created_at, updated_at`
+	version, continuations, compactions, undos, divergences, last_input_bytes, created_at, updated_at, holder_host, holder_incarnation`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -20,7 +20,7 @@ func scanConversation(row scanner) (store.Conversation, error) {
 	var created, updated int64
 	err := row.Scan(&c.Profile, &c.Key, &c.Client, &c.SessionID, &c.Digests, &c.Pins, &c.Tail, &c.Slot, &c.Messages,
 		&c.Cwd, &c.ClientCwd, &c.Model, &c.Version, &c.Continuations, &c.Compactions, &c.Undos, &c.Divergences,
-		&c.LastInputBytes, &created, &updated)
+		&c.LastInputBytes, &created, &updated, &c.Holder.Host, &c.Holder.Incarnation)
 	c.CreatedAt, c.UpdatedAt = fromMS(created), fromMS(updated)
 	return c, err
 }
@@ -108,19 +108,19 @@ func (c conversations) Publish(ctx context.Context, conv store.Conversation, p s
 		var err error
 		if p.Prev == 0 {
 			n, err = affected(tx.exec(`INSERT INTO conversations (`+conversationColumns+`)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 				ON CONFLICT (profile, key) DO NOTHING`,
 				conv.Profile, conv.Key, conv.Client, conv.SessionID, conv.Digests, conv.Pins, conv.Tail, conv.Slot, conv.Messages,
 				conv.Cwd, conv.ClientCwd, conv.Model, conv.Continuations, conv.Compactions, conv.Undos, conv.Divergences,
-				conv.LastInputBytes, now, now))
+				conv.LastInputBytes, now, now, conv.Holder.Host, conv.Holder.Incarnation))
 		} else {
 			n, err = affected(tx.exec(`UPDATE conversations SET client = ?, cli_session_id = ?, digests = ?, pins = ?, tail = ?,
 				tail_slot = ?, message_count = ?, cwd = ?, client_cwd = ?, model = ?, version = version + 1, continuations = ?,
-				compactions = ?, undos = ?, divergences = ?, last_input_bytes = ?, updated_at = ?
+				compactions = ?, undos = ?, divergences = ?, last_input_bytes = ?, updated_at = ?, holder_host = ?, holder_incarnation = ?
 				WHERE profile = ? AND key = ? AND version = ?`,
 				conv.Client, conv.SessionID, conv.Digests, conv.Pins, conv.Tail, conv.Slot, conv.Messages, conv.Cwd, conv.ClientCwd,
 				conv.Model, conv.Continuations, conv.Compactions, conv.Undos, conv.Divergences, conv.LastInputBytes, now,
-				conv.Profile, conv.Key, p.Prev))
+				conv.Holder.Host, conv.Holder.Incarnation, conv.Profile, conv.Key, p.Prev))
 		}
 		switch {
 		case err != nil:

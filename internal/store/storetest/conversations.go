@@ -13,7 +13,7 @@ import (
 func conversation(profile, key string) store.Conversation {
 	return store.Conversation{Profile: profile, Key: key, Client: "opencode", SessionID: "sess-" + key,
 		Digests: []byte{1, 2, 3, 4}, Pins: `["a"]`, Tail: []byte{9}, Slot: true, Messages: 1,
-		Cwd: "/w", ClientCwd: "/c", Model: "m", Continuations: 2, Compactions: 1, Undos: 3, Divergences: 4, LastInputBytes: 77}
+		Cwd: "/w", ClientCwd: "/c", Model: "m", Continuations: 2, Compactions: 1, Undos: 3, Divergences: 4, LastInputBytes: 77, Holder: owner("a")}
 }
 
 func testConversations(t *testing.T, e Engine) {
@@ -38,6 +38,8 @@ func testConversations(t *testing.T, e Engine) {
 	}
 	next := got
 	next.SessionID, next.Digests, next.Slot, next.Messages = "sess-2", []byte{5, 6}, false, 2
+	// Another process published this turn: it holds the conversation now.
+	next.Holder = owner("b")
 	v, err = s.Conversations.Publish(c, next, store.Publish{Prev: 1, Now: at(2 * time.Second)})
 	must(t, err)
 	if v != 2 {
@@ -45,7 +47,8 @@ func testConversations(t *testing.T, e Engine) {
 	}
 	got, _, err = s.Conversations.Load(c, "p", "k")
 	must(t, err)
-	if got.Version != 2 || got.SessionID != "sess-2" || got.Slot || !got.CreatedAt.Equal(at(time.Second)) || !got.UpdatedAt.Equal(at(2*time.Second)) {
+	if got.Version != 2 || got.SessionID != "sess-2" || got.Slot || got.Holder != owner("b") ||
+		!got.CreatedAt.Equal(at(time.Second)) || !got.UpdatedAt.Equal(at(2*time.Second)) {
 		t.Fatalf("after the second publish: %+v", got)
 	}
 	// The same key under another profile is another conversation.

@@ -1,0 +1,191 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/meridian-gw/meridian/internal/anthropic"
+	"github.com/meridian-gw/meridian/internal/dispatch"
+	"github.com/meridian-gw/meridian/internal/gateway"
+	"github.com/meridian-gw/meridian/internal/telemetry"
+)
+
+// Headers between the hosts of a cluster. A forwarded request carries the
+// cluster key (never the client's key), the host it came through and the
+// client's credential scope, so the host that answers it treats it as the
+// client's own.
+const (
+	headerClusterKey   = "X-Meridian-Cluster-Key"
+	headerForwardedBy  = "X-Meridian-Forwarded-By"
+	headerClientScope  = "X-Meridian-Client-Scope"
+	headerServedByHost = "X-Meridian-Host"
+)
+
+// peerDialTimeout bounds reaching another host: a host that does not
+// answer at once is taken for gone, and this one answers instead.
+const peerDialTimeout = 2 * time.Second
+
+// newPeerClient returns the client hosts reach each other with: no
+// overall timeout (an answer streams for as long as the model talks), a
+// short dial.
+func newPeerClient() *http.Client {
+	return &http.Client{
+		Transport: &http.Transport{
+			DialContext:         (&net.Dialer{Timeout: peerDialTimeout, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConnsPerHost: 32,
+			IdleConnTimeout:     90 * time.Second,
+		},
+		// A host answers; it never redirects.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// forwardedKey marks a request another host forwarded: its client's scope.
+type forwardedKey struct{}
+
+// forwarded returns the client scope of a request another host forwarded.
+func forwarded(ctx context.Context) (scope string, ok bool) {
+	scope, ok = ctx.Value(forwardedKey{}).(string)
+	return scope, ok
+}
+
+// admitPeer checks a request that says it comes from another host: it
+// must carry this cluster's key. It reports whether the request goes on,
+// with its context marked; a refused one is answered.
+func (s *Server) admitPeer(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
+	key := r.Header.Get(headerClusterKey)
+	switch {
+	case key == "" || s.cfg.ClusterKey == "":
+		writeError(w, r, &gateway.Error{Status: http.StatusUnauthorized, Type: anthropic.ErrAuthentication,
+			Message: "a request forwarded by another host needs this cluster's key"})
+		return r, false
+	case !sameSecret(key, s.cfg.ClusterKey):
+		writeError(w, r, &gateway.Error{Status: http.StatusForbidden, Type: anthropic.ErrPermission,
+			Message: "the cluster key of the forwarded request is not this cluster's"})
+		return r, false
+	}
+	scope := r.Header.Get(headerClientScope)
+	if scope == "" {
+		scope = "local"
+	}
+	return r.WithContext(context.WithValue(r.Context(), forwardedKey{}, scope)), true
+}
+
+// sameSecret compares two secrets by their digests, in constant time.
+func sameSecret(a, b string) bool {
+	da, db := digest(a), digest(b)
+	return subtle.ConstantTimeCompare(da[:], db[:]) == 1
+}
+
+// isPeerRequest reports whether r says another host sent it.
+func isPeerRequest(r *http.Request) bool {
+	return r.Header.Get(headerClusterKey) != "" || r.Header.Get(headerForwardedBy) != ""
+}
+
+// routed sends a model request to the host that holds its conversation,
+// when that is another one, and answers the client with what that host
+// answers. It reports false when this host is to answer: no cluster key,
+// a request already forwarded once (never a second hop), a conversation
+// held here or by nobody alive, or a holder that cannot be reached.
+func (s *Server) routed(w http.ResponseWriter, r *http.Request, raw []byte, req gateway.Request) bool {
+	if s.cfg.ClusterKey == "" {
+		return false
+	}
+	if _, ok := forwarded(r.Context()); ok {
+		return false
+	}
+	t, ok := s.dispatch.Route(r.Context(), dispatch.Call{Request: req, Named: named(r.Context())})
+	if !ok {
+		return false
+	}
+	return s.forward(w, r, raw, t)
+}
+
+// forward relays r (its body already read, raw) to t and its answer back,
+// streamed as it comes. The client's going away cancels the forwarded
+// request, so the host answering stops its turn. False: t could not be
+// reached and nothing was written.
+func (s *Server) forward(w http.ResponseWriter, r *http.Request, raw []byte, t dispatch.Target) bool {
+	out, err := http.NewRequestWithContext(r.Context(), r.Method, t.Addr+r.URL.RequestURI(), bytes.NewReader(raw))
+	if err != nil {
+		s.log.Warn("cluster: the holder's address makes no request; answering here", "holder", t.Host, "err", err)
+		return false
+	}
+	for k, vs := range r.Header {
+		if hopHeader(k) || credentialHeader(k) {
+			continue
+		}
+		out.Header[k] = vs
+	}
+	out.Header.Set(headerClusterKey, s.cfg.ClusterKey)
+	out.Header.Set(headerForwardedBy, s.cfg.Host)
+	out.Header.Set(headerClientScope, credentialScope(r))
+	resp, err := s.peers.Do(out)
+	if err != nil {
+		if r.Context().Err() != nil {
+			return true // the client left; nothing to answer
+		}
+		s.log.Warn("cluster: could not reach the host that holds the conversation; answering here", "holder", t.Host, "err", err)
+		return false
+	}
+	defer resp.Body.Close()
+	// The host that answers records the request.
+	telemetry.From(r.Context()).HandOff()
+	for k, vs := range resp.Header {
+		if !hopHeader(k) {
+			w.Header()[k] = vs
+		}
+	}
+	for k := range resp.Trailer {
+		w.Header().Add("Trailer", k)
+	}
+	w.WriteHeader(resp.StatusCode)
+	rc := http.NewResponseController(w)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return true // the client left: its context ends the forward
+			}
+			_ = rc.Flush()
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			s.log.Warn("cluster: the forwarded answer was cut", "holder", t.Host, "err", err)
+			return true
+		}
+	}
+	for k, vs := range resp.Trailer {
+		w.Header()[k] = vs
+	}
+	return true
+}
+
+// hopHeader names headers of one connection, never relayed.
+func hopHeader(k string) bool {
+	switch http.CanonicalHeaderKey(k) {
+	case "Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization",
+		"Te", "Trailer", "Transfer-Encoding", "Upgrade":
+		return true
+	}
+	return false
+}
+
+// credentialHeader names what carries a client's secret: it stays on the
+// host the client reached. The cluster's own headers are set anew.
+func credentialHeader(k string) bool {
+	switch http.CanonicalHeaderKey(k) {
+	case "X-Api-Key", "Authorization", "Cookie", headerClusterKey, headerForwardedBy, headerClientScope:
+		return true
+	}
+	return false
+}

@@ -330,9 +330,12 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		if r.URL.Path == "/health" || r.URL.Path == "/ready" || r.Method == http.MethodHead {
 			level = slog.LevelDebug
 		}
-		s.log.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path,
-			"status", sw.status, "bytes", sw.bytes, "took", time.Since(start).Round(time.Microsecond),
-			"agent", r.UserAgent())
+		attrs := []any{"method", r.Method, "path", r.URL.Path,
+			"status", sw.status, "bytes", sw.bytes, "took", time.Since(start).Round(time.Microsecond), "agent", r.UserAgent()}
+		if via := r.Header.Get(headerForwardedBy); via != "" {
+			attrs = append(attrs, "via", via) // relayed by another host
+		}
+		s.log.Log(r.Context(), level, "request", attrs...)
 	})
 }
 

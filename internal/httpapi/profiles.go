@@ -70,11 +70,11 @@ func (s *Server) mounted() []*gateway.Gateway {
 	return out
 }
 
-// load sums the CLI processes of every profile and mounted backend, their
-// memory measured now.
 // Load is what every backend runs now, summed.
 func (s *Server) Load() gateway.BackendLoad { return s.load() }
 
+// load sums the CLI processes of every profile and mounted backend, their
+// memory measured now.
 func (s *Server) load() gateway.BackendLoad {
 	return gateway.SumLoad(append(s.gateways(), s.mounted()...))
 }

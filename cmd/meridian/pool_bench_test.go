@@ -95,7 +95,7 @@ func stop(g *gatewayProc) {
 // waitSpare waits, on a gateway that keeps spares, until one waits and
 // has had the time to boot (a claude takes about a second); the other side
 // waits as long.
-func waitSpare(g *gatewayProc, spares bool) {
+func waitSpare(g *gatewayProc, spares bool, settle time.Duration) {
 	if spares {
 		_ = testkit.WaitFor(10*time.Second, func() error {
 			if g.spares() == 0 {
@@ -104,10 +104,18 @@ func waitSpare(g *gatewayProc, spares bool) {
 			return nil
 		})
 	}
-	time.Sleep(2 * time.Second)
+	time.Sleep(settle / 5)
+}
+
+// settleTime is how long the pool benchmark lets things settle between
+// phases (10 s; MERIDIAN_BENCH_SETTLE seconds): the figures need it, a
+// pass that only checks the benchmark still runs does not.
+func settleTime() time.Duration {
+	return time.Duration(benchEnv("MERIDIAN_BENCH_SETTLE", 10)) * time.Second
 }
 
 func measurePool(b *testing.B, args []string, runs, oneOffs, idle int, spares bool) poolFigures {
+	settle := settleTime()
 	var f poolFigures
 
 	// First turns of new conversations at low load. The first
@@ -116,30 +124,30 @@ func measurePool(b *testing.B, args []string, runs, oneOffs, idle int, spares bo
 	g.timed(b, prompt("warm-up"), "X-Claude-Code-Session-Id", "warm-up")
 	var firsts []time.Duration
 	for i := range runs {
-		waitSpare(g, spares)
+		waitSpare(g, spares, settle)
 		firsts = append(firsts, g.timed(b, prompt(fmt.Sprintf("first turn %d", i)), "X-Claude-Code-Session-Id", fmt.Sprintf("first-%d", i)))
 	}
 	f.firstTurn = median(firsts)
 	stop(g)
 
 	// One-off prompts (no session id, each its own first message), then
-	// the tree's memory after 10 s; then real two-turn conversations whose
+	// the tree's memory after the settle time; then real two-turn conversations whose
 	// second turn comes after a pause, and the CPU of everything left idle.
 	g = fresh(b, args)
 	for i := range oneOffs {
 		g.timed(b, prompt(fmt.Sprintf("one-off %d", i)))
 	}
-	time.Sleep(10 * time.Second)
+	time.Sleep(settle)
 	f.pss, f.alive = g.treePSS(), len(g.claudes())
 	var seconds []time.Duration
 	for i := range runs {
 		key := fmt.Sprintf("two-turn-%d", i)
 		g.timed(b, prompt(key+", turn 1"), "X-Claude-Code-Session-Id", key)
-		time.Sleep(6 * time.Second) // the user reads; an idle process is frozen by now
+		time.Sleep(settle * 6 / 10) // the user reads; an idle process is frozen by now
 		seconds = append(seconds, g.timed(b, secondTurn(key+", turn 1"), "X-Claude-Code-Session-Id", key))
 	}
 	f.turn2 = median(seconds)
-	time.Sleep(10 * time.Second)
+	time.Sleep(settle)
 	before := g.treeTicks()
 	time.Sleep(time.Duration(idle) * time.Second)
 	after := g.treeTicks()
@@ -155,7 +163,7 @@ func measurePool(b *testing.B, args []string, runs, oneOffs, idle int, spares bo
 	g.timed(b, prompt("warm-up"), "X-Claude-Code-Session-Id", "warm-up")
 	var walls, established []time.Duration
 	for i := range runs {
-		waitSpare(g, spares)
+		waitSpare(g, spares, settle)
 		var wg sync.WaitGroup
 		t0 := time.Now()
 		for j := range 10 {
@@ -168,7 +176,7 @@ func measurePool(b *testing.B, args []string, runs, oneOffs, idle int, spares bo
 
 		// The same ten, established now, each send a second turn at once
 		// after a pause.
-		time.Sleep(6 * time.Second)
+		time.Sleep(settle * 6 / 10)
 		t0 = time.Now()
 		for j := range 10 {
 			wg.Go(func() {
@@ -192,7 +200,8 @@ func measurePool(b *testing.B, args []string, runs, oneOffs, idle int, spares bo
 // a burst of one-off prompts, and ten new conversations at once.
 // MERIDIAN_BENCH_RUNS (default 1), MERIDIAN_BENCH_ONE_OFFS (default 8) and
 // MERIDIAN_BENCH_IDLE seconds (default 3) size it; ./scripts/bench runs 10,
-// 40 and 60.
+// 40 and 60. MERIDIAN_BENCH_SETTLE seconds (default 10) are its pauses
+// between phases.
 // MERIDIAN_BENCH_NOW_ARGS adds flags to the "now" side, to try settings.
 func BenchmarkPool(b *testing.B) {
 	runs, idle := benchEnv("MERIDIAN_BENCH_RUNS", 1), benchEnv("MERIDIAN_BENCH_IDLE", 3)

@@ -169,8 +169,9 @@ func TestTwoHostsShareOneStore(t *testing.T) {
 		if err != nil || messageText(m2) != "answer to which word was it?" {
 			t.Fatalf("turn 2 on b: %v %v", err, m2)
 		}
-		// B's CLI had no transcript of a's session: it got the whole
-		// history, a's question and answer included.
+		// B's CLI got the whole history, a's question and answer
+		// included: from a's transcript, shared through the store, or
+		// replayed if it was not there yet.
 		reqs := up.Requests()
 		all := reqs[len(reqs)-1].AllText()
 		for _, want := range []string{"remember the word", "noted: ZEBRA", "which word was it?"} {

@@ -50,6 +50,10 @@ type turn struct {
 	// transient recognises the client's per-turn blocks, which lineage
 	// does not count (nil: the client has none).
 	transient adapter.Transient
+	// replayed: the session that holds the conversation could not be
+	// resumed here (made on another host, its transcript not shared), so
+	// its whole history was replayed.
+	replayed bool
 }
 
 // converse serves a request that belongs to a conversation: it takes the
@@ -130,7 +134,7 @@ func (g *Gateway) converse(ctx context.Context, greq Request, ident adapter.Iden
 		// The stored session is gone from the CLI's disk: start over with
 		// the whole conversation.
 		g.log.Warn("stored "+g.cfg.CLI.Name+" session could not be resumed; replaying the conversation", "conversation", ident.Key, "session", t.mapping.SessionID)
-		t.verdict, t.pending = lineage.Verdict{Kind: lineage.Diverged}, nil
+		t.verdict, t.pending, t.replayed = lineage.Verdict{Kind: lineage.Diverged}, nil, true
 		err = g.runTurn(ctx, t, id, out)
 	case errors.Is(err, errLiveDied):
 		// The live process died before it answered: resume the stored
@@ -204,8 +208,12 @@ func (g *Gateway) runTurn(ctx context.Context, t *turn, id string, out Output) e
 	if len(in.Results) > 0 {
 		r.reported = usageOf(t.live.Reported) // the paused turn's earlier responses
 	}
+	verdict := t.verdict.Kind.String()
+	if t.replayed {
+		verdict = "replayed"
+	}
 	tr := telemetry.From(ctx)
-	tr.Verdict(t.verdict.Kind.String(), t.reused)
+	tr.Verdict(verdict, t.reused)
 	res, err := g.turn(ctx, sess, in, g.emitter(tr, r))
 	logAttrs := []any{"conversation", t.ident.Key, "client", t.ident.Client, "verdict", t.verdict.Kind.String(),
 		"live", t.reused, "session", sess.ID(), "model", r.start.Model, "took", g.cfg.Now().Sub(began)}
@@ -303,18 +311,41 @@ func (g *Gateway) obtain(ctx context.Context, t *turn) (backend.Session, error) 
 		return nil, err
 	}
 	opts := t.opts
-	if v.Kind != lineage.Diverged && m.Cwd != "" && !dirExists(m.Cwd) {
+	// The CLI finds its transcripts by working directory.
+	dir := m.Cwd
+	absent := dir != "" && !dirExists(dir)
+	if v.Kind != lineage.Diverged && g.cfg.Transcripts != nil {
+		// Made on another host, the session continues here from the
+		// transcript its CLI wrote there, shared through the store.
+		here := dir
+		if here == "" || absent || m.Holder.Host != g.cfg.Sessions.Self().Host {
+			here = opts.Dir // another host's folder is not this host's to run in
+		}
+		restored, err := g.cfg.Transcripts.Restore(ctx, t.ident.Key, m.SessionID, here)
+		if err != nil {
+			g.log.Warn("could not write the conversation's shared transcript here; replaying it", "conversation", t.ident.Key, "err", err)
+		}
+		switch {
+		case restored:
+			dir, absent = here, false
+		case m.Holder != g.cfg.Sessions.Self():
+			// Nothing of the session is here and the store has no copy:
+			// a resume could only fail.
+			absent = true
+		}
+	}
+	if v.Kind != lineage.Diverged && absent {
 		// Another host made the session: its working directory, and the
 		// transcript the CLI keeps under it, are not here. The
 		// conversation starts over with its whole history.
 		g.log.Info("the conversation's "+g.cfg.CLI.Name+" session was made on another host; replaying it here", "conversation", t.ident.Key)
-		t.verdict = lineage.Verdict{Kind: lineage.Diverged}
+		t.verdict, t.replayed = lineage.Verdict{Kind: lineage.Diverged}, true
 		v = t.verdict
 	}
 	if v.Kind != lineage.Diverged {
 		opts.Resume, opts.ResumeAt = m.SessionID, v.Pin
-		if m.Cwd != "" {
-			opts.Dir = m.Cwd // the CLI finds its transcripts by working directory
+		if dir != "" {
+			opts.Dir = dir
 		}
 	}
 	sess, err := g.cfg.Backend.Start(ctx, opts)
@@ -374,6 +405,10 @@ func (g *Gateway) publish(ctx context.Context, t *turn, sess backend.Session, re
 		return "the store could not save it"
 	case err != nil:
 		g.log.Warn("store: the conversation was published but the clean-up after it failed", "conversation", t.ident.Key, "err", err)
+	}
+	if g.cfg.Transcripts != nil {
+		// Another host resumes from it once this one is gone or drains.
+		g.cfg.Transcripts.Save(t.ident.Key, sess.ID(), t.opts.Dir)
 	}
 	unsaved := ""
 	if g.cfg.NoLive && !res.Paused {

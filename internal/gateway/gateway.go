@@ -35,6 +35,10 @@ type Config struct {
 	CLI CLI
 	// Workspace is the working directory backend processes run in.
 	Workspace string
+	// Transcripts shares the CLI's transcripts with the other hosts, so a
+	// conversation made elsewhere resumes here from what its CLI wrote;
+	// nil keeps them here.
+	Transcripts Transcripts
 	// MaxConcurrent bounds turns running at once.
 	MaxConcurrent int
 	// QueueTimeout bounds how long a request waits for a slot.
@@ -290,6 +294,16 @@ func (g *Gateway) ServedBy(ctx context.Context, req Request) (string, error) {
 		return "", nil
 	}
 	return g.cfg.Sessions.ServedBy(ctx, ident.Key)
+}
+
+// Transcripts copies a conversation's CLI transcript to the store after
+// each published turn (in the background) and writes it back where this
+// host's CLI reads it (package transcripts).
+type Transcripts interface {
+	Save(key, sessionID, cwd string)
+	Restore(ctx context.Context, key, sessionID, cwd string) (bool, error)
+	// Close waits for the copies under way.
+	Close()
 }
 
 // HeldBy names the process that published the last turn of the

@@ -109,6 +109,9 @@ func (g *Gateway) Close() {
 	g.spares.wg.Wait() // spares being started land in the pool, which closes them
 	g.pool.Close()
 	g.probes.Wait()
+	if g.cfg.Transcripts != nil {
+		g.cfg.Transcripts.Close()
+	}
 	if c, ok := g.cfg.Backend.(backend.Closer); ok {
 		c.Close()
 	}

@@ -194,7 +194,15 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	}
 	newGateway := func(cli *cli, name string, env []string) *gateway.Gateway {
 		driver := cli.driver(name, env)
+		var shared gateway.Transcripts
+		if db.Engine != "sqlite" && cli.names.Backend != BackendAntigravity {
+			// Other hosts resume this host's conversations from the
+			// transcripts its CLI writes (on one machine they are there).
+			shared = &transcripts.Shared{Keeper: db.Conversations, Profile: name, ConfigDir: transcripts.ConfigDir(env),
+				Log: log.With("component", "transcripts", "profile", name)}
+		}
 		return gateway.New(gateway.Config{
+			Transcripts:   shared,
 			Profile:       name,
 			Backend:       driver,
 			Inspector:     driver,

@@ -69,6 +69,9 @@ func (s *Store) HeldBy(owner store.Owner) *Store {
 	return s
 }
 
+// Self is the holder this store's publishes name.
+func (s *Store) Self() Owner { return s.self }
+
 // NewStore uses the store's conversations. now is the clock; nil means
 // time.Now.
 func NewStore(c store.Conversations, now func() time.Time) *Store {

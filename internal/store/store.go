@@ -125,6 +125,14 @@ type Conversations interface {
 	// Consumed returns which of a conversation's tool result ids were
 	// delivered already.
 	Consumed(ctx context.Context, profile, conversation string, ids []string) ([]string, error)
+	// ShareTranscript keeps data, the CLI's own transcript of session
+	// sessionID (compressed by the caller), with the conversation, while
+	// the conversation is still at that session; ok is false once it has
+	// moved on (or is gone). A later share replaces it.
+	ShareTranscript(ctx context.Context, profile, key, sessionID string, data []byte) (ok bool, err error)
+	// Transcript returns the conversation's shared transcript and the
+	// session it is of; ok is false when none is kept.
+	Transcript(ctx context.Context, profile, key string) (sessionID string, data []byte, ok bool, err error)
 }
 
 // LeaseClaim asks for a conversation's turn lease.

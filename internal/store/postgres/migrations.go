@@ -153,13 +153,15 @@ func migrations() []string {
 		expires_at  BIGINT NOT NULL,
 		PRIMARY KEY (host, incarnation)
 	);`,
-		// 2: what a host's heartbeat says of it, and which process holds a
-		// conversation.
+		// 2: what a host's heartbeat says of it, which process holds a
+		// conversation, and the transcript another host resumes it from.
 		`ALTER TABLE hosts ADD COLUMN state TEXT NOT NULL DEFAULT 'serving',
 		ADD COLUMN live INTEGER NOT NULL DEFAULT 0,
 		ADD COLUMN running INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE conversations ADD COLUMN holder_host TEXT NOT NULL DEFAULT '',
-		ADD COLUMN holder_incarnation TEXT NOT NULL DEFAULT '';`,
+		ADD COLUMN holder_incarnation TEXT NOT NULL DEFAULT '',
+		ADD COLUMN transcript_session TEXT NOT NULL DEFAULT '',
+		ADD COLUMN transcript BYTEA;`,
 	}
 }
 

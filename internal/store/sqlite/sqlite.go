@@ -341,13 +341,15 @@ func migrations() []string {
 		PRIMARY KEY (host, incarnation)
 	);
 	ALTER TABLE requests ADD COLUMN host TEXT NOT NULL DEFAULT '';`,
-		// 11: what a host's heartbeat says of it, and which process holds a
-		// conversation.
+		// 11: what a host's heartbeat says of it, which process holds a
+		// conversation, and the transcript another host resumes it from.
 		`ALTER TABLE hosts ADD COLUMN state TEXT NOT NULL DEFAULT 'serving';
 	ALTER TABLE hosts ADD COLUMN live INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE hosts ADD COLUMN running INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE conversations ADD COLUMN holder_host TEXT NOT NULL DEFAULT '';
-	ALTER TABLE conversations ADD COLUMN holder_incarnation TEXT NOT NULL DEFAULT '';`,
+	ALTER TABLE conversations ADD COLUMN holder_incarnation TEXT NOT NULL DEFAULT '';
+	ALTER TABLE conversations ADD COLUMN transcript_session TEXT NOT NULL DEFAULT '';
+	ALTER TABLE conversations ADD COLUMN transcript BLOB;`,
 	}
 }
 

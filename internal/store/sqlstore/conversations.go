@@ -172,6 +172,32 @@ func (c conversations) prune(ctx context.Context, table, at, key string, max int
 	return err
 }
 
+func (c conversations) ShareTranscript(ctx context.Context, profile, key, sessionID string, data []byte) (bool, error) {
+	ctx, cancel := c.s.call(ctx)
+	defer cancel()
+	n, err := affected(c.s.exec(ctx, `UPDATE conversations SET transcript = ?, transcript_session = ?
+		WHERE profile = ? AND key = ? AND cli_session_id = ?`, data, sessionID, profile, key, sessionID))
+	if err != nil {
+		return false, wrap("share a transcript", err)
+	}
+	return n == 1, nil
+}
+
+func (c conversations) Transcript(ctx context.Context, profile, key string) (string, []byte, bool, error) {
+	ctx, cancel := c.s.call(ctx)
+	defer cancel()
+	var session string
+	var data []byte
+	err := c.s.queryRow(ctx, `SELECT transcript_session, transcript FROM conversations WHERE profile = ? AND key = ?`, profile, key).Scan(&session, &data)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && (session == "" || len(data) == 0)) {
+		return "", nil, false, nil
+	}
+	if err != nil {
+		return "", nil, false, wrap("read a shared transcript", err)
+	}
+	return session, data, true, nil
+}
+
 func (c conversations) Consumed(ctx context.Context, profile, conversation string, ids []string) ([]string, error) {
 	if len(ids) == 0 {
 		return nil, nil

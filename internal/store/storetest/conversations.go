@@ -38,6 +38,23 @@ func testConversations(t *testing.T, e Engine) {
 	}
 	next := got
 	next.SessionID, next.Digests, next.Slot, next.Messages = "sess-2", []byte{5, 6}, false, 2
+	// The CLI's transcript is shared while the conversation is at its
+	// session, and replaced by the next share; a share of another session
+	// is refused.
+	if _, _, ok, err := s.Conversations.Transcript(c, "p", "k"); err != nil || ok {
+		t.Fatalf("a transcript never shared: %v %v", ok, err)
+	}
+	for _, data := range [][]byte{[]byte("first"), []byte("second")} {
+		if ok, err := s.Conversations.ShareTranscript(c, "p", "k", "sess-k", data); err != nil || !ok {
+			t.Fatalf("sharing the session's transcript: %v %v", ok, err)
+		}
+	}
+	if ok, err := s.Conversations.ShareTranscript(c, "p", "k", "sess-other", []byte("stale")); err != nil || ok {
+		t.Fatalf("sharing another session's transcript: %v %v", ok, err)
+	}
+	if session, data, ok, err := s.Conversations.Transcript(c, "p", "k"); err != nil || !ok || session != "sess-k" || string(data) != "second" {
+		t.Fatalf("the shared transcript: %q %q %v %v", session, data, ok, err)
+	}
 	// Another process published this turn: it holds the conversation now.
 	next.Holder = owner("b")
 	v, err = s.Conversations.Publish(c, next, store.Publish{Prev: 1, Now: at(2 * time.Second)})

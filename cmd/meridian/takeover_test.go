@@ -1,0 +1,238 @@
+package main
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/meridian-gw/meridian/internal/testkit"
+)
+
+// turnBody is the Messages body of turn n of a conversation whose
+// questions are "<prefix> n" and answers "answer to <prefix> n".
+func turnBody(prefix string, n int) string {
+	var history []map[string]string
+	for i := 1; i <= n; i++ {
+		history = append(history, map[string]string{"role": "user", "content": fmt.Sprintf("%s %d", prefix, i)})
+		if i < n {
+			history = append(history, map[string]string{"role": "assistant", "content": fmt.Sprintf("answer to %s %d", prefix, i)})
+		}
+	}
+	body, _ := json.Marshal(map[string]any{"model": "test-model", "max_tokens": 100, "messages": history})
+	return string(body)
+}
+
+// withoutCacheControl is a message without its cache breakpoints.
+func withoutCacheControl(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, e := range x {
+			if k != "cache_control" {
+				out[k] = withoutCacheControl(e)
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = withoutCacheControl(e)
+		}
+		return out
+	}
+	return v
+}
+
+// waitShared waits until the store holds conversation key's transcript.
+func waitShared(t *testing.T, db *sql.DB, key string) {
+	t.Helper()
+	if err := testkit.WaitFor(10*time.Second, func() error {
+		var n int
+		if err := db.QueryRow(`SELECT count(*) FROM conversations WHERE key = $1 AND transcript_session = cli_session_id AND transcript IS NOT NULL`, key).Scan(&n); err != nil {
+			return err
+		}
+		if n != 1 {
+			return fmt.Errorf("the transcript of %s is not shared yet", key)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// When the host that holds a conversation is killed, its next turn,
+// through another host, continues from the transcript the dead host's CLI
+// wrote: the upstream gets the same structured history the holder's CLI
+// would have sent (its prompt-cache prefix unchanged), not a replay. With
+// that transcript gone from the store the turn replays, is answered, and
+// its telemetry says it was replayed.
+func TestTakeoverFromTheSharedTranscript(t *testing.T) {
+	t.Parallel()
+	up := testkit.NewUpstream(t)
+	up.Respond(func(r testkit.Request) testkit.Reply {
+		last := r.LastUserText()
+		return testkit.Reply{Text: "answer to " + last[strings.LastIndex(last, "\n")+1:]}
+	})
+	dsn, hosts := routedHosts(t, up)
+	a, b, c := hosts[0], hosts[1], hosts[2]
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+
+	t.Run("from the transcript", func(t *testing.T) {
+		for n := 1; n <= 3; n++ {
+			if resp, body, err := a.post(turnBody("question", n), "X-Claude-Code-Session-Id", "takeover"); err != nil || resp.StatusCode != http.StatusOK {
+				t.Fatalf("turn %d on a: %v %s", n, err, body)
+			}
+		}
+		waitShared(t, db, "takeover")
+		reqs := up.Requests()
+		held := reqs[len(reqs)-1].Messages() // what a's CLI sent for turn 3
+		a.kill9()
+		killed := time.Now()
+		resp, body, err := b.post(turnBody("question", 4), "X-Claude-Code-Session-Id", "takeover")
+		if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(body, "answer to question 4") {
+			t.Fatalf("turn 4 through b after a was killed: %v %v %s", err, resp, body)
+		}
+		t.Logf("turn 4 answered by %s %v after the holder was killed", resp.Header.Get("X-Meridian-Host"), time.Since(killed).Round(time.Millisecond))
+		reqs = up.Requests()
+		next := reqs[len(reqs)-1]
+		if strings.Contains(next.AllText(), "<conversation_history>") {
+			t.Fatalf("turn 4 was replayed, not resumed: %s", next.PrettyBody())
+		}
+		got := next.Messages()
+		if len(got) < len(held)+2 {
+			t.Fatalf("turn 4 sent %d messages, turn 3 %d", len(got), len(held))
+		}
+		for i := range held {
+			// The CLI moves its cache breakpoint to the newest message:
+			// the prefix is the messages' content.
+			x, _ := json.Marshal(withoutCacheControl(held[i]))
+			y, _ := json.Marshal(withoutCacheControl(got[i]))
+			if string(x) != string(y) {
+				t.Fatalf("message %d differs from what the holder sent (the cache prefix changed):\n%s\n%s", i, x, y)
+			}
+		}
+	})
+
+	t.Run("without it", func(t *testing.T) {
+		for n := 1; n <= 2; n++ {
+			if resp, body, err := c.post(turnBody("query", n), "X-Claude-Code-Session-Id", "lost"); err != nil || resp.StatusCode != http.StatusOK {
+				t.Fatalf("turn %d on c: %v %s", n, err, body)
+			}
+		}
+		waitShared(t, db, "lost")
+		if _, err := db.Exec(`UPDATE conversations SET transcript = NULL, transcript_session = '' WHERE key = 'lost'`); err != nil {
+			t.Fatal(err)
+		}
+		c.kill9()
+		resp, body, err := b.post(turnBody("query", 3), "X-Claude-Code-Session-Id", "lost")
+		if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(body, "answer to query 3") {
+			t.Fatalf("turn 3 through b: %v %v %s", err, resp, body)
+		}
+		reqs := up.Requests()
+		if all := reqs[len(reqs)-1].AllText(); !strings.Contains(all, "<conversation_history>") || !strings.Contains(all, "answer to query 2") {
+			t.Fatalf("turn 3 was not replayed with its history: %s", all)
+		}
+		if err := testkit.WaitFor(5*time.Second, func() error {
+			var page struct {
+				Requests []struct {
+					Verdict string `json:"verdict"`
+				} `json:"requests"`
+			}
+			b.getJSON("/telemetry/requests?limit=1", &page)
+			if len(page.Requests) == 0 || page.Requests[0].Verdict != "replayed" {
+				return fmt.Errorf("b's latest record: %+v", page.Requests)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// A holder that drains (SIGTERM) finishes its running stream, turns load
+// balancers away (/ready), and hands its conversations over: the next
+// turn, through another host, continues there from the transcript,
+// without a replay.
+func TestDrainHandsConversationsOver(t *testing.T) {
+	t.Parallel()
+	up := testkit.NewUpstream(t)
+	gate := make(chan struct{})
+	up.Respond(func(r testkit.Request) testkit.Reply {
+		last := r.LastUserText()
+		q := last[strings.LastIndex(last, "\n")+1:]
+		if q == "question 3" {
+			return testkit.Reply{Chunks: []string{"answer to ", "question 3"}, Gate: gate}
+		}
+		return testkit.Reply{Text: "answer to " + q}
+	})
+	dsn := testkit.PostgresServer(t).NewDatabase(t)
+	a, b := newHost(t, up), newHost(t, up)
+	a.startOn("127.0.0.2", dsn, "--cluster-key", "test-cluster-key")
+	b.startOn("127.0.0.3", dsn, "--cluster-key", "test-cluster-key")
+	for n := 1; n <= 2; n++ {
+		if resp, body, err := a.post(turnBody("question", n), "X-Claude-Code-Session-Id", "handed"); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("turn %d on a: %v %s", n, err, body)
+		}
+	}
+	streamed := make(chan string, 1)
+	go func() {
+		body := strings.Replace(turnBody("question", 3), `"max_tokens":100`, `"max_tokens":100,"stream":true`, 1)
+		resp, answer, err := a.post(body, "X-Claude-Code-Session-Id", "handed")
+		if err != nil {
+			streamed <- err.Error()
+			return
+		}
+		streamed <- fmt.Sprint(resp.StatusCode, " ", answer)
+	}()
+	if err := testkit.WaitFor(20*time.Second, func() error {
+		if n := len(up.Requests()); n < 3 {
+			return fmt.Errorf("turn 3 has not reached the upstream")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := testkit.WaitFor(5*time.Second, func() error {
+		resp, err := http.Get(a.url + "/ready")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable {
+			return fmt.Errorf("/ready of the draining holder: %d", resp.StatusCode)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	close(gate)
+	if got := <-streamed; !strings.HasPrefix(got, "200 ") || !strings.Contains(got, "message_stop") || !strings.Contains(got, "question 3") {
+		t.Fatalf("the stream running when the holder began to drain: %s", got)
+	}
+	if err := a.cmd.Wait(); err != nil {
+		t.Fatalf("a after its drain: %v", err)
+	}
+	resp, body, err := b.post(turnBody("question", 4), "X-Claude-Code-Session-Id", "handed")
+	if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(body, "answer to question 4") {
+		t.Fatalf("turn 4 through b: %v %v %s", err, resp, body)
+	}
+	reqs := up.Requests()
+	next := reqs[len(reqs)-1]
+	if strings.Contains(next.AllText(), "<conversation_history>") || len(next.Messages()) < 7 {
+		t.Fatalf("turn 4 on b was not resumed from a's transcript: %s", next.PrettyBody())
+	}
+}

@@ -11,17 +11,26 @@ import (
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/openai/openai-go/v3"
+	oaioption "github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/meridian-gw/meridian/internal/testkit"
 )
 
 // Behind a real load balancer (deploy/haproxy.cfg, round robin over three
 // hosts), a client's conversation runs every turn on the one claude
-// process that ran its first, whichever host each request reached.
+// process that ran its first, whichever host each request reached; a
+// background response is polled, streamed and cancelled through it.
 func TestBehindALoadBalancer(t *testing.T) {
 	t.Parallel()
 	up := testkit.NewUpstream(t)
-	up.Respond(func(r testkit.Request) testkit.Reply { return testkit.Reply{Text: "answer to " + r.LastUserText()} })
+	up.Respond(func(r testkit.Request) testkit.Reply {
+		if strings.Contains(r.LastUserText(), "long story") {
+			return testkit.Reply{Chunks: []string{"once ", "upon "}, StallAfter: 4}
+		}
+		return testkit.Reply{Text: "answer to " + r.LastUserText()}
+	})
 	_, hosts := routedHosts(t, up)
 	config, err := os.ReadFile("../../deploy/haproxy.cfg")
 	if err != nil {
@@ -71,4 +80,35 @@ func TestBehindALoadBalancer(t *testing.T) {
 		t.Fatalf("the holder had %d of 6 turns relayed: the balancer did not spread them", relayed)
 	}
 	t.Logf("%d of 6 turns reached another host first and were relayed to the holder", relayed)
+
+	// A background response started through the balancer is polled,
+	// streamed and cancelled through it, whichever host each call reaches.
+	oc := openai.NewClient(oaioption.WithBaseURL(lb.URL+"/v1"), oaioption.WithAPIKey("client-key"), oaioption.WithMaxRetries(0))
+	ctx := context.Background()
+	started, err := oc.Responses.New(ctx, responses.ResponseNewParams{Model: "test-model", Background: openai.Bool(true),
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("tell a long story")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 { // one poll per host
+		got, err := oc.Responses.Get(ctx, started.ID, responses.ResponseGetParams{})
+		if err != nil || got.ID != started.ID {
+			t.Fatalf("polling through the balancer: %v %v", err, got)
+		}
+	}
+	stream := oc.Responses.GetStreaming(ctx, started.ID, responses.ResponseGetParams{})
+	for stream.Next() && stream.Current().Type != "response.output_text.delta" {
+	}
+	if stream.Err() != nil {
+		t.Fatal(stream.Err())
+	}
+	cancelled, err := oc.Responses.Cancel(ctx, started.ID)
+	if err != nil || cancelled.Status != "cancelled" {
+		t.Fatalf("cancel through the balancer: %v %v", err, cancelled)
+	}
+	for stream.Next() {
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatalf("the stream after the cancel: %v", err)
+	}
 }

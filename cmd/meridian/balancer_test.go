@@ -7,7 +7,9 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -110,5 +112,78 @@ func TestBehindALoadBalancer(t *testing.T) {
 	}
 	if err := stream.Err(); err != nil {
 		t.Fatalf("the stream after the cancel: %v", err)
+	}
+}
+
+// Behind open-source nginx (deploy/nginx.conf), which cannot check
+// /ready, a request that reaches a draining host is refused there with
+// 503 before anything runs and nginx sends it on to the next host: the
+// client never sees the drain.
+func TestBehindNginxADrainingHostIsPassedOver(t *testing.T) {
+	t.Parallel()
+	up := testkit.NewUpstream(t)
+	gate := make(chan struct{})
+	up.Respond(func(r testkit.Request) testkit.Reply {
+		if strings.Contains(r.LastUserText(), "slow") {
+			return testkit.Reply{Text: "slow answer", Gate: gate}
+		}
+		last := r.LastUserText()
+		return testkit.Reply{Text: "answer to " + last[strings.LastIndex(last, "\n")+1:]}
+	})
+	_, hosts := routedHosts(t, up)
+	config, err := os.ReadFile("../../deploy/nginx.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var backends []string
+	for _, g := range hosts {
+		u, _ := url.Parse(g.url)
+		backends = append(backends, u.Host)
+	}
+	lb := testkit.Nginx(t, string(config), backends)
+	draining := hosts[2]
+	slow := make(chan int, 1)
+	go func() {
+		resp, _, err := draining.post(prompt("slow"))
+		if err != nil {
+			slow <- 0
+			return
+		}
+		slow <- resp.StatusCode
+	}()
+	if err := testkit.WaitFor(20*time.Second, func() error {
+		if len(up.Requests()) == 0 {
+			return fmt.Errorf("the slow turn has not reached the upstream")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := draining.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := testkit.WaitFor(5*time.Second, func() error {
+		if resp, err := http.Get(draining.url + "/ready"); err != nil || resp.StatusCode != http.StatusServiceUnavailable {
+			return fmt.Errorf("the host does not drain yet: %v", err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	through := &gatewayProc{t: t, url: lb.URL}
+	for n := 1; n <= 6; n++ {
+		resp, body, err := through.post(turnBody("question", n), "X-Claude-Code-Session-Id", "passed-over")
+		if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(body, fmt.Sprintf("answer to question %d", n)) {
+			t.Fatalf("turn %d through nginx while a host drains: %v %v %s", n, err, resp, body)
+		}
+	}
+	refused := strings.Count(draining.log.String(), "refused while draining")
+	if refused == 0 {
+		t.Fatal("no request reached the draining host: nginx's retry was not exercised")
+	}
+	t.Logf("the draining host refused %d requests, each answered by the next host", refused)
+	close(gate)
+	if got := <-slow; got != http.StatusOK {
+		t.Fatalf("the draining host's running turn: %d", got)
 	}
 }

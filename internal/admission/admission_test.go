@@ -42,6 +42,7 @@ func testFIFOHandOver(t *testing.T) {
 			t.Fatalf("served %d, want %d", got, want)
 		}
 	}
+	synctest.Wait() // the last one releases after it says it was served
 	if used, waiting, _ := l.Stats(); used != 0 || waiting != 0 {
 		t.Fatalf("after all released: used %d waiting %d", used, waiting)
 	}

@@ -7,9 +7,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -151,25 +149,8 @@ func TestBehindNginxADrainingHostIsPassedOver(t *testing.T) {
 		}
 		slow <- resp.StatusCode
 	}()
-	if err := testkit.WaitFor(20*time.Second, func() error {
-		if len(up.Requests()) == 0 {
-			return fmt.Errorf("the slow turn has not reached the upstream")
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := draining.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := testkit.WaitFor(5*time.Second, func() error {
-		if resp, err := http.Get(draining.url + "/ready"); err != nil || resp.StatusCode != http.StatusServiceUnavailable {
-			return fmt.Errorf("the host does not drain yet: %v", err)
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	waitRequests(t, up, 1)
+	draining.drain(t)
 	through := &gatewayProc{t: t, url: lb.URL}
 	for n := 1; n <= 6; n++ {
 		resp, body, err := through.post(turnBody("question", n), "X-Claude-Code-Session-Id", "passed-over")

@@ -87,30 +87,8 @@ func TestClusterShowsEveryHostsState(t *testing.T) {
 		}
 		slow <- fmt.Sprint(resp.StatusCode, " ", body)
 	}()
-	if err := testkit.WaitFor(20*time.Second, func() error {
-		if len(up.Requests()) == 0 {
-			return fmt.Errorf("the slow turn has not reached the upstream")
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := testkit.WaitFor(5*time.Second, func() error {
-		resp, err := http.Get(c.url + "/ready")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
-			return fmt.Errorf("/ready of a draining host: %d", resp.StatusCode)
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	waitRequests(t, up, 1)
+	c.drain(t)
 	// It told the store as it began to drain.
 	if err := testkit.WaitFor(2*time.Second, func() error {
 		if a.getJSON("/cluster", &view); view.state(ids[2]) != "draining" {
@@ -161,5 +139,40 @@ func TestClusterShowsEveryHostsState(t *testing.T) {
 	}
 	if a.getJSON("/cluster", &view); view.state(ids[2]) != "absent" {
 		t.Fatalf("a host that stopped cleanly is still listed: %+v", view)
+	}
+}
+
+// waitRequests waits until the upstream has had n requests.
+func waitRequests(t *testing.T, up *testkit.Upstream, n int) {
+	t.Helper()
+	if err := testkit.WaitFor(20*time.Second, func() error {
+		if got := len(up.Requests()); got < n {
+			return fmt.Errorf("the upstream has had %d requests, want %d", got, n)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// drain sends the host SIGTERM and waits until its /ready says it drains:
+// 503 with a wait.
+func (g *gatewayProc) drain(t *testing.T) {
+	t.Helper()
+	if err := g.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := testkit.WaitFor(5*time.Second, func() error {
+		resp, err := http.Get(g.url + "/ready")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+			return fmt.Errorf("/ready of a draining host: %d", resp.StatusCode)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -195,30 +194,8 @@ func TestDrainHandsConversationsOver(t *testing.T) {
 		}
 		streamed <- fmt.Sprint(resp.StatusCode, " ", answer)
 	}()
-	if err := testkit.WaitFor(20*time.Second, func() error {
-		if n := len(up.Requests()); n < 3 {
-			return fmt.Errorf("turn 3 has not reached the upstream")
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := testkit.WaitFor(5*time.Second, func() error {
-		resp, err := http.Get(a.url + "/ready")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusServiceUnavailable {
-			return fmt.Errorf("/ready of the draining holder: %d", resp.StatusCode)
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	waitRequests(t, up, 3)
+	a.drain(t)
 	close(gate)
 	if got := <-streamed; !strings.HasPrefix(got, "200 ") || !strings.Contains(got, "message_stop") || !strings.Contains(got, "question 3") {
 		t.Fatalf("the stream running when the holder began to drain: %s", got)

@@ -185,3 +185,43 @@ func TestForwardedToolsStreamsAndKeys(t *testing.T) {
 		}
 	})
 }
+
+// A new conversation that reaches a host whose every process slot is
+// taken is answered by another host with a free one, rather than queued.
+func TestNewConversationsGoWhereSlotsAreFree(t *testing.T) {
+	t.Parallel()
+	up := testkit.NewUpstream(t)
+	gate := make(chan struct{})
+	up.Respond(func(r testkit.Request) testkit.Reply {
+		if strings.Contains(r.LastUserText(), "slow") {
+			return testkit.Reply{Text: "slow answer", Gate: gate}
+		}
+		return testkit.Reply{Text: "answer to " + r.LastUserText()}
+	})
+	dsn := testkit.PostgresServer(t).NewDatabase(t)
+	a, b := newHost(t, up), newHost(t, up)
+	a.startOn("127.0.0.2", dsn, "--cluster-key", "test-cluster-key", "--max-concurrent", "1")
+	b.startOn("127.0.0.3", dsn, "--cluster-key", "test-cluster-key")
+	other := hostID(t, b)
+	slow := make(chan int, 1)
+	go func() {
+		resp, _, err := a.post(prompt("slow"), "X-Claude-Code-Session-Id", "busy")
+		if err != nil {
+			slow <- 0
+			return
+		}
+		slow <- resp.StatusCode
+	}()
+	waitRequests(t, up, 1)
+	resp, body, err := a.post(prompt("hello"), "X-Claude-Code-Session-Id", "fresh")
+	if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(body, "answer to hello") {
+		t.Fatalf("a new conversation on a host with no free slot: %v %v %s", err, resp, body)
+	}
+	if got := resp.Header.Get("X-Meridian-Host"); got != other {
+		t.Fatalf("the new conversation was answered by %q, not the host with free slots %q", got, other)
+	}
+	close(gate)
+	if got := <-slow; got != http.StatusOK {
+		t.Fatalf("the turn that held the slot: %d", got)
+	}
+}

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 
+	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/store"
 )
 
@@ -12,6 +13,9 @@ type Hosts interface {
 	// Host is the heartbeat of o's host; ok is false once it has expired
 	// or was never there.
 	Host(ctx context.Context, o store.Owner) (h store.Host, ok bool, err error)
+	// Hosts lists the hosts whose heartbeat has not expired, with the
+	// load each reported at its last beat.
+	Hosts(ctx context.Context) ([]store.Host, error)
 }
 
 // Target is the host a request is best answered on: the one whose CLI
@@ -24,18 +28,25 @@ type Target struct {
 // Route names the other host that holds the conversation c belongs to —
 // its live process, or at least the transcript its CLI wrote — when that
 // host is alive, serving and reachable; ok is false when this host should
-// answer itself: a new conversation, one this process holds, one whose
-// holder is gone or draining, or when any of that cannot be known now.
+// answer itself: one this process holds, one whose holder is gone or
+// draining, or when any of that cannot be known now. A new conversation
+// is answered here unless every process slot here is taken: then on the
+// serving host that reported the fewest running turns, if that is fewer
+// than here.
 func (d *Dispatcher) Route(ctx context.Context, c Call) (Target, bool) {
 	if d.cfg.Hosts == nil {
 		return Target{}, false
 	}
-	holder, err := d.choose(ctx, c).HeldBy(ctx, c.Request)
+	gw := d.choose(ctx, c)
+	holder, err := gw.HeldBy(ctx, c.Request)
 	if err != nil {
 		d.log.Warn("store: could not look up which host holds the conversation; this one answers", "err", err)
 		return Target{}, false
 	}
-	if holder.Host == "" || holder == d.cfg.Hosts.Self() {
+	if holder.Host == "" {
+		return d.place(ctx, gw)
+	}
+	if holder == d.cfg.Hosts.Self() {
 		return Target{}, false
 	}
 	h, ok, err := d.cfg.Hosts.Host(ctx, holder)
@@ -47,4 +58,33 @@ func (d *Dispatcher) Route(ctx context.Context, c Call) (Target, bool) {
 		return Target{}, false
 	}
 	return Target{Host: h.Host, Addr: h.Addr}, true
+}
+
+// place chooses the host for a new conversation: this one while it has
+// a free process slot, else the least loaded other serving host.
+func (d *Dispatcher) place(ctx context.Context, gw *gateway.Gateway) (Target, bool) {
+	running, _, size := gw.Slots()
+	if running < size {
+		return Target{}, false
+	}
+	hosts, err := d.cfg.Hosts.Hosts(ctx)
+	if err != nil {
+		d.log.Warn("store: could not list the hosts to place a new conversation; this one answers", "err", err)
+		return Target{}, false
+	}
+	self := d.cfg.Hosts.Self()
+	var best store.Host
+	found := false
+	for _, h := range hosts {
+		if h.Owner == self || h.State != store.HostServing || h.Addr == "" || h.Running >= running {
+			continue
+		}
+		if !found || h.Running < best.Running {
+			best, found = h, true
+		}
+	}
+	if !found {
+		return Target{}, false
+	}
+	return Target{Host: best.Host, Addr: best.Addr}, true
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -75,9 +76,14 @@ func TestBehindALoadBalancer(t *testing.T) {
 	}
 	// The balancer did spread them: the holder got turns relayed by both
 	// other hosts.
-	relayed := strings.Count(ids[holder].log.String(), " via=")
-	if relayed < 3 {
-		t.Fatalf("the holder had %d of 6 turns relayed: the balancer did not spread them", relayed)
+	var relayed int
+	if err := testkit.WaitFor(5*time.Second, func() error {
+		if relayed = strings.Count(ids[holder].log.String(), " via="); relayed < 3 {
+			return fmt.Errorf("the holder had %d of 6 turns relayed: the balancer did not spread them", relayed)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 	t.Logf("%d of 6 turns reached another host first and were relayed to the holder", relayed)
 

@@ -84,9 +84,17 @@ func BenchmarkForwardedTurn(b *testing.B) {
 	// The hop itself, free of the CLI's variance: what the relaying host
 	// took for each turn beyond what the holder took for it, from their
 	// request logs.
-	relayed, held := tookOf(relay.log.String(), false), tookOf(holder.log.String(), true)
-	if len(relayed) != len(held) || len(relayed) == 0 {
-		b.Fatalf("%d relayed requests, %d arrived relayed", len(relayed), len(held))
+	var relayed, held []time.Duration
+	// A host logs a request once its answer is out: the last line may
+	// come just after the client read the answer.
+	if err := testkit.WaitFor(5*time.Second, func() error {
+		relayed, held = tookOf(relay.log.String(), false), tookOf(holder.log.String(), true)
+		if len(relayed) != len(held) || len(relayed) == 0 {
+			return fmt.Errorf("%d relayed requests logged, %d arrived relayed", len(relayed), len(held))
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
 	}
 	own := make([]time.Duration, len(relayed))
 	for i := range relayed {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -211,5 +212,52 @@ func TestDrainHandsConversationsOver(t *testing.T) {
 	next := reqs[len(reqs)-1]
 	if strings.Contains(next.AllText(), "<conversation_history>") || len(next.Messages()) < 7 {
 		t.Fatalf("turn 4 on b was not resumed from a's transcript: %s", next.PrettyBody())
+	}
+}
+
+// A holder that stops without dying (a paused VM: SIGSTOP) still accepts
+// connections and never answers; the host relaying its next turn watches
+// its heartbeat and, once it has expired, answers the turn itself from
+// the shared transcript.
+func TestStoppedHolderIsPassedOver(t *testing.T) {
+	t.Parallel()
+	up := testkit.NewUpstream(t)
+	up.Respond(func(r testkit.Request) testkit.Reply {
+		last := r.LastUserText()
+		return testkit.Reply{Text: "answer to " + last[strings.LastIndex(last, "\n")+1:]}
+	})
+	dsn := testkit.PostgresServer(t).NewDatabase(t)
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	a, b := newHost(t, up), newHost(t, up)
+	a.startOn("127.0.0.2", dsn, "--cluster-key", "test-cluster-key")
+	b.startOn("127.0.0.3", dsn, "--cluster-key", "test-cluster-key")
+	if resp, body, err := a.post(turnBody("question", 1), "X-Claude-Code-Session-Id", "paused"); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("turn 1 on a: %v %s", err, body)
+	}
+	waitShared(t, db, "paused")
+	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.cmd.Process.Signal(syscall.SIGCONT) })
+	stopped := time.Now()
+	resp, body, err := b.post(turnBody("question", 2), "X-Claude-Code-Session-Id", "paused")
+	if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(body, "answer to question 2") {
+		t.Fatalf("turn 2 through b while a is stopped: %v %v %s", err, resp, body)
+	}
+	if got, want := resp.Header.Get("X-Meridian-Host"), hostID(t, b); got != want {
+		t.Fatalf("turn 2 was answered by %q, not %q", got, want)
+	}
+	took := time.Since(stopped)
+	if took > 10*time.Second {
+		t.Fatalf("turn 2 took %v: the stopped holder held it", took)
+	}
+	t.Logf("turn 2 answered by the other host %v after the holder stopped (heartbeats expire after 3 s)", took.Round(100*time.Millisecond))
+	reqs := up.Requests()
+	if strings.Contains(reqs[len(reqs)-1].AllText(), "<conversation_history>") {
+		t.Fatal("turn 2 was replayed, not resumed from the shared transcript")
 	}
 }

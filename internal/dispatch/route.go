@@ -21,8 +21,9 @@ type Hosts interface {
 // Target is the host a request is best answered on: the one whose CLI
 // holds its conversation.
 type Target struct {
-	Host string // its host id
-	Addr string // where it is reached
+	Owner store.Owner // the process
+	Host  string      // its host id
+	Addr  string      // where it is reached
 }
 
 // Route names the other host that holds the conversation c belongs to —
@@ -57,7 +58,7 @@ func (d *Dispatcher) Route(ctx context.Context, c Call) (Target, bool) {
 	if !ok || h.State != store.HostServing || h.Addr == "" {
 		return Target{}, false
 	}
-	return Target{Host: h.Host, Addr: h.Addr}, true
+	return Target{Owner: h.Owner, Host: h.Host, Addr: h.Addr}, true
 }
 
 // place chooses the host for a new conversation: this one while it has
@@ -86,5 +87,5 @@ func (d *Dispatcher) place(ctx context.Context, gw *gateway.Gateway) (Target, bo
 	if !found {
 		return Target{}, false
 	}
-	return Target{Host: best.Host, Addr: best.Addr}, true
+	return Target{Owner: best.Owner, Host: best.Host, Addr: best.Addr}, true
 }

@@ -126,8 +126,20 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, raw []byte, t d
 	out.Header.Set(headerClusterKey, s.cfg.ClusterKey)
 	out.Header.Set(headerForwardedBy, s.cfg.Host)
 	out.Header.Set(headerClientScope, credentialScope(r))
-	resp, err := s.peers.Do(out)
+	// Until its answer begins, the holder is watched by its heartbeat: a
+	// host that stopped (a paused VM) accepts the connection and never
+	// answers, and it must not hold the request.
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	answering := make(chan struct{})
+	go s.watchHolder(ctx, cancel, answering, t)
+	resp, err := s.peers.Do(out.WithContext(ctx))
+	close(answering)
 	if err != nil {
+		if errors.Is(context.Cause(ctx), errHolderGone) {
+			s.log.Warn("cluster: the host that holds the conversation stopped beating before it answered; answering here", "holder", t.Host)
+			return false
+		}
 		if r.Context().Err() != nil {
 			return true // the client left; nothing to answer
 		}
@@ -168,6 +180,34 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, raw []byte, t d
 		w.Header()[k] = vs
 	}
 	return true
+}
+
+// errHolderGone ends a forward whose holder's heartbeat expired before
+// it answered.
+var errHolderGone = errors.New("httpapi: the holder's heartbeat expired")
+
+// holderCheck is how often a forward that has no answer yet looks at its
+// holder's heartbeat.
+const holderCheck = time.Second
+
+// watchHolder cancels the forward to t with errHolderGone once t's
+// heartbeat has expired, until answering closes.
+func (s *Server) watchHolder(ctx context.Context, cancel context.CancelCauseFunc, answering <-chan struct{}, t dispatch.Target) {
+	tick := time.NewTicker(holderCheck)
+	defer tick.Stop()
+	for {
+		select {
+		case <-answering:
+			return
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if _, alive, err := s.cfg.Peers.Host(ctx, t.Owner); err == nil && !alive {
+			cancel(errHolderGone)
+			return
+		}
+	}
 }
 
 // hopHeader names headers of one connection, never relayed.

@@ -78,15 +78,7 @@ func TestClusterShowsEveryHostsState(t *testing.T) {
 	}
 
 	// c drains with a turn running.
-	slow := make(chan string, 1)
-	go func() {
-		resp, body, err := c.post(prompt("slow"))
-		if err != nil {
-			slow <- err.Error()
-			return
-		}
-		slow <- fmt.Sprint(resp.StatusCode, " ", body)
-	}()
+	slow := c.postAsync(prompt("slow"))
 	waitRequests(t, up, 1)
 	c.drain(t)
 	// It told the store as it began to drain.
@@ -175,4 +167,19 @@ func (g *gatewayProc) drain(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// postAsync sends a Messages request in the background; the channel gets
+// "<status> <body>" once it is answered, or the error.
+func (g *gatewayProc) postAsync(body string, header ...string) <-chan string {
+	done := make(chan string, 1)
+	go func() {
+		resp, answer, err := g.post(body, header...)
+		if err != nil {
+			done <- err.Error()
+			return
+		}
+		done <- fmt.Sprint(resp.StatusCode, " ", answer)
+	}()
+	return done
 }

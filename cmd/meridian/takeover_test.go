@@ -185,16 +185,8 @@ func TestDrainHandsConversationsOver(t *testing.T) {
 			t.Fatalf("turn %d on a: %v %s", n, err, body)
 		}
 	}
-	streamed := make(chan string, 1)
-	go func() {
-		body := strings.Replace(turnBody("question", 3), `"max_tokens":100`, `"max_tokens":100,"stream":true`, 1)
-		resp, answer, err := a.post(body, "X-Claude-Code-Session-Id", "handed")
-		if err != nil {
-			streamed <- err.Error()
-			return
-		}
-		streamed <- fmt.Sprint(resp.StatusCode, " ", answer)
-	}()
+	streamed := a.postAsync(strings.Replace(turnBody("question", 3), `"max_tokens":100`, `"max_tokens":100,"stream":true`, 1),
+		"X-Claude-Code-Session-Id", "handed")
 	waitRequests(t, up, 3)
 	a.drain(t)
 	close(gate)

@@ -93,6 +93,12 @@ type Measurer interface {
 	Memory() (int64, error)
 }
 
+// Processor is a Session backed by one OS process: its pid goes into
+// the turn log so an operator can tell which process ran a turn.
+type Processor interface {
+	Pid() int
+}
+
 // Session is one live conversation process. Turns run one at a time.
 type Session interface {
 	// Turn sends one user message and reports the model's output to emit

@@ -217,6 +217,9 @@ func (g *Gateway) runTurn(ctx context.Context, t *turn, id string, out Output) e
 	res, err := g.turn(ctx, sess, in, g.emitter(tr, r))
 	logAttrs := []any{"conversation", t.ident.Key, "client", t.ident.Client, "verdict", t.verdict.Kind.String(),
 		"live", t.reused, "session", sess.ID(), "model", r.start.Model, "took", g.cfg.Now().Sub(began)}
+	if p, ok := sess.(backend.Processor); ok {
+		logAttrs = append(logAttrs, "pid", p.Pid())
+	}
 	switch {
 	case err == nil && res.Paused:
 		g.log.Info("turn handed client tool calls", append(logAttrs, "calls", len(r.calls))...)

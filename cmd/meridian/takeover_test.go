@@ -253,3 +253,65 @@ func TestStoppedHolderIsPassedOver(t *testing.T) {
 		t.Fatal("turn 2 was replayed, not resumed from the shared transcript")
 	}
 }
+
+// A holder killed while its turn waits on a client tool: the paused turn
+// lived only in its process (the CLI holds the call inside a turn, at no
+// place a resume can stand), so the tool's result, sent through another
+// host, is answered there from the whole history, the call and its
+// result included, and its telemetry says it was replayed.
+func TestPausedToolTurnOutlivesItsHolder(t *testing.T) {
+	t.Parallel()
+	up := testkit.NewUpstream(t)
+	up.Respond(func(r testkit.Request) testkit.Reply {
+		all := r.AllText()
+		switch {
+		case strings.Contains(all, "sunny in Oslo"):
+			return testkit.Reply{Text: "It is sunny in Oslo."}
+		case strings.Contains(all, "weather in Oslo"):
+			return testkit.Reply{ToolUses: []testkit.ToolUse{{ID: "toolu_w1", Name: "mcp__c__get_weather", Input: map[string]any{"city": "Oslo"}}}}
+		}
+		return testkit.Reply{Text: "answer to " + r.LastUserText()}
+	})
+	dsn := testkit.PostgresServer(t).NewDatabase(t)
+	a, b := newHost(t, up), newHost(t, up)
+	a.startOn("127.0.0.2", dsn, "--cluster-key", "test-cluster-key")
+	b.startOn("127.0.0.3", dsn, "--cluster-key", "test-cluster-key")
+	tools := `"tools":[{"name":"get_weather","description":"the weather of a city","input_schema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}]`
+	ask := `{"model":"test-model","max_tokens":100,` + tools + `,"messages":[{"role":"user","content":"what is the weather in Oslo?"}]}`
+	resp, body, err := a.post(ask, "X-Claude-Code-Session-Id", "orphaned-call")
+	if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(body, `"stop_reason":"tool_use"`) {
+		t.Fatalf("the tool call through a: %v %s", err, body)
+	}
+	a.kill9()
+	killed := time.Now()
+	result := `{"model":"test-model","max_tokens":100,` + tools + `,"messages":[
+		{"role":"user","content":"what is the weather in Oslo?"},
+		{"role":"assistant","content":[{"type":"tool_use","id":"toolu_w1","name":"get_weather","input":{"city":"Oslo"}}]},
+		{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_w1","content":"sunny in Oslo"}]}]}`
+	resp, body, err = b.post(result, "X-Claude-Code-Session-Id", "orphaned-call")
+	if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(body, "It is sunny in Oslo.") {
+		t.Fatalf("the tool result through b after a was killed: %v %v %s", err, resp, body)
+	}
+	if got, want := resp.Header.Get("X-Meridian-Host"), hostID(t, b); got != want {
+		t.Fatalf("the result was answered by %q, not %q", got, want)
+	}
+	t.Logf("the tool result answered by the other host %v after the holder was killed", time.Since(killed).Round(time.Millisecond))
+	reqs := up.Requests()
+	if all := reqs[len(reqs)-1].AllText(); !strings.Contains(all, "<conversation_history>") || !strings.Contains(all, "toolu_w1") || !strings.Contains(all, "sunny in Oslo") {
+		t.Fatalf("the upstream did not get the call and its result in the history: %s", all)
+	}
+	if err := testkit.WaitFor(5*time.Second, func() error {
+		var page struct {
+			Requests []struct {
+				Verdict string `json:"verdict"`
+			} `json:"requests"`
+		}
+		b.getJSON("/telemetry/requests?limit=1", &page)
+		if len(page.Requests) == 0 || page.Requests[0].Verdict != "replayed" {
+			return fmt.Errorf("b's latest record: %+v", page.Requests)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -304,6 +304,7 @@ func (g *Gateway) obtain(ctx context.Context, t *turn) (backend.Session, error) 
 		// session as history instead.
 		t.pending = nil
 		t.verdict = lineage.Classify(withoutPendingEnd(m.State), t.in, t.tail)
+		t.replayed = t.verdict.Kind == lineage.Diverged
 	}
 	v := t.verdict
 	if err := g.pool.Reserve(ctx); err != nil {

@@ -112,6 +112,11 @@ func appendUsage(dst []byte, u Usage) []byte {
 	dst = strconv.AppendInt(dst, int64(u.CacheReadInputTokens), 10)
 	dst = append(dst, `,"output_tokens":`...)
 	dst = strconv.AppendInt(dst, int64(u.OutputTokens), 10)
+	if u.ServerToolUse != nil {
+		dst = append(dst, `,"server_tool_use":{"web_search_requests":`...)
+		dst = strconv.AppendInt(dst, int64(u.ServerToolUse.WebSearchRequests), 10)
+		dst = append(dst, '}')
+	}
 	return append(dst, '}')
 }
 

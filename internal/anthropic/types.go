@@ -91,6 +91,13 @@ type Usage struct {
 	OutputTokens             int `json:"output_tokens"`
 	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
 	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+	// ServerToolUse counts the tools the API ran itself, when any ran.
+	ServerToolUse *ServerToolUse `json:"server_tool_use,omitempty"`
+}
+
+// ServerToolUse counts server tool calls.
+type ServerToolUse struct {
+	WebSearchRequests int `json:"web_search_requests"`
 }
 
 // Response is a non-streaming Messages API answer.

@@ -47,6 +47,12 @@ type EndOnly interface {
 	ResumesAtEndOnly()
 }
 
+// WebSearcher is a Backend that can search the web itself, under the
+// rules StartOptions.WebSearch gives.
+type WebSearcher interface {
+	SearchesWeb()
+}
+
 // NoOutputLimit is a Backend that cannot bound an answer's length: a
 // request's output limit is reported to its client as ignored.
 type NoOutputLimit interface {
@@ -132,6 +138,9 @@ type StartOptions struct {
 
 	// Tools are the client's tools, offered to the model in this order.
 	Tools []Tool
+	// WebSearch, when set, enables the backend's own web search, and only
+	// that, under the client's rules; nil leaves it off.
+	WebSearch *WebSearch
 
 	// Autonomous sessions work on their own, for nobody waiting at the
 	// other end: the backend's own tools are available, every permission
@@ -165,6 +174,15 @@ const (
 	ThinkingEnabled
 	ThinkingAdaptive
 )
+
+// WebSearch is what a client allows the model's web searches: the
+// domains results may come from or must not (either may be empty), and
+// how many searches one response may make (0: no bound of its own).
+type WebSearch struct {
+	AllowedDomains []string
+	BlockedDomains []string
+	MaxUses        int
+}
 
 // Tool is a client tool: the client executes it.
 type Tool struct {
@@ -269,6 +287,8 @@ type Result struct {
 	Text string
 	// CostUSD is what the session has cost so far, as the backend counts.
 	CostUSD float64
+	// WebSearches is how many web searches the backend ran in the turn.
+	WebSearches int
 	// Failure is set when the turn did not produce a usable answer.
 	Failure *Failure
 }

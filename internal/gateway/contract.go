@@ -24,6 +24,7 @@ const setToolsTimeout = 5 * time.Second
 func contractKey(o backend.StartOptions) string {
 	parts := []string{o.Model, o.Dir, strconv.Itoa(o.MaxOutputTokens),
 		strconv.Itoa(int(o.Thinking.Mode)), strconv.Itoa(o.Thinking.Budget), o.Effort, strconv.Itoa(len(o.System))}
+	parts = append(parts, webSearchKey(o.WebSearch)...)
 	return digest(append(parts, o.System...)...)
 }
 

@@ -229,7 +229,7 @@ func (g *Gateway) runTurn(ctx context.Context, t *turn, id string, out Output) e
 		tr.Answered(r.start.Model, tokensOf(r.usage))
 		t.live.Reported = backendUsage(plus(r.reported, r.usage))
 		r.unsaved = g.publish(ctx, t, sess, res, &r.reply, pendingPin(r.calls))
-		return r.finishPaused()
+		return r.finishPaused(res)
 	case errors.Is(err, errEnough):
 		// The client got less than the session holds: the process cannot
 		// be kept, and its answer is not published; the next turn resumes

@@ -223,7 +223,7 @@ func (g *Gateway) Messages(ctx context.Context, req Request, id string, out Outp
 		return perr
 	}
 	tools, _ := toolsOf(req.Body)
-	opts.Tools = tools.list
+	opts.Tools, opts.WebSearch = tools.list, g.webSearch(req.Body)
 	tr := telemetry.From(ctx)
 	tr.Request(req.Body.Model, req.Body.Stream)
 	ident := g.identify(req)
@@ -381,7 +381,7 @@ func (g *Gateway) oneShot(ctx context.Context, req *anthropic.MessagesRequest, o
 		// client's results will come with a request that replays it all.
 		g.log.Info("turn handed client tool calls", "session", sess.ID(), "calls", len(r.calls))
 		tr.Answered(r.start.Model, tokensOf(r.usage))
-		return r.finishPaused()
+		return r.finishPaused(res)
 	case errors.Is(err, errEnough):
 		err = r.finishEarly()
 		g.log.Info("turn cut short", "session", sess.ID(), "stop_sequence", r.stopAt, "took", g.cfg.Now().Sub(began))

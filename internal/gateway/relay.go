@@ -356,17 +356,17 @@ func (r *relay) finish(res *backend.Result) error {
 		// The CLI answered its own tool calls; the client sees a final answer.
 		stop = anthropic.StopEndTurn
 	}
-	u := minus(usageOf(res.Usage), r.reported)
+	u := withSearches(minus(usageOf(res.Usage), r.reported), res.WebSearches)
 	return r.out.Finish(Finish{StopReason: stop, Usage: u, SessionID: res.SessionID, Content: r.reply.content(), Unsaved: r.unsaved})
 }
 
 // finishPaused ends a response whose turn waits for client tool results.
-func (r *relay) finishPaused() error {
+func (r *relay) finishPaused(res *backend.Result) error {
 	r.closeMessageUsage()
 	if err := r.begin(); err != nil {
 		return err
 	}
-	return r.out.Finish(Finish{StopReason: anthropic.StopToolUse, Usage: r.usage, SessionID: r.session(), Content: r.reply.content(), Unsaved: r.unsaved})
+	return r.out.Finish(Finish{StopReason: anthropic.StopToolUse, Usage: withSearches(r.usage, res.WebSearches), SessionID: r.session(), Content: r.reply.content(), Unsaved: r.unsaved})
 }
 
 // finishEarly ends a turn the relay cut short. The CLI's own totals for an
@@ -411,6 +411,14 @@ func (r *relay) closeOpenBlocks() error {
 		}
 	}
 	return nil
+}
+
+// withSearches is u counting the web searches the backend ran, if any.
+func withSearches(u anthropic.Usage, n int) anthropic.Usage {
+	if n > 0 {
+		u.ServerToolUse = &anthropic.ServerToolUse{WebSearchRequests: n}
+	}
+	return u
 }
 
 // minus is a's counts less b's, none below zero.

@@ -49,7 +49,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.once(w, r, raw, req, func(w http.ResponseWriter) {
-		setIgnored(w.Header(), s.withOutputLimit(r, gateway.Ignored(req), "max_tokens"))
+		setIgnored(w.Header(), s.withOutputLimit(r, s.gwFor(r.Context()).Ignored(req), "max_tokens"))
 		id := gateway.NewMessageID()
 		greq := gateway.Request{Body: req, Header: r.Header}
 		if req.Stream {

@@ -37,6 +37,10 @@ type Reply struct {
 	ChunkSize int
 	// ToolUses follow the text as tool_use blocks.
 	ToolUses []ToolUse
+	// Search, if set, comes first: the API's own web search (a
+	// server_tool_use block and its web_search_tool_result), as the API
+	// answers a request offering the web_search server tool.
+	Search *Search
 
 	StopReason   string // default end_turn, or tool_use when ToolUses are set
 	StopSequence string
@@ -56,6 +60,20 @@ type Reply struct {
 	// Gate, if set, holds the response until it is closed (or the request
 	// is cancelled), so a test decides when a model call ends.
 	Gate <-chan struct{}
+}
+
+// Search is one web search the fake API ran: its query and results, or
+// the error code it met (max_uses_exceeded, …).
+type Search struct {
+	Query   string
+	Results []SearchResult
+	Error   string
+}
+
+// SearchResult is one page a search found.
+type SearchResult struct {
+	Title string
+	URL   string
 }
 
 // ToolUse is one scripted tool call.
@@ -365,6 +383,21 @@ func defaultErrorType(status int) string {
 
 func buildMessage(r Reply, model string, seq int) map[string]any {
 	var content []map[string]any
+	if s := r.Search; s != nil {
+		id := fmt.Sprintf("srvtoolu_fake_%d", seq)
+		var result any = map[string]any{"type": "web_search_tool_result_error", "error_code": s.Error}
+		if s.Error == "" {
+			pages := []map[string]any{}
+			for _, p := range s.Results {
+				pages = append(pages, map[string]any{"type": "web_search_result", "url": p.URL, "title": p.Title,
+					"encrypted_content": "enc_fake_" + p.URL, "page_age": "1 day ago"})
+			}
+			result = pages
+		}
+		content = append(content,
+			map[string]any{"type": "server_tool_use", "id": id, "name": "web_search", "input": map[string]any{"query": s.Query}},
+			map[string]any{"type": "web_search_tool_result", "tool_use_id": id, "content": result})
+	}
 	if r.Thinking != "" {
 		content = append(content, map[string]any{"type": "thinking", "thinking": r.Thinking, "signature": "sig_fake"})
 	}
@@ -396,6 +429,14 @@ func buildMessage(r Reply, model string, seq int) map[string]any {
 	if content == nil {
 		content = []map[string]any{}
 	}
+	var usage any = r.Usage
+	if r.Search != nil {
+		b, _ := json.Marshal(r.Usage)
+		var u map[string]any
+		_ = json.Unmarshal(b, &u)
+		u["server_tool_use"] = map[string]int{"web_search_requests": 1}
+		usage = u
+	}
 	return map[string]any{
 		"id":            fmt.Sprintf("msg_fake_%d", seq),
 		"type":          "message",
@@ -404,7 +445,7 @@ func buildMessage(r Reply, model string, seq int) map[string]any {
 		"content":       content,
 		"stop_reason":   stop,
 		"stop_sequence": stopSeq,
-		"usage":         r.Usage,
+		"usage":         usage,
 	}
 }
 
@@ -448,6 +489,23 @@ func streamEvents(r Reply, msg map[string]any) []map[string]any {
 
 	evs := []map[string]any{{"type": "message_start", "message": start}}
 	idx := 0
+	content, _ := msg["content"].([]map[string]any)
+	for _, block := range content {
+		switch block["type"] {
+		case "server_tool_use":
+			js, _ := json.Marshal(block["input"])
+			evs = append(evs,
+				map[string]any{"type": "content_block_start", "index": idx, "content_block": map[string]any{"type": "server_tool_use", "id": block["id"], "name": block["name"], "input": map[string]any{}}},
+				map[string]any{"type": "content_block_delta", "index": idx, "delta": map[string]any{"type": "input_json_delta", "partial_json": string(js)}},
+				map[string]any{"type": "content_block_stop", "index": idx})
+			idx++
+		case "web_search_tool_result":
+			evs = append(evs,
+				map[string]any{"type": "content_block_start", "index": idx, "content_block": block},
+				map[string]any{"type": "content_block_stop", "index": idx})
+			idx++
+		}
+	}
 	if r.Thinking != "" {
 		evs = append(evs,
 			map[string]any{"type": "content_block_start", "index": idx, "content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""}},
@@ -464,7 +522,6 @@ func streamEvents(r Reply, msg map[string]any) []map[string]any {
 		evs = append(evs, map[string]any{"type": "content_block_stop", "index": idx})
 		idx++
 	}
-	content, _ := msg["content"].([]map[string]any)
 	for _, block := range content {
 		if block["type"] != "tool_use" {
 			continue
@@ -478,8 +535,12 @@ func streamEvents(r Reply, msg map[string]any) []map[string]any {
 			map[string]any{"type": "content_block_stop", "index": idx})
 		idx++
 	}
+	endUsage := map[string]any{"output_tokens": r.Usage.OutputTokens}
+	if r.Search != nil {
+		endUsage["server_tool_use"] = map[string]int{"web_search_requests": 1}
+	}
 	evs = append(evs,
-		map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": msg["stop_reason"], "stop_sequence": msg["stop_sequence"]}, "usage": map[string]any{"output_tokens": r.Usage.OutputTokens}},
+		map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": msg["stop_reason"], "stop_sequence": msg["stop_sequence"]}, "usage": endUsage},
 		map[string]any{"type": "message_stop"})
 	return evs
 }

@@ -133,6 +133,10 @@ func (d *Driver) Locate() (string, error) {
 	return p, nil
 }
 
+// SearchesWeb implements backend.WebSearcher: the CLI's own WebSearch
+// tool runs the searches.
+func (d *Driver) SearchesWeb() {}
+
 // Start launches a CLI process for one conversation. It returns as soon as
 // the process runs: the initialize request is written, not awaited, because
 // the CLI prints nothing until the first user message arrives.
@@ -185,7 +189,7 @@ func (d *Driver) launch(ctx context.Context, opts backend.StartOptions) (*Proces
 		return nil, fmt.Errorf("start claude: %w", err)
 	}
 	p := newProcess(d, proc)
-	p.autonomous = opts.Autonomous
+	p.autonomous, p.search = opts.Autonomous, opts.WebSearch
 	p.setSessionID(opts.SessionID)
 	return p, nil
 }
@@ -207,8 +211,9 @@ func Args(opts backend.StartOptions) []string {
 			"--setting-sources=",
 			"--strict-mcp-config",
 			"--disable-slash-commands",
-			// No built-in tools: the client owns whatever tools exist.
-			"--tools=",
+			// No built-in tools but, when asked for, web search: the
+			// client owns whatever other tools exist.
+			webSearchArgs(opts.WebSearch),
 		)
 	}
 	if opts.Model != "" {

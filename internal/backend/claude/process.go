@@ -11,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/meridian-gw/meridian/internal/backend"
 	"github.com/meridian-gw/meridian/internal/backend/subproc"
 )
 
@@ -28,8 +29,9 @@ type Process struct {
 	lines    chan *line    // turn output, in order; closed when stdout ends
 	stopping chan struct{} // closed when Close begins; the reader stops delivering
 
-	tools      *toolset // nil without client tools; replaced only by SetTools, under mu
-	autonomous bool     // every permission request is granted
+	tools      *toolset           // nil without client tools; replaced only by SetTools, under mu
+	autonomous bool               // every permission request is granted
+	search     *backend.WebSearch // the CLI's web search is enabled, under these rules
 
 	mu        sync.Mutex
 	seq       int
@@ -48,6 +50,7 @@ type Process struct {
 	// them in, where the session can be resumed with them in it.
 	awaiting map[string]bool
 	heldAt   string
+	searches int // web searches this response asked to run
 }
 
 func newProcess(d *Driver, proc Proc) *Process {
@@ -240,6 +243,15 @@ func (p *Process) answer(l *line) {
 		return
 	case "can_use_tool":
 		resp.Subtype = "success"
+		if req.ToolName == cliWebSearch && p.search != nil && !p.autonomous {
+			if ok, input := p.searchPermission(req.Input); ok {
+				resp.Response = map[string]any{"behavior": "allow", "updatedInput": input, "toolUseID": req.ToolUse}
+			} else {
+				resp.Response = map[string]any{"behavior": "deny", "toolUseID": req.ToolUse,
+					"message": "Web search error: " + maxUsesExceeded + " (the client allows no more searches in this response)"}
+			}
+			break
+		}
 		if _, ok := p.toolset().client(req.ToolName); ok || p.autonomous {
 			input := req.Input
 			if len(input) == 0 {

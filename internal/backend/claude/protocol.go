@@ -21,6 +21,7 @@ type line struct {
 
 	// assistant / user
 	Message           json.RawMessage `json:"message"`
+	ToolUseResult     json.RawMessage `json:"tool_use_result"` // user: what a CLI tool returned, structured
 	Error             string          `json:"error"`
 	IsAPIErrorMessage bool            `json:"is_api_error_message"`
 	APIErrorStatus    *int            `json:"api_error_status"`

@@ -33,6 +33,12 @@ type translator struct {
 	stopReason string
 	retry      *line // last system/api_retry line
 	rateLimit  *line // last rate_limit_event line
+
+	// Web search, when the session enables it: the calls whose results
+	// are still to come, and the searches this response ran.
+	search    bool
+	searchIDs map[string]bool
+	searches  int
 }
 
 // maxBlocks bounds the block index one upstream message may use: a larger
@@ -60,6 +66,7 @@ func newTranslator(emit func(*backend.Event) error, tools *toolset) *translator 
 func (t *translator) forward(block json.RawMessage) (blockType string, out json.RawMessage, ok bool) {
 	var b struct {
 		Type string `json:"type"`
+		ID   string `json:"id"`
 		Name string `json:"name"`
 	}
 	_ = json.Unmarshal(block, &b)
@@ -69,6 +76,13 @@ func (t *translator) forward(block json.RawMessage) (blockType string, out json.
 	case "tool_use":
 		if name, ok := t.tools.client(b.Name); ok {
 			return b.Type, rewriteToolName(block, name), true
+		}
+		if t.search && b.Name == cliWebSearch && b.ID != "" {
+			if t.searchIDs == nil {
+				t.searchIDs = map[string]bool{}
+			}
+			t.searchIDs[b.ID] = true
+			return "server_tool_use", serverToolUse(block), true
 		}
 	}
 	return b.Type, nil, false
@@ -89,6 +103,8 @@ func (t *translator) handle(l *line) (*backend.Result, error) {
 		return nil, t.streamEvent(l)
 	case "assistant":
 		return nil, t.assistant(l)
+	case "user":
+		return nil, t.searchResults(l)
 	case "result":
 		return t.result(l), nil
 	case "system":
@@ -291,7 +307,7 @@ func (t *translator) replayBlock(raw json.RawMessage) error {
 	t.next++
 	start, deltas := block, []json.RawMessage(nil)
 	switch b.Type {
-	case "tool_use":
+	case "tool_use", "server_tool_use":
 		var m map[string]json.RawMessage
 		_ = json.Unmarshal(block, &m)
 		m["input"] = json.RawMessage(`{}`)
@@ -346,7 +362,8 @@ func (m *message) turnIndex(up int) int {
 // result builds the turn's result. The CLI reports API errors as subtype
 // "success" with is_error set, so both are checked.
 func (t *translator) result(l *line) *backend.Result {
-	res := &backend.Result{SessionID: l.SessionID, StopReason: l.StopReason, Pin: t.pin, Text: l.Result, CostUSD: l.TotalCostUSD}
+	res := &backend.Result{SessionID: l.SessionID, StopReason: l.StopReason, Pin: t.pin, Text: l.Result, CostUSD: l.TotalCostUSD,
+		WebSearches: t.searches}
 	if l.Usage != nil {
 		res.Usage = l.Usage.backend()
 	}

@@ -61,12 +61,13 @@ func (p *Process) Turn(ctx context.Context, in backend.Input, emit func(*backend
 		written = n
 	}
 	if paused {
-		t.emit = emit
+		t.emit, t.searches = emit, 0
 	} else {
 		t = newTranslator(emit, p.toolset())
+		t.search = p.search != nil
 	}
 	p.mu.Lock()
-	p.awaiting, p.heldAt = map[string]bool{}, ""
+	p.awaiting, p.heldAt, p.searches = map[string]bool{}, "", 0
 	for _, r := range in.Results {
 		p.awaiting[r.ToolUseID] = true
 	}
@@ -108,7 +109,7 @@ func (p *Process) relay(ctx context.Context, t *translator, written int) (*backe
 				p.mu.Lock()
 				p.paused, p.cur = true, t
 				p.mu.Unlock()
-				return &backend.Result{SessionID: p.ID(), Paused: true, InputBytes: written}, nil
+				return &backend.Result{SessionID: p.ID(), Paused: true, InputBytes: written, WebSearches: t.searches}, nil
 			}
 			if err != nil {
 				if l.Type != "result" { // a turn that has ended needs no interrupt

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	"github.com/meridian-gw/meridian/internal/testkit"
+)
+
+// searchQueryPrefix opens the request the CLI's WebSearch tool sends.
+const searchQueryPrefix = "Perform a web search for the query: "
+
+// searchUpstream answers as the API would with web search: the CLI's
+// own search request (the web_search server tool) gets results, the main
+// loop's model calls WebSearch when asked to search, and answers from
+// the results once it has them.
+func searchUpstream(r testkit.Request) testkit.Reply {
+	if serverTool(r, "web_search") != nil {
+		q := strings.TrimPrefix(r.LastUserText(), searchQueryPrefix)
+		return testkit.Reply{Search: &testkit.Search{Query: q, Results: []testkit.SearchResult{
+			{Title: "Meridian 2 release notes", URL: "https://news.example/meridian-2"},
+			{Title: "Gateways compared", URL: "https://news.example/gateways"},
+		}}, Text: "Meridian 2 shipped."}
+	}
+	all := r.AllText()
+	switch {
+	case strings.Contains(all, "Web search results for query"):
+		return testkit.Reply{Text: "Meridian 2 shipped, says [Meridian 2 release notes](https://news.example/meridian-2)."}
+	case strings.Contains(r.LastUserText(), "search the web"):
+		return testkit.Reply{ToolUses: []testkit.ToolUse{{Name: "WebSearch", Input: map[string]any{"query": "meridian release"}}}}
+	}
+	return testkit.Reply{Text: "answer to " + r.LastUserText()}
+}
+
+// serverTool is the request's server tool of that name, nil if none.
+func serverTool(r testkit.Request, name string) map[string]any {
+	tools, _ := r.Body["tools"].([]any)
+	for _, t := range tools {
+		tm, _ := t.(map[string]any)
+		if typ, _ := tm["type"].(string); typ != "" && typ != "custom" && tm["name"] == name {
+			return tm
+		}
+	}
+	return nil
+}
+
+// A Messages request offering web search is answered by the CLI's own
+// search, under the client's domains, with the API's server tool blocks:
+// the call, its results' titles and URLs, and the count in usage; JSON
+// and SSE both parse as the SDK's typed blocks.
+func TestWebSearchOnMessages(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	g.up.Respond(searchUpstream)
+	g.start()
+	client := sdk.NewClient(option.WithBaseURL(g.url), option.WithAPIKey("any"), option.WithMaxRetries(0))
+	params := func(conversation string) (sdk.MessageNewParams, []option.RequestOption) {
+		return sdk.MessageNewParams{
+			Model: "test-model", MaxTokens: 200,
+			Tools: []sdk.ToolUnionParam{{OfWebSearchTool20250305: &sdk.WebSearchTool20250305Param{
+				MaxUses: sdk.Int(3), AllowedDomains: []string{"news.example"}}}},
+			Messages: []sdk.MessageParam{sdk.NewUserMessage(sdk.NewTextBlock("search the web for the meridian release"))},
+		}, []option.RequestOption{option.WithHeader("X-Claude-Code-Session-Id", conversation)}
+	}
+	check := func(t *testing.T, msg *sdk.Message) {
+		t.Helper()
+		var types []string
+		for _, b := range msg.Content {
+			types = append(types, b.Type)
+		}
+		if !slices.Equal(types, []string{"server_tool_use", "web_search_tool_result", "text"}) {
+			t.Fatalf("content %v: %s", types, msg.RawJSON())
+		}
+		call := msg.Content[0].AsServerToolUse()
+		result := msg.Content[1].AsWebSearchToolResult()
+		if call.Name != "web_search" || result.ToolUseID != call.ID {
+			t.Fatalf("call %+v, result for %q", call, result.ToolUseID)
+		}
+		pages := result.Content.OfWebSearchResultBlockArray
+		if len(pages) != 2 || pages[0].Title != "Meridian 2 release notes" || pages[0].URL != "https://news.example/meridian-2" {
+			t.Fatalf("results %+v", pages)
+		}
+		if !strings.Contains(msg.Content[2].Text, "Meridian 2 shipped") {
+			t.Fatalf("text %q", msg.Content[2].Text)
+		}
+		if msg.Usage.ServerToolUse.WebSearchRequests != 1 {
+			t.Fatalf("usage %s", msg.Usage.RawJSON())
+		}
+	}
+
+	t.Run("json", func(t *testing.T) {
+		p, opts := params("search-json")
+		var resp *http.Response
+		msg, err := client.Messages.New(context.Background(), p, append(opts, option.WithResponseInto(&resp))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, msg)
+		if ignored := resp.Header.Get("X-Meridian-Ignored-Params"); strings.Contains(ignored, "web_search") {
+			t.Fatalf("web search reported ignored: %q", ignored)
+		}
+		var search *testkit.Request
+		for _, r := range g.up.Requests() {
+			if serverTool(r, "web_search") != nil {
+				search = &r
+			}
+		}
+		if search == nil {
+			t.Fatal("the CLI sent no search request")
+		}
+		tool, _ := json.Marshal(serverTool(*search, "web_search"))
+		if !strings.Contains(string(tool), `"allowed_domains":["news.example"]`) {
+			t.Fatalf("the client's domains did not reach the search: %s", tool)
+		}
+	})
+
+	t.Run("sse", func(t *testing.T) {
+		p, opts := params("search-sse")
+		stream := client.Messages.NewStreaming(context.Background(), p, opts...)
+		var msg sdk.Message
+		for stream.Next() {
+			if err := msg.Accumulate(stream.Current()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := stream.Err(); err != nil {
+			t.Fatal(err)
+		}
+		check(t, &msg)
+	})
+}

@@ -3,7 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -18,9 +22,10 @@ import (
 const searchQueryPrefix = "Perform a web search for the query: "
 
 // searchUpstream answers as the API would with web search: the CLI's
-// own search request (the web_search server tool) gets results, the main
-// loop's model calls WebSearch when asked to search, and answers from
-// the results once it has them.
+// own search request (the web_search server tool) gets results; a model
+// asked to search calls whichever search tool it is offered (the CLI's
+// WebSearch, or a client's, as Claude Code's reaches Meridian's CLI), and
+// once it has results names the first one's title, if it got it.
 func searchUpstream(r testkit.Request) testkit.Reply {
 	if serverTool(r, "web_search") != nil {
 		q := strings.TrimPrefix(r.LastUserText(), searchQueryPrefix)
@@ -29,14 +34,30 @@ func searchUpstream(r testkit.Request) testkit.Reply {
 			{Title: "Gateways compared", URL: "https://news.example/gateways"},
 		}}, Text: "Meridian 2 shipped."}
 	}
-	all := r.AllText()
+	all, last := r.AllText(), r.LastUserText()
 	switch {
-	case strings.Contains(all, "Web search results for query"):
+	case strings.Contains(all, "Web search results for query") && strings.Contains(all, "Meridian 2 release notes"):
 		return testkit.Reply{Text: "Meridian 2 shipped, says [Meridian 2 release notes](https://news.example/meridian-2)."}
-	case strings.Contains(r.LastUserText(), "search the web"):
-		return testkit.Reply{ToolUses: []testkit.ToolUse{{Name: "WebSearch", Input: map[string]any{"query": "meridian release"}}}}
+	case strings.Contains(last, "search the web") || strings.HasPrefix(last, searchQueryPrefix):
+		q := strings.TrimPrefix(last, searchQueryPrefix)
+		for _, name := range []string{"WebSearch", "mcp__c__WebSearch"} {
+			if offers(r, name) {
+				return testkit.Reply{ToolUses: []testkit.ToolUse{{Name: name, Input: map[string]any{"query": q}}}}
+			}
+		}
 	}
-	return testkit.Reply{Text: "answer to " + r.LastUserText()}
+	return testkit.Reply{Text: "answer to " + last}
+}
+
+// offers reports whether the request offers a tool of that name.
+func offers(r testkit.Request, name string) bool {
+	tools, _ := r.Body["tools"].([]any)
+	for _, t := range tools {
+		if tm, _ := t.(map[string]any); tm["name"] == name {
+			return true
+		}
+	}
+	return false
 }
 
 // serverTool is the request's server tool of that name, nil if none.
@@ -106,6 +127,15 @@ func TestWebSearchOnMessages(t *testing.T) {
 		if ignored := resp.Header.Get("X-Meridian-Ignored-Params"); strings.Contains(ignored, "web_search") {
 			t.Fatalf("web search reported ignored: %q", ignored)
 		}
+		// The client echoes the blocks in its next turn, which the live
+		// process continues.
+		p.Messages = append(p.Messages, msg.ToParam(), sdk.NewUserMessage(sdk.NewTextBlock("thanks")))
+		if _, err := client.Messages.New(context.Background(), p, opts...); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(g.log.String(), "conversation=search-json client=claude-code verdict=continuation live=true") {
+			t.Fatalf("the next turn did not continue on the live process:\n%s", g.log.String())
+		}
 		var search *testkit.Request
 		for _, r := range g.up.Requests() {
 			if serverTool(r, "web_search") != nil {
@@ -135,4 +165,53 @@ func TestWebSearchOnMessages(t *testing.T) {
 		}
 		check(t, &msg)
 	})
+}
+
+// Claude Code pointed at Meridian and asked to search: its WebSearch
+// tool's own request (only the web_search server tool) reaches Meridian,
+// which searches through its CLI; Claude Code reads the results and its
+// answer names a result's title.
+func TestClaudeCodeSearchesThroughMeridian(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	g.up.Respond(searchUpstream)
+	g.start()
+	home := t.TempDir()
+	config := filepath.Join(home, "config")
+	if err := os.MkdirAll(config, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(config, ".claude.json"),
+		[]byte(`{"hasCompletedOnboarding":true,"customApiKeyResponses":{"approved":["any-client-key"],"rejected":[]}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(testkit.ClaudePath(t), "--model", "claude-sonnet-4-5", "-p", "search the web for the meridian release", "--allowedTools", "WebSearch")
+	cmd.Dir = home
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "CLAUDE_CONFIG_DIR=" + config, "ANTHROPIC_BASE_URL=" + g.url,
+		"ANTHROPIC_API_KEY=any-client-key", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "CLAUDE_CODE_MAX_RETRIES=0",
+		// WebSearch offered outright, not behind Claude Code's tool search.
+		"ENABLE_TOOL_SEARCH=false"}
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "Meridian 2 release notes") {
+		for _, r := range g.up.Requests() {
+			tools, _ := r.Body["tools"].([]any)
+			var names []string
+			for _, tl := range tools {
+				tm, _ := tl.(map[string]any)
+				names = append(names, fmt.Sprint(tm["name"]))
+			}
+			t.Logf("upstream request tools %v", names)
+		}
+		t.Fatalf("claude -p: %v\n%s\nmeridian:\n%s", err, out, g.log.String())
+	}
+	var searched bool
+	for _, r := range g.up.Requests() {
+		searched = searched || serverTool(r, "web_search") != nil
+	}
+	if !searched {
+		t.Fatal("the upstream never saw a search")
+	}
+	if !strings.Contains(g.log.String(), "path=/v1/messages status=200") {
+		t.Fatal("Claude Code's requests did not reach meridian")
+	}
 }

@@ -221,7 +221,7 @@ func decodeBlock(path string, raw json.RawMessage, depth int) (ContentBlock, err
 		if err == nil && typ == BlockDocument {
 			b.Title, err = jsonbody.OptionalString(obj, path, "title")
 		}
-	case BlockToolUse:
+	case BlockToolUse, BlockServerToolUse:
 		if b.ID, err = jsonbody.RequiredString(obj, path, "id"); err != nil {
 			break
 		}
@@ -247,6 +247,8 @@ func decodeBlock(path string, raw json.RawMessage, depth int) (ContentBlock, err
 		if v, ok := jsonbody.Present(obj, "is_error"); ok {
 			err = jsonbody.As(path+".is_error", v, &b.IsError, "a boolean")
 		}
+	case BlockWebSearchToolResult:
+		b.ToolUseID, err = jsonbody.RequiredString(obj, path, "tool_use_id")
 	case BlockThinking:
 		if b.Thinking, err = jsonbody.RequiredString(obj, path, "thinking"); err != nil {
 			break

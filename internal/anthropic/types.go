@@ -22,6 +22,9 @@ const (
 	BlockToolResult       = "tool_result"
 	BlockThinking         = "thinking"
 	BlockRedactedThinking = "redacted_thinking"
+	// The API's own tool calls and their results (web search).
+	BlockServerToolUse       = "server_tool_use"
+	BlockWebSearchToolResult = "web_search_tool_result"
 )
 
 // MessagesRequest is a decoded and validated POST /v1/messages body.

@@ -91,10 +91,16 @@ func appendBlock(buf []byte, b anthropic.ContentBlock) []byte {
 	switch b.Type {
 	case anthropic.BlockText:
 		buf = appendField(buf, b.Text)
-	case anthropic.BlockToolUse:
+	case anthropic.BlockToolUse, anthropic.BlockServerToolUse:
 		buf = appendField(buf, b.ID)
 		buf = appendField(buf, b.Name)
 		buf = appendField(buf, string(canonicalJSON(b.Input)))
+	case anthropic.BlockWebSearchToolResult:
+		// What a search found, as a client echoes it: clients differ in
+		// how they write the pages' empty content and age, and in the
+		// caller they add.
+		buf = appendField(buf, b.ToolUseID)
+		buf = appendField(buf, searchFindings(b.Raw))
 	case anthropic.BlockToolResult:
 		buf = appendField(buf, b.ToolUseID)
 		if b.IsError {
@@ -173,4 +179,29 @@ func writeCanonical(out *bytes.Buffer, v any) {
 		b, _ := json.Marshal(x)
 		out.Write(b)
 	}
+}
+
+// searchFindings is a web search result block's pages (their URLs and
+// titles) or its error code, canonically.
+func searchFindings(raw json.RawMessage) string {
+	var b struct {
+		Content json.RawMessage `json:"content"`
+	}
+	_ = json.Unmarshal(raw, &b)
+	var pages []struct {
+		URL   string `json:"url"`
+		Title string `json:"title"`
+	}
+	if json.Unmarshal(b.Content, &pages) == nil {
+		out := []byte{'p'}
+		for _, p := range pages {
+			out = appendField(appendField(out, p.URL), p.Title)
+		}
+		return string(out)
+	}
+	var e struct {
+		ErrorCode string `json:"error_code"`
+	}
+	_ = json.Unmarshal(b.Content, &e)
+	return "e" + e.ErrorCode
 }

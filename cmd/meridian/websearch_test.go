@@ -14,6 +14,8 @@ import (
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/openai/openai-go/v3"
+	oaioption "github.com/openai/openai-go/v3/option"
 
 	"github.com/meridian-gw/meridian/internal/testkit"
 )
@@ -214,4 +216,67 @@ func TestClaudeCodeSearchesThroughMeridian(t *testing.T) {
 	if !strings.Contains(g.log.String(), "path=/v1/messages status=200") {
 		t.Fatal("Claude Code's requests did not reach meridian")
 	}
+}
+
+// A chat completion with web_search_options searches through the CLI and
+// cites, as url_citation annotations, the found pages its text names:
+// in the completion and at the end of its stream.
+func TestWebSearchOnChatCompletions(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	g.up.Respond(searchUpstream)
+	g.start()
+	client := g.openai()
+	params := openai.ChatCompletionNewParams{
+		Model:            "test-model",
+		Messages:         []openai.ChatCompletionMessageParamUnion{openai.UserMessage("search the web for the meridian release")},
+		WebSearchOptions: openai.ChatCompletionNewParamsWebSearchOptions{SearchContextSize: "low"},
+	}
+	const url = "https://news.example/meridian-2"
+
+	t.Run("json", func(t *testing.T) {
+		var resp *http.Response
+		c, err := client.Chat.Completions.New(context.Background(), params, oaioption.WithResponseInto(&resp),
+			oaioption.WithHeader("X-Session-Id", "chat-search"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg := c.Choices[0].Message
+		if len(msg.Annotations) != 1 {
+			t.Fatalf("annotations %+v in %s", msg.Annotations, c.RawJSON())
+		}
+		a := msg.Annotations[0].URLCitation
+		if a.URL != url || a.Title != "Meridian 2 release notes" || msg.Content[a.StartIndex:a.EndIndex] != url {
+			t.Fatalf("citation %+v of %q", a, msg.Content)
+		}
+		if got := resp.Header.Get("X-Meridian-Ignored-Params"); got != "web_search_options.search_context_size" {
+			t.Fatalf("ignored %q", got)
+		}
+	})
+
+	t.Run("stream", func(t *testing.T) {
+		stream := client.Chat.Completions.NewStreaming(context.Background(), params, oaioption.WithHeader("X-Session-Id", "chat-search-stream"))
+		var acc openai.ChatCompletionAccumulator
+		var annotations string
+		for stream.Next() {
+			chunk := stream.Current()
+			acc.AddChunk(chunk)
+			if len(chunk.Choices) > 0 {
+				if f, ok := chunk.Choices[0].Delta.JSON.ExtraFields["annotations"]; ok {
+					annotations = f.Raw()
+				}
+			}
+		}
+		if err := stream.Err(); err != nil {
+			t.Fatal(err)
+		}
+		var cites []openai.ChatCompletionMessageAnnotation
+		if err := json.Unmarshal([]byte(annotations), &cites); err != nil || len(cites) != 1 {
+			t.Fatalf("annotations %q: %v", annotations, err)
+		}
+		text := acc.Choices[0].Message.Content
+		if a := cites[0].URLCitation; a.URL != url || text[a.StartIndex:a.EndIndex] != url {
+			t.Fatalf("citation %+v of %q", a, text)
+		}
+	})
 }

@@ -45,6 +45,12 @@ func (g *Gateway) webSearch(req *anthropic.MessagesRequest) *backend.WebSearch {
 	return ws
 }
 
+// SearchesWeb reports whether this gateway's backend can search the web.
+func (g *Gateway) SearchesWeb() bool {
+	_, ok := g.cfg.Backend.(backend.WebSearcher)
+	return ok
+}
+
 // Ignored lists request parameters the backend cannot honour; they are
 // reported to the client rather than silently pretended.
 func (g *Gateway) Ignored(req *anthropic.MessagesRequest) []string {

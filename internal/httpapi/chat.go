@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/adapter"
@@ -28,12 +29,24 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.once(w, r, raw, areq, func(w http.ResponseWriter) {
-		setIgnored(w.Header(), s.withOutputLimit(r, creq.Ignored, creq.MaxTokensField))
+		searches := creq.WebSearch && s.gwFor(r.Context()).SearchesWeb()
+		ignored := creq.Ignored
+		switch {
+		case searches:
+			ignored = append(slices.Clip(ignored), creq.WebSearchUnhonoured...)
+		case creq.WebSearch:
+			ignored = append(slices.Clip(ignored), "web_search_options")
+		}
+		setIgnored(w.Header(), s.withOutputLimit(r, ignored, creq.MaxTokensField))
 		id := "chatcmpl-" + rand.Text()
 		created := time.Now().Unix()
 		greq := gateway.Request{Body: areq, Header: r.Header, Hints: bodyHints(creq.Identity), Echo: creq.Echo}
 		if creq.Stream {
-			_ = s.stream(w, r, greq, id, &chatSSE{enc: openai.NewChunkEncoder(id, created, creq.IncludeUsage, creq.Format)})
+			enc := openai.NewChunkEncoder(id, created, creq.IncludeUsage, creq.Format)
+			if searches {
+				enc.Cite()
+			}
+			_ = s.stream(w, r, greq, id, &chatSSE{enc: enc})
 			return
 		}
 		out, ok := s.collect(w, r, greq, id)

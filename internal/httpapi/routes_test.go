@@ -320,7 +320,7 @@ func TestIgnoredParamsHeaderIsBoundedAndClean(t *testing.T) {
 	s.Upstream.Always(testkit.Reply{Text: "ok"})
 	huge := strings.Repeat("x", 200<<10)
 	body := `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}],"tools":[` +
-		`{"type":"web_search_20250305","name":"bad\u0000name\u00e9"},{"type":"web_search_20250305","name":"` + huge + `"}]}`
+		`{"type":"code_execution_20250522","name":"bad\u0000name\u00e9"},{"type":"code_execution_20250522","name":"` + huge + `"}]}`
 	resp, out := do(t, http.MethodPost, s.URL+"/v1/messages", body, map[string]string{"Content-Type": "application/json"})
 	if resp.StatusCode != 200 {
 		t.Fatalf("%d %s", resp.StatusCode, out)

@@ -37,6 +37,10 @@ type ChatRequest struct {
 	Stream          bool
 	IncludeUsage    bool // stream_options.include_usage
 	Format          *ResponseFormat
+	// WebSearch is set by web_search_options: the model may search the
+	// web. WebSearchUnhonoured names the options a search cannot take.
+	WebSearch           bool
+	WebSearchUnhonoured []string
 
 	Identity
 

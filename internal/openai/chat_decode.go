@@ -43,7 +43,7 @@ func DecodeChatRequest(body []byte) (*ChatRequest, error) {
 		}
 	}
 	for _, step := range []func(jsonbody.Object, *ChatRequest) error{
-		decodeLimits, decodeStreaming, decodeReasoning, decodeChatToolChoice, decodeFormat, decodeChatIdentity, decodeRefused, decodeIgnored, decodeStore,
+		decodeLimits, decodeStreaming, decodeReasoning, decodeChatToolChoice, decodeFormat, decodeChatIdentity, decodeRefused, decodeIgnored, decodeWebSearch, decodeStore,
 	} {
 		if err := step(top, req); err != nil {
 			return nil, err

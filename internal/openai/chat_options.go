@@ -289,7 +289,6 @@ var ignoredParams = []ignoredParam{
 	{"logit_bias", "object"},
 	{"service_tier", "string"},
 	{"prediction", "object"},
-	{"web_search_options", "object"},
 	{"verbosity", "string"},
 }
 
@@ -323,6 +322,27 @@ func ignoredOf(top jsonbody.Object, list []ignoredParam) ([]string, error) {
 		names = append(names, p.name)
 	}
 	return names, nil
+}
+
+// decodeWebSearch reads web_search_options: the search runs where the
+// backend can search; where the results come from and how much of them
+// the model reads are the search's own business.
+func decodeWebSearch(top jsonbody.Object, req *ChatRequest) error {
+	v, ok := jsonbody.Present(top, "web_search_options")
+	if !ok || jsonbody.IsAbsent(v) {
+		return nil
+	}
+	opts, err := jsonbody.DecodeObject("web_search_options", v)
+	if err != nil {
+		return err
+	}
+	req.WebSearch = true
+	for _, name := range []string{"user_location", "search_context_size"} {
+		if o, ok := jsonbody.Present(opts, name); ok && !jsonbody.IsAbsent(o) {
+			req.WebSearchUnhonoured = append(req.WebSearchUnhonoured, "web_search_options."+name)
+		}
+	}
+	return nil
 }
 
 // decodeStore reports store: true, which chat completions never honour.

@@ -56,6 +56,9 @@ func (r *ChatRequest) Anthropic() *anthropic.MessagesRequest {
 	for _, f := range r.Tools {
 		out.Tools = append(out.Tools, toolJSON(f))
 	}
+	if r.WebSearch {
+		out.Tools = append(out.Tools, json.RawMessage(webSearchTool))
+	}
 	switch r.ReasoningEffort {
 	case "", "none":
 	case "minimal":

@@ -34,6 +34,9 @@ type AssistantMessage struct {
 	Refusal          *string        `json:"refusal"`
 	ReasoningContent string         `json:"reasoning_content,omitempty"`
 	ToolCalls        []ToolCallJSON `json:"tool_calls,omitempty"`
+	// Annotations cite the pages a web search found where the text names
+	// them.
+	Annotations []chatAnnotation `json:"annotations,omitempty"`
 }
 
 // ToolCallJSON is a call as the completion shows it.
@@ -117,12 +120,15 @@ type answerBlock struct {
 func NewCompletion(a Answer, format *ResponseFormat) (Completion, error) {
 	msg := AssistantMessage{Role: RoleAssistant}
 	var text, reasoning strings.Builder
+	var pages []SearchPage
 	for _, raw := range a.Content {
 		var b answerBlock
 		if json.Unmarshal(raw, &b) != nil {
 			continue
 		}
 		switch b.Type {
+		case anthropic.BlockWebSearchToolResult:
+			pages = append(pages, searchPages(raw)...)
 		case anthropic.BlockText:
 			text.WriteString(b.Text)
 		case anthropic.BlockThinking:
@@ -148,6 +154,7 @@ func NewCompletion(a Answer, format *ResponseFormat) (Completion, error) {
 		msg.Content = &content
 	}
 	msg.ReasoningContent = reasoning.String()
+	msg.Annotations = chatAnnotations(citations(content, pages))
 	return Completion{
 		ID:      a.ID,
 		Object:  "chat.completion",

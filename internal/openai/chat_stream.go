@@ -24,7 +24,16 @@ type ChunkEncoder struct {
 	blocks []chunkBlock
 	calls  int
 	held   strings.Builder // text held back for the format check
+
+	// With web search, the text is kept to cite the pages found in it.
+	cite  bool
+	text  strings.Builder
+	pages []SearchPage
 }
+
+// Cite makes the encoder keep the answer's text and end it with the
+// citations of the pages a web search found that the text names.
+func (e *ChunkEncoder) Cite() { e.cite = true }
 
 type chunkBlock struct {
 	kind string
@@ -63,6 +72,9 @@ func (e *ChunkEncoder) BlockStart(dst []byte, index int, block json.RawMessage) 
 		e.blocks = append(e.blocks, chunkBlock{})
 	}
 	e.blocks[index] = chunkBlock{kind: b.Type}
+	if b.Type == anthropic.BlockWebSearchToolResult {
+		e.pages = append(e.pages, searchPages(block)...)
+	}
 	if b.Type != anthropic.BlockToolUse {
 		return dst
 	}
@@ -84,7 +96,7 @@ func (e *ChunkEncoder) BlockDelta(dst []byte, index int, delta json.RawMessage) 
 	if index < 0 || index >= len(e.blocks) {
 		return dst
 	}
-	if raw, ok := plainTextDelta(delta); ok && e.format == nil {
+	if raw, ok := plainTextDelta(delta); ok && e.format == nil && !e.cite {
 		return e.field(dst, `{"content":`, raw)
 	}
 	var d struct {
@@ -101,11 +113,16 @@ func (e *ChunkEncoder) BlockDelta(dst []byte, index int, delta json.RawMessage) 
 		if len(d.Text) == 0 {
 			return dst
 		}
-		if e.format != nil {
+		if e.format != nil || e.cite {
 			var s string
 			_ = json.Unmarshal(d.Text, &s)
-			e.held.WriteString(s)
-			return dst
+			if e.cite {
+				e.text.WriteString(s)
+			}
+			if e.format != nil {
+				e.held.WriteString(s)
+				return dst
+			}
 		}
 		return e.field(dst, `{"content":`, d.Text)
 	case "thinking_delta":
@@ -152,7 +169,17 @@ func (e *ChunkEncoder) Finish(dst []byte, stopReason string, u anthropic.Usage) 
 		e.held.Reset()
 		e.held.WriteString(checked)
 	}
+	text := e.text.String()
+	if e.format != nil && finish == "stop" {
+		text = e.held.String() // the client gets the checked form
+	}
 	dst = e.releaseHeld(dst)
+	if cs := citations(text, e.pages); e.cite && len(cs) > 0 {
+		body, _ := json.Marshal(struct {
+			Annotations []chatAnnotation `json:"annotations"`
+		}{chatAnnotations(cs)})
+		dst = e.chunk(dst, body, "")
+	}
 	dst = e.chunk(dst, []byte(`{}`), finish)
 	if e.includeUsage {
 		dst = append(dst, "data: "...)

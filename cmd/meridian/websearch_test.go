@@ -16,6 +16,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/openai/openai-go/v3"
 	oaioption "github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/meridian-gw/meridian/internal/testkit"
 )
@@ -278,5 +279,83 @@ func TestWebSearchOnChatCompletions(t *testing.T) {
 		if a := cites[0].URLCitation; a.URL != url || text[a.StartIndex:a.EndIndex] != url {
 			t.Fatalf("citation %+v of %q", a, text)
 		}
+	})
+}
+
+// A Responses request offering web_search gets a web_search_call item
+// (its query) and a message whose output text cites the found pages it
+// names, whole and streamed; the allowed domains reach the search.
+func TestWebSearchOnResponses(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	g.up.Respond(searchUpstream)
+	g.start()
+	client := g.openai()
+	params := responses.ResponseNewParams{
+		Model: "test-model",
+		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("search the web for the meridian release")},
+		Tools: []responses.ToolUnionParam{{OfWebSearch: &responses.WebSearchToolParam{Type: responses.WebSearchToolTypeWebSearch,
+			Filters: responses.WebSearchToolFiltersParam{AllowedDomains: []string{"news.example"}}}}},
+	}
+	check := func(t *testing.T, r *responses.Response) {
+		t.Helper()
+		var kinds []string
+		for _, it := range r.Output {
+			kinds = append(kinds, it.Type)
+		}
+		if !slices.Equal(kinds, []string{"web_search_call", "message"}) {
+			t.Fatalf("output %v: %s", kinds, r.RawJSON())
+		}
+		call := r.Output[0].AsWebSearchCall()
+		if call.Status != "completed" || call.Action.Type != "search" || call.Action.Query != "search the web for the meridian release" {
+			t.Fatalf("call %+v", call)
+		}
+		text := r.Output[1].Content[0]
+		if len(text.Annotations) != 1 {
+			t.Fatalf("annotations of %s", r.RawJSON())
+		}
+		a := text.Annotations[0]
+		if a.Type != "url_citation" || a.URL != "https://news.example/meridian-2" || a.Title != "Meridian 2 release notes" ||
+			text.Text[a.StartIndex:a.EndIndex] != a.URL {
+			t.Fatalf("citation %+v of %q", a, text.Text)
+		}
+	}
+
+	t.Run("json", func(t *testing.T) {
+		r, err := client.Responses.New(context.Background(), params, oaioption.WithHeader("X-Session-Id", "responses-search"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, r)
+		var search *testkit.Request
+		for _, req := range g.up.Requests() {
+			if serverTool(req, "web_search") != nil {
+				search = &req
+			}
+		}
+		if tool, _ := json.Marshal(serverTool(*search, "web_search")); !strings.Contains(string(tool), `"allowed_domains":["news.example"]`) {
+			t.Fatalf("the client's domains did not reach the search: %s", tool)
+		}
+	})
+
+	t.Run("stream", func(t *testing.T) {
+		stream := client.Responses.NewStreaming(context.Background(), params, oaioption.WithHeader("X-Session-Id", "responses-search-stream"))
+		var final *responses.Response
+		var searching bool
+		for stream.Next() {
+			ev := stream.Current()
+			searching = searching || ev.Type == "response.web_search_call.searching"
+			if ev.Type == "response.completed" {
+				r := ev.AsResponseCompleted().Response
+				final = &r
+			}
+		}
+		if err := stream.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if final == nil || !searching {
+			t.Fatalf("no completed response (searching event seen: %v)", searching)
+		}
+		check(t, final)
 	})
 }

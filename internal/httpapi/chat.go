@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/adapter"
@@ -31,11 +30,8 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	s.once(w, r, raw, areq, func(w http.ResponseWriter) {
 		searches := creq.WebSearch && s.gwFor(r.Context()).SearchesWeb()
 		ignored := creq.Ignored
-		switch {
-		case searches:
-			ignored = append(slices.Clip(ignored), creq.WebSearchUnhonoured...)
-		case creq.WebSearch:
-			ignored = append(slices.Clip(ignored), "web_search_options")
+		if creq.WebSearch {
+			ignored = searchIgnored(ignored, searches, "web_search_options", creq.WebSearchUnhonoured)
 		}
 		setIgnored(w.Header(), s.withOutputLimit(r, ignored, creq.MaxTokensField))
 		id := "chatcmpl-" + rand.Text()

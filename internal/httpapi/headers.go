@@ -22,6 +22,16 @@ func (s *Server) withOutputLimit(r *http.Request, ignored []string, field string
 	return append(slices.Clip(ignored), field)
 }
 
+// searchIgnored adds what of a request's web search is not honoured: the
+// options a search cannot take when the backend searches, else the whole
+// search (named as the request named it).
+func searchIgnored(ignored []string, searches bool, whole string, unhonoured []string) []string {
+	if searches {
+		return append(slices.Clip(ignored), unhonoured...)
+	}
+	return append(slices.Clip(ignored), whole)
+}
+
 // setIgnored names, in X-Meridian-Ignored-Params, the parameters the
 // backend cannot honour. Values are reduced to printable ASCII and
 // bounded: a client never makes Meridian send an arbitrary header.

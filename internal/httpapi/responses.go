@@ -80,7 +80,11 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, c *responseCall
 	if rreq.MaxTokens > 0 {
 		limit = "max_output_tokens"
 	}
-	setIgnored(w.Header(), s.withOutputLimit(r, rreq.Ignored, limit))
+	ignored := rreq.Ignored
+	if ws := rreq.WebSearch; ws != nil {
+		ignored = searchIgnored(ignored, s.gwFor(r.Context()).SearchesWeb(), "tools: "+ws.Tool, ws.Unhonoured)
+	}
+	setIgnored(w.Header(), s.withOutputLimit(r, ignored, limit))
 	c.meta = rreq.Meta(c.id, time.Now().Unix(), s.cfg.Sealer)
 	c.greq = gateway.Request{Body: areq, Header: r.Header, Hints: bodyHints(rreq.Identity), Echo: rreq.Echo}
 	if rreq.Store && s.cfg.Responses != nil {

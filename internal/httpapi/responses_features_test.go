@@ -124,7 +124,7 @@ func TestResponsesNamespaceAndHostedTools(t *testing.T) {
 		{OfNamespace: &responses.NamespaceToolParam{Name: "agents", Description: "agent tools", Tools: []responses.NamespaceToolToolUnionParam{
 			{OfFunction: &responses.NamespaceToolToolFunctionParam{Name: "spawn", Parameters: map[string]any{"type": "object", "properties": map[string]any{"task": map[string]any{"type": "string"}}}}},
 		}}},
-		{OfWebSearch: &responses.WebSearchToolParam{Type: responses.WebSearchToolTypeWebSearch}},
+		{OfFileSearch: &responses.FileSearchToolParam{VectorStoreIDs: []string{"vs_1"}}},
 	}
 	var resp *http.Response
 	got, err := s.chatClient().Responses.New(context.Background(), p, oaioption.WithResponseInto(&resp))
@@ -135,7 +135,7 @@ func TestResponsesNamespaceAndHostedTools(t *testing.T) {
 	if len(cs) != 1 || cs[0].Name != "spawn" || cs[0].Namespace != "agents" || cs[0].CallID != "toolu_ns" {
 		t.Fatalf("calls = %s", got.RawJSON())
 	}
-	if ig := resp.Header.Get("X-Meridian-Ignored-Params"); ig != "tools: web_search" {
+	if ig := resp.Header.Get("X-Meridian-Ignored-Params"); ig != "tools: file_search" {
 		t.Fatalf("X-Meridian-Ignored-Params = %q", ig)
 	}
 	tools := s.Upstream.Requests()[0].Body["tools"].([]any)

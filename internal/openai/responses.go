@@ -14,6 +14,7 @@ const (
 	ItemFunctionCallOutput = "function_call_output"
 	ItemReasoning          = "reasoning"
 	ItemReference          = "item_reference"
+	ItemWebSearchCall      = "web_search_call"
 )
 
 // ResponsesRequest is a decoded and validated POST /v1/responses body.
@@ -47,8 +48,19 @@ type ResponsesRequest struct {
 	Identity
 	ClientMetadata map[string]json.RawMessage
 
+	// WebSearch is the web_search tool, when offered.
+	WebSearch *WebSearch
+
 	// Ignored names parameters accepted but not honoured.
 	Ignored []string
+}
+
+// WebSearch is a Responses request's web search: its tool's type, the
+// domains results must come from, and the options a search cannot take.
+type WebSearch struct {
+	Tool           string
+	AllowedDomains []string
+	Unhonoured     []string
 }
 
 // Item is one input item. Message items use Role and Parts; calls CallID,

@@ -37,7 +37,7 @@ func DecodeResponsesRequest(body []byte) (*ResponsesRequest, error) {
 		return nil, err
 	}
 	if v, ok := jsonbody.Present(top, "tools"); ok {
-		if req.Tools, err = decodeResponseTools(v, &req.Ignored); err != nil {
+		if req.Tools, err = decodeResponseTools(v, req); err != nil {
 			return nil, err
 		}
 		req.RawTools = v
@@ -142,8 +142,11 @@ func decodeItem(path string, raw json.RawMessage) (Item, error) {
 		if it.Ref, err = requiredID(obj, path, "id"); err != nil {
 			return it, err
 		}
+	case ItemWebSearchCall:
+		// A search this gateway ran, sent back: its results live on in
+		// the answer's text, so it adds nothing to the history.
 	default:
-		return it, jsonbody.Errorf(path+".type", "unsupported input item type %q; this gateway takes message, function_call, function_call_output, reasoning and item_reference", it.Type)
+		return it, jsonbody.Errorf(path+".type", "unsupported input item type %q; this gateway takes message, function_call, function_call_output, reasoning, web_search_call and item_reference", it.Type)
 	}
 	return it, err
 }
@@ -229,7 +232,8 @@ func decodeItemReasoning(path string, obj jsonbody.Object, it *Item) error {
 
 // decodeResponseTools reads tools: functions, namespaces of functions
 // (flattened), and hosted tools, which are named as ignored.
-func decodeResponseTools(raw json.RawMessage, ignored *[]string) ([]Function, error) {
+func decodeResponseTools(raw json.RawMessage, req *ResponsesRequest) ([]Function, error) {
+	ignored := &req.Ignored
 	items, err := jsonbody.DecodeArray("tools", raw)
 	if err != nil {
 		return nil, err
@@ -292,6 +296,15 @@ func decodeResponseTools(raw json.RawMessage, ignored *[]string) ([]Function, er
 					return nil, err
 				}
 			}
+		case "web_search", "web_search_preview":
+			if req.WebSearch != nil {
+				return nil, jsonbody.Errorf(p+".type", "web search is offered twice")
+			}
+			ws, err := decodeResponsesWebSearch(p, obj, typ)
+			if err != nil {
+				return nil, err
+			}
+			req.WebSearch = ws
 		default:
 			name, _ := jsonbody.OptionalString(obj, p, "name")
 			if name == "" || slices.Contains(hostedTools, typ) {
@@ -301,6 +314,30 @@ func decodeResponseTools(raw json.RawMessage, ignored *[]string) ([]Function, er
 		}
 	}
 	return out, nil
+}
+
+// decodeResponsesWebSearch reads the web_search hosted tool: the domains
+// its results must come from pass to the search; its location and
+// context size are named as what a search cannot take.
+func decodeResponsesWebSearch(path string, obj jsonbody.Object, typ string) (*WebSearch, error) {
+	ws := &WebSearch{Tool: typ}
+	if f, ok := jsonbody.Present(obj, "filters"); ok && !jsonbody.IsAbsent(f) {
+		fo, err := jsonbody.DecodeObject(path+".filters", f)
+		if err != nil {
+			return nil, err
+		}
+		if d, ok := jsonbody.Present(fo, "allowed_domains"); ok && !jsonbody.IsAbsent(d) {
+			if err := jsonbody.As(path+".filters.allowed_domains", d, &ws.AllowedDomains, "an array of strings"); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, name := range []string{"user_location", "search_context_size"} {
+		if v, ok := jsonbody.Present(obj, name); ok && !jsonbody.IsAbsent(v) {
+			ws.Unhonoured = append(ws.Unhonoured, "tools."+typ+"."+name)
+		}
+	}
+	return ws, nil
 }
 
 // decodeFlatFunction reads a Responses function tool: its fields sit

@@ -33,8 +33,8 @@ func TestDecodeResponsesRealClients(t *testing.T) {
 	if !slices.Equal(names, []string{"exec_command", "multi_agent_v1__spawn_agent"}) || codex.Tools[1].Namespace != "multi_agent_v1" || codex.Tools[1].Local != "spawn_agent" {
 		t.Fatalf("tools = %+v", codex.Tools)
 	}
-	if !slices.Equal(codex.Ignored, []string{"tools: web_search"}) {
-		t.Fatalf("ignored = %v", codex.Ignored)
+	if len(codex.Ignored) != 0 || codex.WebSearch == nil || codex.WebSearch.Tool != "web_search" {
+		t.Fatalf("ignored = %v, web search %+v", codex.Ignored, codex.WebSearch)
 	}
 	s := decodeResponses(t, string(responseSeeds(t)["structured.json"]))
 	if !s.Background || !s.Store || s.Previous != "resp_prev" || s.Format == nil || s.Format.Name != "person" || s.Input[1].Ref != "msg_x" ||

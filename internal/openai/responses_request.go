@@ -88,6 +88,14 @@ func (r *ResponsesRequest) Anthropic(h History) (*anthropic.MessagesRequest, err
 	for _, f := range r.Tools {
 		out.Tools = append(out.Tools, toolJSON(f))
 	}
+	if ws := r.WebSearch; ws != nil {
+		tool, _ := json.Marshal(struct {
+			Type           string   `json:"type"`
+			Name           string   `json:"name"`
+			AllowedDomains []string `json:"allowed_domains,omitempty"`
+		}{"web_search_20250305", "web_search", ws.AllowedDomains})
+		out.Tools = append(out.Tools, tool)
+	}
 	if r.Reasoning && r.ReasoningEffort != "none" {
 		out.Thinking = &anthropic.Thinking{Type: "adaptive"}
 		out.Effort = r.ReasoningEffort
@@ -163,6 +171,9 @@ func track(open map[string]bool, it Item) {
 func (r *ResponsesRequest) Echo(m anthropic.Message) anthropic.Message {
 	out := anthropic.Message{Role: m.Role}
 	for _, b := range m.Content {
+		if b.Type == anthropic.BlockServerToolUse || b.Type == anthropic.BlockWebSearchToolResult {
+			continue // a client's web_search_call items add nothing to its history
+		}
 		if b.Type == anthropic.BlockText {
 			text := b.Text
 			if r.Format != nil {

@@ -251,11 +251,12 @@ func (m ResponseMeta) Failed(output []json.RawMessage, status int, message strin
 
 // outItem is one output item as it is built.
 type outItem struct {
-	kind      string // message, function_call, reasoning
+	kind      string // message, function_call, reasoning, web_search_call
 	id        string
 	done      bool
-	cut       bool   // closed by a failure or cancellation: incomplete
-	text      []byte // message text, reasoning summary, call arguments
+	cut       bool       // closed by a failure or cancellation: incomplete
+	text      []byte     // message text, reasoning summary, call arguments or a search's input
+	cites     []Citation // a message's: the searched pages its text names
 	callID    string
 	name      string
 	namespace string
@@ -264,7 +265,7 @@ type outItem struct {
 }
 
 func (m ResponseMeta) itemID(kind string, index int) string {
-	prefix := map[string]string{ItemMessage: "msg", ItemFunctionCall: "fc", ItemReasoning: "rs"}[kind]
+	prefix := map[string]string{ItemMessage: "msg", ItemFunctionCall: "fc", ItemReasoning: "rs", ItemWebSearchCall: "ws"}[kind]
 	return prefix + "_" + m.ID[len("resp_"):] + "_" + strconv.Itoa(index)
 }
 
@@ -300,7 +301,7 @@ func (m ResponseMeta) json(it *outItem) json.RawMessage {
 	case ItemMessage:
 		content := []any{}
 		if it.done {
-			content = append(content, outputText(string(it.text)))
+			content = append(content, citedText(string(it.text), it.cites))
 		}
 		v = struct {
 			ID      string `json:"id"`
@@ -323,6 +324,21 @@ func (m ResponseMeta) json(it *outItem) json.RawMessage {
 			Namespace string `json:"namespace,omitempty"`
 			Arguments string `json:"arguments"`
 		}{it.id, ItemFunctionCall, status, it.callID, it.name, it.namespace, args}
+	case ItemWebSearchCall:
+		var in struct {
+			Query string `json:"query"`
+		}
+		_ = json.Unmarshal(it.text, &in)
+		type action struct {
+			Type  string `json:"type"`
+			Query string `json:"query"`
+		}
+		v = struct {
+			ID     string `json:"id"`
+			Type   string `json:"type"`
+			Status string `json:"status"`
+			Action action `json:"action"`
+		}{it.id, ItemWebSearchCall, status, action{"search", in.Query}}
 	default:
 		summary := []any{}
 		if it.done && len(it.text) > 0 {
@@ -350,6 +366,21 @@ func outputText(s string) textPart {
 	return textPart{Type: "output_text", Text: s, Annotations: []any{}, Logprobs: []any{}}
 }
 
+// citedText is output text with its url_citation annotations.
+func citedText(s string, cites []Citation) textPart {
+	p := outputText(s)
+	for _, c := range cites {
+		p.Annotations = append(p.Annotations, struct {
+			Type       string `json:"type"`
+			StartIndex int    `json:"start_index"`
+			EndIndex   int    `json:"end_index"`
+			URL        string `json:"url"`
+			Title      string `json:"title"`
+		}{"url_citation", c.Start, c.End, c.URL, c.Title})
+	}
+	return p
+}
+
 type summaryPart struct {
 	Type string `json:"type"`
 	Text string `json:"text"`
@@ -363,6 +394,7 @@ func summaryText(s string) summaryPart { return summaryPart{Type: "summary_text"
 // summary was asked for; sealed when encrypted content was).
 func (m ResponseMeta) Output(content []json.RawMessage) []json.RawMessage {
 	var out []json.RawMessage
+	var pages []SearchPage
 	for _, raw := range content {
 		var b answerBlock
 		if json.Unmarshal(raw, &b) != nil {
@@ -375,6 +407,12 @@ func (m ResponseMeta) Output(content []json.RawMessage) []json.RawMessage {
 				continue
 			}
 			it.kind, it.text = ItemMessage, []byte(b.Text)
+			it.cites = citations(b.Text, pages)
+		case anthropic.BlockServerToolUse:
+			it.kind, it.text = ItemWebSearchCall, compact(b.Input)
+		case anthropic.BlockWebSearchToolResult:
+			pages = append(pages, searchPages(raw)...)
+			continue
 		case anthropic.BlockToolUse:
 			it.kind, it.text = ItemFunctionCall, compact(b.Input)
 			m.call(it, b.ID, b.Name)

@@ -29,6 +29,7 @@ type ResponseEncoder struct {
 	// progressed: response.in_progress went out (the run began).
 	progressed bool
 	final      *Response
+	pages      []SearchPage // found by the answer's web searches, for its citations
 }
 
 // NewResponseEncoder starts a response's encoder.
@@ -126,6 +127,11 @@ func (e *ResponseEncoder) BlockStart(dst []byte, index int, block json.RawMessag
 		dst = e.releaseHeld(dst)
 		it.kind = ItemFunctionCall
 		e.meta.call(it, b.ID, b.Name)
+	case anthropic.BlockServerToolUse:
+		it.kind = ItemWebSearchCall
+	case anthropic.BlockWebSearchToolResult:
+		e.pages = append(e.pages, searchPages(block)...)
+		return dst
 	case anthropic.BlockThinking, anthropic.BlockRedactedThinking:
 		if !e.meta.withReasoning() {
 			return dst
@@ -152,6 +158,9 @@ func (e *ResponseEncoder) open(dst []byte, index int, it *outItem) []byte {
 		if e.summaries() {
 			dst = e.event(dst, "response.reasoning_summary_part.added", map[string]any{"item_id": it.id, "output_index": at, "summary_index": 0, "part": summaryText("")})
 		}
+	case ItemWebSearchCall:
+		dst = e.event(dst, "response.web_search_call.in_progress", map[string]any{"item_id": it.id, "output_index": at})
+		dst = e.event(dst, "response.web_search_call.searching", map[string]any{"item_id": it.id, "output_index": at})
 	}
 	return dst
 }
@@ -211,6 +220,9 @@ func (e *ResponseEncoder) BlockDelta(dst []byte, index int, delta json.RawMessag
 			return dst
 		}
 		it.text = append(it.text, s...)
+		if it.kind == ItemWebSearchCall {
+			return dst
+		}
 		return e.event(dst, "response.function_call_arguments.delta", map[string]any{"item_id": it.id, "output_index": at, "delta": s})
 	}
 	return dst
@@ -253,8 +265,11 @@ func (e *ResponseEncoder) close(dst []byte, it *outItem, at int) []byte {
 	text := string(it.text)
 	switch it.kind {
 	case ItemMessage:
+		it.cites = citations(text, e.pages)
 		dst = e.event(dst, "response.output_text.done", map[string]any{"item_id": it.id, "output_index": at, "content_index": 0, "text": text, "logprobs": []any{}})
-		dst = e.event(dst, "response.content_part.done", map[string]any{"item_id": it.id, "output_index": at, "content_index": 0, "part": outputText(text)})
+		dst = e.event(dst, "response.content_part.done", map[string]any{"item_id": it.id, "output_index": at, "content_index": 0, "part": citedText(text, it.cites)})
+	case ItemWebSearchCall:
+		dst = e.event(dst, "response.web_search_call.completed", map[string]any{"item_id": it.id, "output_index": at})
 	case ItemFunctionCall:
 		if text == "" {
 			it.text = []byte("{}")

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -30,7 +31,7 @@ const searchQueryPrefix = "Perform a web search for the query: "
 // WebSearch, or a client's, as Claude Code's reaches Meridian's CLI), and
 // once it has results names the first one's title, if it got it.
 func searchUpstream(r testkit.Request) testkit.Reply {
-	if serverTool(r, "web_search") != nil {
+	if r.ServerTool("web_search") != nil {
 		q := strings.TrimPrefix(r.LastUserText(), searchQueryPrefix)
 		return testkit.Reply{Search: &testkit.Search{Query: q, Results: []testkit.SearchResult{
 			{Title: "Meridian 2 release notes", URL: "https://news.example/meridian-2"},
@@ -41,38 +42,15 @@ func searchUpstream(r testkit.Request) testkit.Reply {
 	switch {
 	case strings.Contains(all, "Web search results for query") && strings.Contains(all, "Meridian 2 release notes"):
 		return testkit.Reply{Text: "Meridian 2 shipped, says [Meridian 2 release notes](https://news.example/meridian-2)."}
-	case strings.Contains(last, "search the web") || strings.HasPrefix(last, searchQueryPrefix):
+	case strings.Contains(last, "search the web") || strings.Contains(last, searchQueryPrefix):
 		q := strings.TrimPrefix(last, searchQueryPrefix)
 		for _, name := range []string{"WebSearch", "mcp__c__WebSearch"} {
-			if offers(r, name) {
+			if r.Offers(name) {
 				return testkit.Reply{ToolUses: []testkit.ToolUse{{Name: name, Input: map[string]any{"query": q}}}}
 			}
 		}
 	}
 	return testkit.Reply{Text: "answer to " + last}
-}
-
-// offers reports whether the request offers a tool of that name.
-func offers(r testkit.Request, name string) bool {
-	tools, _ := r.Body["tools"].([]any)
-	for _, t := range tools {
-		if tm, _ := t.(map[string]any); tm["name"] == name {
-			return true
-		}
-	}
-	return false
-}
-
-// serverTool is the request's server tool of that name, nil if none.
-func serverTool(r testkit.Request, name string) map[string]any {
-	tools, _ := r.Body["tools"].([]any)
-	for _, t := range tools {
-		tm, _ := t.(map[string]any)
-		if typ, _ := tm["type"].(string); typ != "" && typ != "custom" && tm["name"] == name {
-			return tm
-		}
-	}
-	return nil
 }
 
 // A Messages request offering web search is answered by the CLI's own
@@ -141,14 +119,14 @@ func TestWebSearchOnMessages(t *testing.T) {
 		}
 		var search *testkit.Request
 		for _, r := range g.up.Requests() {
-			if serverTool(r, "web_search") != nil {
+			if r.ServerTool("web_search") != nil {
 				search = &r
 			}
 		}
 		if search == nil {
 			t.Fatal("the CLI sent no search request")
 		}
-		tool, _ := json.Marshal(serverTool(*search, "web_search"))
+		tool, _ := json.Marshal(search.ServerTool("web_search"))
 		if !strings.Contains(string(tool), `"allowed_domains":["news.example"]`) {
 			t.Fatalf("the client's domains did not reach the search: %s", tool)
 		}
@@ -209,13 +187,15 @@ func TestClaudeCodeSearchesThroughMeridian(t *testing.T) {
 	}
 	var searched bool
 	for _, r := range g.up.Requests() {
-		searched = searched || serverTool(r, "web_search") != nil
+		searched = searched || r.ServerTool("web_search") != nil
 	}
 	if !searched {
 		t.Fatal("the upstream never saw a search")
 	}
-	if !strings.Contains(g.log.String(), "path=/v1/messages status=200") {
-		t.Fatal("Claude Code's requests did not reach meridian")
+	// The search request, sent under the session's id, is served on its
+	// own: the turn that waits for it continues on its live process.
+	if !regexp.MustCompile(`msg="turn done".*client=claude-code verdict=continuation live=true`).MatchString(g.log.String()) {
+		t.Fatalf("the turn that called WebSearch did not continue on its live process:\n%s", g.log.String())
 	}
 }
 
@@ -329,11 +309,11 @@ func TestWebSearchOnResponses(t *testing.T) {
 		check(t, r)
 		var search *testkit.Request
 		for _, req := range g.up.Requests() {
-			if serverTool(req, "web_search") != nil {
+			if req.ServerTool("web_search") != nil {
 				search = &req
 			}
 		}
-		if tool, _ := json.Marshal(serverTool(*search, "web_search")); !strings.Contains(string(tool), `"allowed_domains":["news.example"]`) {
+		if tool, _ := json.Marshal(search.ServerTool("web_search")); !strings.Contains(string(tool), `"allowed_domains":["news.example"]`) {
 			t.Fatalf("the client's domains did not reach the search: %s", tool)
 		}
 	})

@@ -18,6 +18,12 @@ func (claudeCode) Name() string { return ClaudeCode }
 
 func (claudeCode) Identify(h http.Header, req *anthropic.MessagesRequest) Identity {
 	id := Identity{Client: ClaudeCode, Cwd: findCwd(req, cwdPrimary)}
+	if agent := claudeCodeHelper(req); agent != "" {
+		// Sent under the session's id, it belongs to no conversation:
+		// served on its own, it never displaces the session's process.
+		id.Mode, id.Agent = Subagent, agent
+		return id
+	}
 	session, parent := metadataSession(req.Metadata)
 	id.Key = strings.TrimSpace(h.Get("X-Claude-Code-Session-Id"))
 	if id.Key == "" {
@@ -29,6 +35,46 @@ func (claudeCode) Identify(h http.Header, req *anthropic.MessagesRequest) Identi
 		id.Mode, id.Parent = Subagent, parent
 	}
 	return fingerprinted(scoped(id), req)
+}
+
+// claudeCodeHelper names a one-shot request Claude Code's own tools send
+// while a turn waits on them: its WebSearch tool's search (only the
+// web_search server tool, the query as the one message) and its WebFetch
+// tool's page summary (no tools, the page as the one message).
+func claudeCodeHelper(req *anthropic.MessagesRequest) string {
+	if len(req.Messages) != 1 {
+		return ""
+	}
+	text := strings.TrimSpace(firstText(req.Messages[0]))
+	switch {
+	case strings.HasPrefix(text, "Perform a web search for the query:") && onlyServerTools(req):
+		return "web-search"
+	case strings.HasPrefix(text, "Web page content:") && len(req.Tools) == 0:
+		return "web-fetch"
+	}
+	return ""
+}
+
+func firstText(m anthropic.Message) string {
+	for _, b := range m.Content {
+		if b.Type == anthropic.BlockText {
+			return b.Text
+		}
+	}
+	return ""
+}
+
+// onlyServerTools reports a request whose every tool is the API's own.
+func onlyServerTools(req *anthropic.MessagesRequest) bool {
+	for _, raw := range req.Tools {
+		var t struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(raw, &t) != nil || t.Type == "" || t.Type == "custom" {
+			return false
+		}
+	}
+	return len(req.Tools) > 0
 }
 
 // metadataSession reads the session_id and parent_session_id inside the

@@ -14,12 +14,32 @@ const clientToolPrefix = "mcp__c__"
 // arguments built from its schema's required properties ("command" runs
 // `echo mock-tool-ran`); a request answering a tool gets "done"; anything
 // else "Hello from the fake upstream."
+//
+// SEARCH_WEB asks for a web search (as does the request Claude Code's
+// WebSearch tool sends): the model calls the search tool it is offered (the CLI's own WebSearch, or a client's WebSearch as Claude
+// Code's reaches the CLI), the CLI's search request is answered with one
+// result titled "Fake search result", and the model's answer names it.
 func ClientResponder(r Request) Reply {
 	usage := Usage{InputTokens: 12, OutputTokens: 6, CacheReadInputTokens: 4}
+	if r.ServerTool("web_search") != nil {
+		return Reply{Search: &Search{Query: r.LastUserText(), Results: []SearchResult{{Title: "Fake search result", URL: "https://search.example/result"}}},
+			Text: "The search found one page.", Usage: usage}
+	}
 	if lastIsToolResult(r) {
+		if strings.Contains(r.AllText(), "Fake search result") {
+			return Reply{Text: "Found: Fake search result (https://search.example/result)", Usage: usage}
+		}
 		return Reply{Text: "done", Usage: usage}
 	}
 	text := r.LastUserText()
+	if strings.Contains(text, "SEARCH_WEB") || strings.Contains(text, "Perform a web search for the query:") {
+		for _, name := range []string{"WebSearch", clientToolPrefix + "WebSearch"} {
+			if r.Offers(name) {
+				return Reply{ToolUses: []ToolUse{{Name: name, Input: map[string]any{"query": "fake search"}}}, Usage: usage}
+			}
+		}
+		return Reply{Text: "No search tool.", Usage: usage}
+	}
 	_, after, ok := strings.Cut(text, "USE_TOOL")
 	if !ok {
 		return Reply{Text: "Hello from the fake upstream.", ChunkSize: 6, Usage: usage}

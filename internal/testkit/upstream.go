@@ -105,6 +105,30 @@ type Request struct {
 // Stream reports whether the request asked for SSE.
 func (r Request) Stream() bool { s, _ := r.Body["stream"].(bool); return s }
 
+// Offers reports whether the request offers a tool of that name.
+func (r Request) Offers(name string) bool {
+	tools, _ := r.Body["tools"].([]any)
+	for _, t := range tools {
+		if tm, _ := t.(map[string]any); tm["name"] == name {
+			return true
+		}
+	}
+	return false
+}
+
+// ServerTool is the request's server tool (one with a type) of that name,
+// nil if none: the CLI's own search request offers web_search.
+func (r Request) ServerTool(name string) map[string]any {
+	tools, _ := r.Body["tools"].([]any)
+	for _, t := range tools {
+		tm, _ := t.(map[string]any)
+		if typ, _ := tm["type"].(string); typ != "" && typ != "custom" && tm["name"] == name {
+			return tm
+		}
+	}
+	return nil
+}
+
 // Messages returns the request's messages array.
 func (r Request) Messages() []any { m, _ := r.Body["messages"].([]any); return m }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -337,5 +338,111 @@ func TestWebSearchOnResponses(t *testing.T) {
 			t.Fatalf("no completed response (searching event seen: %v)", searching)
 		}
 		check(t, final)
+	})
+}
+
+// Searches past the client's max_uses, and a search the API itself
+// fails, come back as the API's error blocks; a search and a client tool
+// in one turn pause for the client's tool with the search's blocks kept;
+// web fetch, which the CLI would run from this machine, stays off and a
+// loopback page it names is never fetched.
+func TestWebSearchLimitsToolsAndFetch(t *testing.T) {
+	t.Parallel()
+	fetched := make(chan string, 4)
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fetched <- r.URL.Path }))
+	defer page.Close()
+	g := newGateway(t)
+	g.up.Respond(func(r testkit.Request) testkit.Reply {
+		all, last := r.AllText(), r.LastUserText()
+		switch {
+		case r.ServerTool("web_search") != nil && strings.Contains(last, "broken"):
+			return testkit.Reply{Search: &testkit.Search{Query: "broken", Error: "too_many_requests"}}
+		case r.ServerTool("web_search") != nil:
+			return testkit.Reply{Search: &testkit.Search{Query: last, Results: []testkit.SearchResult{{Title: "A page", URL: "https://news.example/a"}}}}
+		case strings.Contains(all, "twice") && strings.Count(all, "Web search") < 2:
+			return testkit.Reply{ToolUses: []testkit.ToolUse{{Name: "WebSearch", Input: map[string]any{"query": "twice"}}}}
+		case strings.Contains(all, "broken search") && !strings.Contains(all, "Web search"):
+			return testkit.Reply{ToolUses: []testkit.ToolUse{{Name: "WebSearch", Input: map[string]any{"query": "broken"}}}}
+		case strings.Contains(all, "then run a tool") && !strings.Contains(all, "Web search"):
+			return testkit.Reply{ToolUses: []testkit.ToolUse{{Name: "WebSearch", Input: map[string]any{"query": "tool"}}}}
+		case strings.Contains(all, "then run a tool") && !strings.Contains(all, "ran fine"):
+			return testkit.Reply{ToolUses: []testkit.ToolUse{{Name: "mcp__c__run", Input: map[string]any{}}}}
+		}
+		return testkit.Reply{Text: "done"}
+	})
+	g.start()
+	client := sdk.NewClient(option.WithBaseURL(g.url), option.WithAPIKey("any"), option.WithMaxRetries(0))
+	search := sdk.ToolUnionParam{OfWebSearchTool20250305: &sdk.WebSearchTool20250305Param{MaxUses: sdk.Int(1)}}
+	ask := func(conversation, prompt string, tools ...sdk.ToolUnionParam) (*sdk.Message, *http.Response) {
+		t.Helper()
+		var resp *http.Response
+		msg, err := client.Messages.New(context.Background(), sdk.MessageNewParams{Model: "test-model", MaxTokens: 200, Tools: tools,
+			Messages: []sdk.MessageParam{sdk.NewUserMessage(sdk.NewTextBlock(prompt))}},
+			option.WithHeader("X-Claude-Code-Session-Id", conversation), option.WithResponseInto(&resp))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return msg, resp
+	}
+	searchErrors := func(msg *sdk.Message) (codes []string) {
+		for _, b := range msg.Content {
+			if b.Type == "web_search_tool_result" {
+				codes = append(codes, string(b.AsWebSearchToolResult().Content.ErrorCode))
+			}
+		}
+		return codes
+	}
+
+	t.Run("max_uses", func(t *testing.T) {
+		msg, _ := ask("twice", "search twice", search)
+		if got := searchErrors(msg); !slices.Equal(got, []string{"", "max_uses_exceeded"}) {
+			t.Fatalf("search results %q: %s", got, msg.RawJSON())
+		}
+		if msg.Usage.ServerToolUse.WebSearchRequests != 1 {
+			t.Fatalf("usage %s", msg.Usage.RawJSON())
+		}
+	})
+
+	t.Run("the API's error", func(t *testing.T) {
+		msg, _ := ask("broken", "a broken search", search)
+		if got := searchErrors(msg); !slices.Equal(got, []string{"too_many_requests"}) {
+			t.Fatalf("search results %q: %s", got, msg.RawJSON())
+		}
+	})
+
+	t.Run("a search and a client tool", func(t *testing.T) {
+		run := sdk.ToolUnionParam{OfTool: &sdk.ToolParam{Name: "run", InputSchema: sdk.ToolInputSchemaParam{Properties: map[string]any{}}}}
+		msg, _ := ask("both", "search, then run a tool", search, run)
+		var types []string
+		for _, b := range msg.Content {
+			types = append(types, b.Type)
+		}
+		if msg.StopReason != "tool_use" || !slices.Equal(types, []string{"server_tool_use", "web_search_tool_result", "tool_use"}) {
+			t.Fatalf("stop %s, content %v: %s", msg.StopReason, types, msg.RawJSON())
+		}
+		call := msg.Content[2].AsToolUse()
+		next, err := client.Messages.New(context.Background(), sdk.MessageNewParams{Model: "test-model", MaxTokens: 200, Tools: []sdk.ToolUnionParam{search, run},
+			Messages: []sdk.MessageParam{sdk.NewUserMessage(sdk.NewTextBlock("search, then run a tool")), msg.ToParam(),
+				sdk.NewUserMessage(sdk.NewToolResultBlock(call.ID, "ran fine", false))}},
+			option.WithHeader("X-Claude-Code-Session-Id", "both"))
+		if err != nil || len(next.Content) == 0 || next.Content[len(next.Content)-1].Text != "done" {
+			t.Fatalf("the tool's result: %v %+v", err, next)
+		}
+		if !strings.Contains(g.log.String(), "conversation=both client=claude-code verdict=continuation live=true") {
+			t.Fatal("the tool's result did not continue the paused process")
+		}
+	})
+
+	t.Run("web fetch stays off", func(t *testing.T) {
+		fetch := sdk.ToolUnionParam{OfWebFetchTool20250910: &sdk.WebFetchTool20250910Param{}}
+		_, resp := ask("fetch", "fetch "+page.URL+"/secret", fetch)
+		if got := resp.Header.Get("X-Meridian-Ignored-Params"); !strings.Contains(got, "web_fetch") {
+			t.Fatalf("web fetch not reported ignored: %q", got)
+		}
+		select {
+		case p := <-fetched:
+			t.Fatalf("the loopback page %s was fetched", p)
+		default:
+		}
 	})
 }

@@ -122,8 +122,38 @@ func DecodeMessagesRequest(body []byte) (*MessagesRequest, error) {
 				return nil, err
 			}
 		}
+		if f, ok := jsonbody.Present(oc, "format"); ok && !jsonbody.IsAbsent(f) {
+			if req.Format, err = decodeOutputFormat(f); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return req, nil
+}
+
+// decodeOutputFormat reads output_config.format: a JSON schema the answer
+// must fit.
+func decodeOutputFormat(raw json.RawMessage) (*OutputFormat, error) {
+	const path = "output_config.format"
+	obj, err := jsonbody.DecodeObject(path, raw)
+	if err != nil {
+		return nil, err
+	}
+	typ, err := jsonbody.RequiredString(obj, path, "type")
+	if err != nil {
+		return nil, err
+	}
+	if typ != "json_schema" {
+		return nil, &RequestError{Field: path + ".type", Message: fmt.Sprintf("must be \"json_schema\", got %q", typ)}
+	}
+	schema, ok := jsonbody.Present(obj, "schema")
+	if !ok {
+		return nil, &RequestError{Field: path + ".schema", Message: "Field required"}
+	}
+	if _, err := jsonbody.DecodeObject(path+".schema", schema); err != nil {
+		return nil, err
+	}
+	return &OutputFormat{Schema: schema, Field: path}, nil
 }
 
 func decodeMessages(raw json.RawMessage) ([]Message, error) {

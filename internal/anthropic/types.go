@@ -43,6 +43,18 @@ type MessagesRequest struct {
 	Tools         []json.RawMessage
 	ToolChoice    json.RawMessage
 	Effort        string // output_config.effort
+	// Format is the structured output the answer must be
+	// (output_config.format), nil for free text.
+	Format *OutputFormat
+}
+
+// OutputFormat asks for an answer that is one JSON value fitting Schema.
+// Field names where the request asked for it, for the error of a misfit
+// (output_config.format, or response_format and text.format when an
+// OpenAI request was translated).
+type OutputFormat struct {
+	Schema json.RawMessage
+	Field  string
 }
 
 // Thinking is the request's extended-thinking setting.

@@ -47,6 +47,13 @@ type EndOnly interface {
 	ResumesAtEndOnly()
 }
 
+// SchemaEnforcer is a Backend that makes an answer fit a JSON schema
+// itself (StartOptions.JSONSchema, Result.Structured); for any other the
+// schema is asked for in the prompt and checked afterwards.
+type SchemaEnforcer interface {
+	EnforcesSchema()
+}
+
 // WebSearcher is a Backend that can search the web itself, under the
 // rules StartOptions.WebSearch gives.
 type WebSearcher interface {
@@ -67,9 +74,10 @@ type ModelResolver interface {
 }
 
 // Binder is a spare session: Bind gives it its conversation's system
-// prompt and tools, once, before its first turn.
+// prompt, tools and output schema (opts' others are the spare's own),
+// once, before its first turn.
 type Binder interface {
-	Bind(system []string, tools []Tool) error
+	Bind(opts StartOptions) error
 }
 
 // Freezer is a Session whose process can be stopped while it waits and
@@ -141,6 +149,9 @@ type StartOptions struct {
 	// WebSearch, when set, enables the backend's own web search, and only
 	// that, under the client's rules; nil leaves it off.
 	WebSearch *WebSearch
+	// JSONSchema, when set, is the schema the answer must be: the backend
+	// makes the model return one such value, checked, as its answer.
+	JSONSchema json.RawMessage
 
 	// Autonomous sessions work on their own, for nobody waiting at the
 	// other end: the backend's own tools are available, every permission
@@ -289,6 +300,9 @@ type Result struct {
 	CostUSD float64
 	// WebSearches is how many web searches the backend ran in the turn.
 	WebSearches int
+	// Structured is the answer as the value StartOptions.JSONSchema asked
+	// for, checked by the backend; nil when the model gave none.
+	Structured json.RawMessage
 	// Failure is set when the turn did not produce a usable answer.
 	Failure *Failure
 }
@@ -308,6 +322,8 @@ const (
 	FailBackend
 	// FailUnavailable: the backend cannot be started (binary missing).
 	FailUnavailable
+	// FailFormat: the model gave no answer that fits the output schema.
+	FailFormat
 )
 
 // Failure describes why a turn failed.

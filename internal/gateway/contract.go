@@ -25,6 +25,7 @@ func contractKey(o backend.StartOptions) string {
 	parts := []string{o.Model, o.Dir, strconv.Itoa(o.MaxOutputTokens),
 		strconv.Itoa(int(o.Thinking.Mode)), strconv.Itoa(o.Thinking.Budget), o.Effort, strconv.Itoa(len(o.System))}
 	parts = append(parts, webSearchKey(o.WebSearch)...)
+	parts = append(parts, "schema", string(o.JSONSchema))
 	return digest(append(parts, o.System...)...)
 }
 

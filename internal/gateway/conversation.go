@@ -204,6 +204,9 @@ func (g *Gateway) runTurn(ctx context.Context, t *turn, id string, out Output) e
 	}
 	began := g.cfg.Now()
 	r := newRelay(out, Start{ID: id, Model: t.req.Model}, t.req, sess.ID)
+	if t.opts.JSONSchema != nil {
+		r.format = t.req.Format
+	}
 	r.tools, r.answer = t.tools, sess.Answer
 	if len(in.Results) > 0 {
 		r.reported = usageOf(t.live.Reported) // the paused turn's earlier responses
@@ -259,10 +262,17 @@ func (g *Gateway) runTurn(ctx context.Context, t *turn, id string, out Output) e
 			return errStaleSession
 		}
 		g.hold(ctx, t, sess, in)
-		e := classify(res.Failure, g.cfg.CLI, g.window.get(g.cfg.Now()), g.cfg.Now())
+		e := r.misfit(classify(res.Failure, g.cfg.CLI, g.window.get(g.cfg.Now()), g.cfg.Now()), res.Failure)
 		g.log.Warn("turn failed", append(logAttrs, "status", e.Status, "type", e.Type,
 			"retry_after", e.RetryAfter, "wait_source", e.WaitSource, "error", res.Failure.Message)...)
 		return e
+	}
+	if err := r.structured(res); err != nil {
+		// The session holds an answer the client does not get: it is not
+		// kept, and the conversation stays where it was.
+		g.pool.Discard(t.live)
+		g.log.Warn("turn failed", append(logAttrs, "error", err.Error())...)
+		return err
 	}
 	g.log.Info("turn done", append(logAttrs, "stop", res.StopReason, "input_bytes", res.InputBytes,
 		"input_tokens", res.Usage.InputTokens, "output_tokens", res.Usage.OutputTokens,

@@ -94,6 +94,8 @@ func classify(f *backend.Failure, cli CLI, window, now time.Time) *Error {
 		return newError(http.StatusBadRequest, anthropic.ErrInvalidRequest, "prompt is too long: "+f.Message, facts)
 	case backend.FailUnavailable:
 		return newError(http.StatusServiceUnavailable, anthropic.ErrAPI, f.Message, facts)
+	case backend.FailFormat:
+		return newError(http.StatusBadGateway, anthropic.ErrAPI, "the model's answer does not fit the requested format: "+f.Message, facts)
 	case backend.FailLimit, backend.FailBackend:
 		return newError(http.StatusInternalServerError, anthropic.ErrAPI, f.Message, facts)
 	}

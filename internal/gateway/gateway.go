@@ -224,6 +224,7 @@ func (g *Gateway) Messages(ctx context.Context, req Request, id string, out Outp
 	}
 	tools, _ := toolsOf(req.Body)
 	opts.Tools, opts.WebSearch = tools.list, g.webSearch(req.Body)
+	opts = g.withFormat(opts, req.Body.Format)
 	tr := telemetry.From(ctx)
 	tr.Request(req.Body.Model, req.Body.Stream)
 	ident := g.identify(req)
@@ -372,6 +373,9 @@ func (g *Gateway) oneShot(ctx context.Context, req *anthropic.MessagesRequest, o
 	nameSession(out, sess.ID())
 
 	r := newRelay(out, Start{ID: id, Model: req.Model}, req, sess.ID)
+	if opts.JSONSchema != nil {
+		r.format = req.Format
+	}
 	r.tools, r.answer = tools, sess.Answer
 	tr := telemetry.From(ctx)
 	res, err := g.turn(ctx, sess, backend.Input{Content: replay.Render(req.Messages)}, g.emitter(tr, r))
@@ -392,7 +396,7 @@ func (g *Gateway) oneShot(ctx context.Context, req *anthropic.MessagesRequest, o
 		}
 		return err // the output refused a write: the client is gone
 	case res.Failure != nil:
-		e := classify(res.Failure, g.cfg.CLI, g.window.get(g.cfg.Now()), g.cfg.Now())
+		e := r.misfit(classify(res.Failure, g.cfg.CLI, g.window.get(g.cfg.Now()), g.cfg.Now()), res.Failure)
 		g.log.Warn("turn failed", "session", res.SessionID, "status", e.Status, "type", e.Type,
 			"retry_after", e.RetryAfter, "wait_source", e.WaitSource, "error", res.Failure.Message)
 		return e

@@ -102,6 +102,10 @@ type relay struct {
 	reply    reply
 	// unsaved is why the turn's state was not saved, for Finish.
 	unsaved string
+	// format, when the backend enforces it, makes the answer the
+	// structured value alone: the model's own text is not passed on.
+	format     *anthropic.OutputFormat
+	formatSent bool
 }
 
 type block struct {
@@ -237,6 +241,8 @@ func (r *relay) wanted(blockType string) bool {
 	switch blockType {
 	case "thinking", "redacted_thinking":
 		return r.thinking
+	case anthropic.BlockText:
+		return r.format == nil
 	}
 	return true
 }
@@ -348,6 +354,9 @@ func (r *relay) closeMessageUsage() {
 
 // finish ends a turn the backend completed.
 func (r *relay) finish(res *backend.Result) error {
+	if err := r.structured(res); err != nil {
+		return err
+	}
 	if err := r.begin(); err != nil {
 		return err
 	}

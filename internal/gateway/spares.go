@@ -42,10 +42,11 @@ const refillDelay = 500 * time.Millisecond
 
 // startKey digests the options a process must be started with: a spare
 // serves only a conversation whose options give the same key. The system
-// prompt and tools come later (Bind); resumes never use spares.
+// prompt, tools and output schema come later (Bind); the CLI's own tool
+// list (web search) is on its command line; resumes never use spares.
 func startKey(o backend.StartOptions) string {
-	return digest(o.Model, o.Dir, strconv.Itoa(o.MaxOutputTokens), strconv.Itoa(int(o.Thinking.Mode)),
-		strconv.Itoa(o.Thinking.Budget), o.Effort)
+	return digest(append([]string{o.Model, o.Dir, strconv.Itoa(o.MaxOutputTokens), strconv.Itoa(int(o.Thinking.Mode)),
+		strconv.Itoa(o.Thinking.Budget), o.Effort}, webSearchKey(o.WebSearch)...)...)
 }
 
 // takeSpare gives a fresh conversation a spare of its start-time contract,
@@ -59,7 +60,7 @@ func (g *Gateway) takeSpare(opts backend.StartOptions, key string) *pool.Live {
 		return nil
 	}
 	b, ok := l.Session.(backend.Binder)
-	if !ok || b.Bind(opts.System, opts.Tools) != nil {
+	if !ok || b.Bind(opts) != nil {
 		g.pool.Discard(l)
 		return nil
 	}
@@ -75,7 +76,7 @@ func (g *Gateway) refill(opts backend.StartOptions) {
 	}
 	s := &g.spares
 	s.mu.Lock()
-	opts.System, opts.Tools, opts.Resume, opts.ResumeAt, opts.SessionID = nil, nil, "", "", ""
+	opts.System, opts.Tools, opts.JSONSchema, opts.Resume, opts.ResumeAt, opts.SessionID = nil, nil, nil, "", "", ""
 	s.recent = append(s.recent, opts)
 	if len(s.recent) > recentStarts {
 		s.recent = s.recent[len(s.recent)-recentStarts:]

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -68,9 +69,10 @@ func TestChatToolResultGuards(t *testing.T) {
 	}
 }
 
-// response_format is emulated: the format reaches the model in the system
-// prompt, a fenced answer is unwrapped, and an answer that does not fit
-// is a 502 rather than unchecked text.
+// response_format goes to the CLI's structured output: the model gets the
+// schema as the CLI's StructuredOutput tool, the value it gives is the
+// answer, and a model that never gives one that fits is a 502 naming the
+// field rather than unchecked text.
 func TestChatResponseFormat(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, stackOptions{})
@@ -81,28 +83,35 @@ func TestChatResponseFormat(t *testing.T) {
 	p := chatParams(openai.UserMessage("a person"))
 	p.ResponseFormat = openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{JSONSchema: schema}}
 
-	s.Upstream.Enqueue(testkit.Reply{Text: "```json\n{\"name\": \"Ada\", \"age\": 36}\n```", ChunkSize: 5})
+	person := func(input map[string]any) testkit.Responder {
+		return func(r testkit.Request) testkit.Reply {
+			if strings.Contains(r.AllText(), "Structured output provided") {
+				return testkit.Reply{}
+			}
+			return testkit.Reply{Text: "Here it is.", ToolUses: []testkit.ToolUse{{Name: "StructuredOutput", Input: input}}}
+		}
+	}
+	s.Upstream.Respond(person(map[string]any{"name": "Ada", "age": 36}))
 	got, err := s.chatClient().Chat.Completions.New(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := got.Choices[0].Message.Content; c != `{"name": "Ada", "age": 36}` {
+	if c := got.Choices[0].Message.Content; c != `{"age":36,"name":"Ada"}` {
 		t.Fatalf("content = %q", c)
 	}
-	if sys := s.Upstream.Requests()[0].SystemText(); !strings.Contains(sys, `"required":["name","age"]`) {
-		t.Fatalf("the schema did not reach the model: %q", sys)
+	if tool, _ := json.Marshal(s.Upstream.Requests()[0].Body["tools"]); !strings.Contains(string(tool), `"StructuredOutput"`) || !strings.Contains(string(tool), `"required":["name","age"]`) {
+		t.Fatalf("the schema did not reach the model as the CLI's tool: %s", tool)
 	}
 
-	s.Upstream.Enqueue(testkit.Reply{Text: `{"name": "Ada", "age": 36}`, ChunkSize: 5})
 	acc, chunks, err := streamChat(t, s.chatClient(), p)
-	if err != nil || acc.Choices[0].Message.Content != `{"name": "Ada", "age": 36}` {
+	if err != nil || acc.Choices[0].Message.Content != `{"age":36,"name":"Ada"}` {
 		t.Fatalf("streamed: %v %+v", err, acc.Choices)
 	}
 	if len(chunks) != 3 {
 		t.Fatalf("%d chunks: the checked answer goes out whole, after the role", len(chunks))
 	}
 
-	s.Upstream.Always(testkit.Reply{Text: `{"name": "Ada"}`})
+	s.Upstream.Respond(person(map[string]any{"name": "Ada"}))
 	_, err = s.chatClient().Chat.Completions.New(context.Background(), p)
 	if ae := chatAPIError(t, err); ae.StatusCode != 502 || !strings.Contains(ae.Message, "response_format") || !strings.Contains(ae.Message, "age") {
 		t.Fatalf("mismatch: %d %s", ae.StatusCode, ae.RawJSON())

@@ -17,8 +17,9 @@ import (
 	"github.com/meridian-gw/meridian/internal/testkit"
 )
 
-// A json_schema text format reaches the model as an instruction and the
-// answer is checked: a fenced fit is unwrapped, a misfit is a 502.
+// A json_schema text format reaches the model as the CLI's
+// StructuredOutput tool and the value it gives is the answer; a model
+// that never gives one that fits, or answers in prose, is a 502.
 func TestResponsesJSONSchemaFormat(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, stackOptions{sessions: true})
@@ -26,22 +27,30 @@ func TestResponsesJSONSchemaFormat(t *testing.T) {
 	p.Text = responses.ResponseTextConfigParam{Format: responses.ResponseFormatTextConfigUnionParam{OfJSONSchema: &responses.ResponseFormatTextJSONSchemaConfigParam{
 		Name: "person", Schema: map[string]any{"type": "object", "properties": map[string]any{"age": map[string]any{"type": "integer"}}, "required": []string{"age"}},
 	}}}
-	s.Upstream.Enqueue(testkit.Reply{Text: "```json\n{\"age\": 36}\n```"})
+	gives := func(age any) testkit.Responder {
+		return func(r testkit.Request) testkit.Reply {
+			if strings.Contains(r.AllText(), "Structured output provided") {
+				return testkit.Reply{}
+			}
+			return testkit.Reply{ToolUses: []testkit.ToolUse{{Name: "StructuredOutput", Input: map[string]any{"age": age}}}}
+		}
+	}
+	s.Upstream.Respond(gives(36))
 	got, err := s.chatClient().Responses.New(context.Background(), p)
-	if err != nil || got.OutputText() != `{"age": 36}` {
+	if err != nil || got.OutputText() != `{"age":36}` {
 		t.Fatalf("fit: %v %s", err, got.RawJSON())
 	}
-	if sys := s.Upstream.Requests()[0].SystemText(); !strings.Contains(sys, `"required":["age"]`) {
-		t.Fatalf("the schema did not reach the model: %q", sys)
+	if tool, _ := json.Marshal(s.Upstream.Requests()[0].Body["tools"]); !strings.Contains(string(tool), `"StructuredOutput"`) || !strings.Contains(string(tool), `"required":["age"]`) {
+		t.Fatalf("the schema did not reach the model as the CLI's tool: %s", tool)
 	}
-	s.Upstream.Enqueue(testkit.Reply{Text: `{"age": "old"}`})
+	s.Upstream.Respond(gives("old"))
 	final, _, err := streamResponse(t, s.chatClient(), p)
 	// The error names the field the request used: text.format, not chat's
 	// response_format.
 	if err != nil || final.Status != "failed" || !strings.Contains(final.Error.Message, "text.format") || strings.Contains(final.Error.Message, "response_format") {
 		t.Fatalf("streamed misfit: %v %s", err, final.RawJSON())
 	}
-	s.Upstream.Enqueue(testkit.Reply{Text: `not json`})
+	s.Upstream.Always(testkit.Reply{Text: `not json`})
 	_, err = s.chatClient().Responses.New(context.Background(), p)
 	if ae := chatAPIError(t, err); ae.StatusCode != 502 {
 		t.Fatalf("misfit: %d %s", ae.StatusCode, ae.RawJSON())

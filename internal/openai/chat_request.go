@@ -50,9 +50,7 @@ func (r *ChatRequest) Anthropic() *anthropic.MessagesRequest {
 		}
 		leading = false
 	}
-	if r.Format != nil {
-		out.System = append(out.System, r.Format.Instruction())
-	}
+	out.Format = r.Format.anthropic()
 	for _, f := range r.Tools {
 		out.Tools = append(out.Tools, toolJSON(f))
 	}

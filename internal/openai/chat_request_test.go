@@ -78,8 +78,8 @@ func TestTranslateImagesAndFormat(t *testing.T) {
 		t.Fatalf("image blocks = %s | %s", blocks[1].Raw, blocks[2].Raw)
 	}
 	s := decode(t, string(seedBodies(t)["structured.json"])).Anthropic()
-	if last := s.System[len(s.System)-1]; !strings.Contains(last, `("person")`) || !strings.Contains(last, `"required":["name","age"]`) {
-		t.Fatalf("format instruction = %q", last)
+	if s.Format == nil || s.Format.Field != "response_format" || !strings.Contains(string(s.Format.Schema), `"required":["name","age"]`) || len(s.System) != 0 {
+		t.Fatalf("format = %+v, system %q", s.Format, s.System)
 	}
 	if none := decode(t, `{"model":"m","messages":[{"role":"user","content":"x"}],"reasoning_effort":"none"}`).Anthropic(); none.Thinking != nil || none.Effort != "" {
 		t.Fatalf("reasoning_effort none turned thinking on: %+v", none)

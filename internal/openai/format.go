@@ -3,30 +3,30 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"strings"
 
+	"github.com/meridian-gw/meridian/internal/anthropic"
 	"github.com/meridian-gw/meridian/internal/schemacheck"
 )
 
-// response_format (text.format on the Responses API) is emulated, honestly: the CLI cannot constrain the
-// model's decoding, so the format reaches the model as an instruction in
-// the system prompt, the answer is held back until it is complete, and it
-// is checked before the client sees it. An answer wrapped in a Markdown
-// code fence is unwrapped; one that still does not fit fails the request
-// (ErrFormatMismatch) instead of reaching the client unchecked.
+// response_format (text.format on the Responses API) becomes the Messages
+// request's structured output: a JSON schema (json_object: any object)
+// the backend enforces, or asks for in the prompt when it cannot. Either
+// way the answer is held back until it is complete and checked before the
+// client sees it. An answer wrapped in a Markdown code fence is unwrapped;
+// one that still does not fit fails the request (a *FormatError) instead
+// of reaching the client unchecked.
 
-// Instruction is the system prompt block that asks for the format.
-func (f *ResponseFormat) Instruction() string {
-	if f.Type == "json_object" {
-		return "Respond with a single JSON object and nothing else: no prose before or after it, no Markdown code fences."
+// anthropic is the format as the Messages request's structured output.
+func (f *ResponseFormat) anthropic() *anthropic.OutputFormat {
+	if f == nil {
+		return nil
 	}
-	name := ""
-	if f.Name != "" {
-		name = fmt.Sprintf(" (%q)", f.Name)
+	schema := json.RawMessage(`{"type":"object"}`)
+	if f.Type == "json_schema" && len(f.Schema) > 0 {
+		schema = json.RawMessage(compactJSON(f.Schema))
 	}
-	return fmt.Sprintf("Respond with a single JSON value that conforms to the following JSON Schema%s and nothing else: no prose before or after it, no Markdown code fences.\n\n%s",
-		name, compactJSON(f.Schema))
+	return &anthropic.OutputFormat{Schema: schema, Field: f.Field}
 }
 
 // FormatError is an answer that does not fit the requested format, asked

@@ -82,9 +82,7 @@ func (r *ResponsesRequest) Anthropic(h History) (*anthropic.MessagesRequest, err
 		}
 		leading = false
 	}
-	if r.Format != nil {
-		out.System = append(out.System, r.Format.Instruction())
-	}
+	out.Format = r.Format.anthropic()
 	for _, f := range r.Tools {
 		out.Tools = append(out.Tools, toolJSON(f))
 	}

@@ -133,6 +133,10 @@ func (d *Driver) Locate() (string, error) {
 	return p, nil
 }
 
+// EnforcesSchema implements backend.SchemaEnforcer: the CLI's own
+// StructuredOutput tool takes the answer and checks it.
+func (d *Driver) EnforcesSchema() {}
+
 // SearchesWeb implements backend.WebSearcher: the CLI's own WebSearch
 // tool runs the searches.
 func (d *Driver) SearchesWeb() {}
@@ -148,7 +152,7 @@ func (d *Driver) Start(ctx context.Context, opts backend.StartOptions) (backend.
 	if len(opts.Tools) > 0 {
 		p.tools = newToolset(opts.Tools)
 	}
-	if err := p.initialize(opts.System); err != nil {
+	if err := p.initialize(opts.System, opts.JSONSchema); err != nil {
 		// The process is already gone; the first turn reports how it ended.
 		p.log.Debug("could not write initialize", "err", err)
 	}

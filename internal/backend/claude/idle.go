@@ -51,16 +51,16 @@ func (p *Process) Memory() (int64, error) {
 
 // Bind implements backend.Binder: a spare becomes a conversation's
 // process, with its system prompt and client tools.
-func (p *Process) Bind(system []string, tools []backend.Tool) error {
+func (p *Process) Bind(opts backend.StartOptions) error {
 	p.mu.Lock()
 	if !p.unbound {
 		p.mu.Unlock()
 		return errors.New("claude: only a spare is bound")
 	}
 	p.unbound = false
-	if len(tools) > 0 {
-		p.tools = newToolset(tools)
+	if len(opts.Tools) > 0 {
+		p.tools = newToolset(opts.Tools)
 	}
 	p.mu.Unlock()
-	return p.initialize(system)
+	return p.initialize(opts.System, opts.JSONSchema)
 }

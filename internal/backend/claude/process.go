@@ -105,11 +105,11 @@ func (p *Process) nextRequestID(prefix string) string {
 // initialize sends the initialize control request. The system prompt goes
 // here rather than on argv: an empty list element gives an empty custom
 // prompt, so the client's prompt replaces Claude Code's own.
-func (p *Process) initialize(system []string) error {
+func (p *Process) initialize(system []string, schema json.RawMessage) error {
 	if len(system) == 0 {
 		system = []string{""}
 	}
-	init := initializeRequest{Subtype: "initialize", SystemPrompt: system}
+	init := initializeRequest{Subtype: "initialize", SystemPrompt: system, JSONSchema: schema}
 	if p.tools != nil {
 		init.SDKMCPServers = []string{mcpServer}
 		init.SDKMCPServerManifests = p.tools.manifest()

@@ -37,13 +37,16 @@ type line struct {
 	Response  json.RawMessage `json:"response"`
 
 	// result
-	IsError        bool       `json:"is_error"`
-	Result         string     `json:"result"`
-	StopReason     string     `json:"stop_reason"`
-	TerminalReason string     `json:"terminal_reason"`
-	Errors         []string   `json:"errors"`
-	TotalCostUSD   float64    `json:"total_cost_usd"`
-	Usage          *usageJSON `json:"usage"`
+	IsError        bool     `json:"is_error"`
+	Result         string   `json:"result"`
+	StopReason     string   `json:"stop_reason"`
+	TerminalReason string   `json:"terminal_reason"`
+	Errors         []string `json:"errors"`
+	TotalCostUSD   float64  `json:"total_cost_usd"`
+	// StructuredOutput is the value the model gave the StructuredOutput
+	// tool, checked by the CLI against the session's schema.
+	StructuredOutput json.RawMessage `json:"structured_output"`
+	Usage            *usageJSON      `json:"usage"`
 
 	// system/api_retry
 	RetryDelayMS float64 `json:"retry_delay_ms"`
@@ -117,6 +120,9 @@ type initializeRequest struct {
 	SystemPrompt          []string       `json:"systemPrompt"`
 	SDKMCPServers         []string       `json:"sdkMcpServers,omitempty"`
 	SDKMCPServerManifests map[string]any `json:"sdkMcpServerManifests,omitempty"`
+	// JSONSchema makes the CLI offer its StructuredOutput tool with this
+	// schema and check the model's call of it.
+	JSONSchema json.RawMessage `json:"jsonSchema,omitempty"`
 }
 
 type interruptRequest struct {

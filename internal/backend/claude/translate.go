@@ -1,6 +1,7 @@
 package claude
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"time"
@@ -364,6 +365,9 @@ func (m *message) turnIndex(up int) int {
 func (t *translator) result(l *line) *backend.Result {
 	res := &backend.Result{SessionID: l.SessionID, StopReason: l.StopReason, Pin: t.pin, Text: l.Result, CostUSD: l.TotalCostUSD,
 		WebSearches: t.searches}
+	if s := bytes.TrimSpace(l.StructuredOutput); len(s) > 0 && string(s) != "null" {
+		res.Structured = l.StructuredOutput
+	}
 	if l.Usage != nil {
 		res.Usage = l.Usage.backend()
 	}
@@ -399,6 +403,8 @@ func (t *translator) failure(l *line) *backend.Failure {
 	switch {
 	case l.TerminalReason == "prompt_too_long":
 		f.Kind, f.Status = backend.FailPromptTooLong, 400
+	case l.Subtype == "error_max_structured_output_retries":
+		f.Kind = backend.FailFormat
 	case l.Subtype == "error_max_turns" || l.Subtype == "error_max_budget_usd" || l.APIError == "max_output_tokens":
 		f.Kind = backend.FailLimit
 	case status != 0 || l.TerminalReason == "api_error":

@@ -52,7 +52,7 @@ func (d *Driver) PlanUsage(ctx context.Context) (backend.PlanUsage, error) {
 		return backend.PlanUsage{}, err
 	}
 	defer p.Close()
-	if err := p.initialize(nil); err != nil {
+	if err := p.initialize(nil, nil); err != nil {
 		return backend.PlanUsage{}, errors.New(p.exitError())
 	}
 	raw, err := p.request(ctx, "usage_", usageRequest{Subtype: "get_usage", SkipBehaviors: true})

@@ -157,6 +157,26 @@ func TestStructuredOutputThroughTheCLI(t *testing.T) {
 		fits(t, r.OutputText())
 	})
 
+	t.Run("responses stream", func(t *testing.T) {
+		stream := g.openai().Responses.NewStreaming(context.Background(), responses.ResponseNewParams{
+			Model: "test-model",
+			Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("the weather in Oslo, as a response stream")},
+			Text: responses.ResponseTextConfigParam{Format: responses.ResponseFormatTextConfigUnionParam{
+				OfJSONSchema: &responses.ResponseFormatTextJSONSchemaConfigParam{Name: "weather", Schema: weatherSchema}}},
+		})
+		var text string
+		for stream.Next() {
+			if ev := stream.Current(); ev.Type == "response.completed" {
+				r := ev.AsResponseCompleted().Response
+				text = r.OutputText()
+			}
+		}
+		if err := stream.Err(); err != nil {
+			t.Fatal(err)
+		}
+		fits(t, text)
+	})
+
 	t.Run("on a spare", func(t *testing.T) {
 		// A host whose traffic so far had no schema: its spare, started
 		// for that traffic, takes the schema when it is bound.

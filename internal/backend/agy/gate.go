@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -24,6 +25,10 @@ import (
 
 // gateFile, in a session's .agents folder, tells the hook where to ask.
 const gateFile = "gate.json"
+
+// attachmentsFile, in a session's .agents folder, lists the files its
+// turns attached (images, documents): view_file may read exactly those.
+const attachmentsFile = "attachments.json"
 
 // gateTimeout bounds one question; the hook's own limit in hooks.json is
 // above it, so the deny is ours, not a timeout's.
@@ -94,9 +99,19 @@ func writeGateFile(dir, base string) error {
 func RunGate(ctx context.Context, dir string, stdin io.Reader, stdout io.Writer) int {
 	unreachable := decision{Decision: "deny", Reason: "meridian's tool gate could not be reached, so every tool is refused"}
 	dec := unreachable
+	payload, err := io.ReadAll(io.LimitReader(stdin, 4<<20))
+	_, noGate := os.Stat(filepath.Join(dir, gateFile))
 	// The reason reaches the model, so it names no address or path.
-	if body, ok := ask(ctx, dir, "url", stdin); !ok || json.Unmarshal(body, &dec) != nil {
-		dec = unreachable
+	switch {
+	case err != nil:
+	case readsAttachment(dir, payload):
+		dec = decision{Decision: "allow"}
+	case noGate != nil:
+		dec = decision{Decision: "deny", Reason: "this session runs no tools of its own; it may read only the files attached to its messages"}
+	default:
+		if body, ok := ask(ctx, dir, "url", payload); !ok || json.Unmarshal(body, &dec) != nil {
+			dec = unreachable
+		}
 	}
 	if dec.Decision != "allow" {
 		dec.Decision = "deny"
@@ -115,7 +130,8 @@ func RunGate(ctx context.Context, dir string, stdin io.Reader, stdout io.Writer)
 func RunSteer(ctx context.Context, dir string, stdin io.Reader, stdout io.Writer) int {
 	answer := []byte("{}")
 	var steps injection
-	if body, ok := ask(ctx, dir, "steer", stdin); ok && json.Unmarshal(body, &steps) == nil && len(steps.InjectSteps) > 0 {
+	payload, err := io.ReadAll(io.LimitReader(stdin, 4<<20))
+	if body, ok := ask(ctx, dir, "steer", payload); err == nil && ok && json.Unmarshal(body, &steps) == nil && len(steps.InjectSteps) > 0 {
 		answer, _ = json.Marshal(steps)
 	}
 	if _, err := stdout.Write(append(answer, '\n')); err != nil {
@@ -124,16 +140,34 @@ func RunSteer(ctx context.Context, dir string, stdin io.Reader, stdout io.Writer
 	return 0
 }
 
+// readsAttachment reports a view_file call of a file the session's turns
+// attached, named exactly.
+func readsAttachment(dir string, payload []byte) bool {
+	var p struct {
+		ToolCall struct {
+			Name string `json:"name"`
+			Args struct {
+				AbsolutePath string `json:"AbsolutePath"`
+			} `json:"args"`
+		} `json:"toolCall"`
+	}
+	if json.Unmarshal(payload, &p) != nil || p.ToolCall.Name != viewFile {
+		return false
+	}
+	b, err := os.ReadFile(filepath.Join(dir, attachmentsFile))
+	var paths []string
+	if err != nil || json.Unmarshal(b, &paths) != nil {
+		return false
+	}
+	return slices.Contains(paths, p.ToolCall.Args.AbsolutePath)
+}
+
 // ask posts agy's hook payload to the URL gate.json names under key and
 // returns the answer's body; ok is false when there is none.
-func ask(ctx context.Context, dir, key string, stdin io.Reader) ([]byte, bool) {
+func ask(ctx context.Context, dir, key string, payload []byte) ([]byte, bool) {
 	var where map[string]string
 	b, err := os.ReadFile(filepath.Join(dir, gateFile))
 	if err != nil || json.Unmarshal(b, &where) != nil || where[key] == "" {
-		return nil, false
-	}
-	payload, err := io.ReadAll(io.LimitReader(stdin, 4<<20))
-	if err != nil {
 		return nil, false
 	}
 	ctx, cancel := context.WithTimeout(ctx, gateTimeout)

@@ -17,8 +17,8 @@ import (
 	"github.com/meridian-gw/meridian/internal/backend/subproc"
 )
 
-// denyAll is the PreToolUse hook of a session without client tools: it
-// denies each of agy's own tools. Meridian's clients run their own tools;
+// denyAll is the PreToolUse hook of a session when the driver has no gate
+// command: it denies each of agy's own tools. Meridian's clients run their own tools;
 // agy's would act on this machine unasked. A hook that cannot run blocks
 // the call too, so the gate fails closed; and without
 // --dangerously-skip-permissions agy refuses unapproved tools headless
@@ -57,6 +57,10 @@ type Session struct {
 	tools  *endpoint
 	paused *relay
 	calls  map[string]*mcpCall
+
+	// attached are the files the session's turns attached, which its gate
+	// lets view_file read (under mu).
+	attached []string
 }
 
 // Start launches agy for one conversation. It returns once the process
@@ -110,7 +114,7 @@ func (d *Driver) launch(opts backend.StartOptions) (*Session, error) {
 	}
 	s := &Session{d: d, dir: dir, resume: opts.Resume, model: opts.Model, tools: tools,
 		lines: make(chan []byte, 64), stopping: make(chan struct{}), agyErrorSeen: make(chan struct{}, 1)}
-	s.sp, err = subproc.Start(d.cfg.Launcher, subproc.Spec{Path: path, Args: d.args(opts, dir, tools != nil), Env: d.env(), Dir: opts.Dir},
+	s.sp, err = subproc.Start(d.cfg.Launcher, subproc.Spec{Path: path, Args: d.args(opts, dir, d.cfg.GateCommand != ""), Env: d.env(), Dir: opts.Dir},
 		subproc.Options{Name: "agy", ExitGrace: d.cfg.ExitGrace, KillGrace: d.cfg.KillGrace, Log: d.log,
 			Line: s.stdoutLine, StdoutEnd: func() { close(s.lines) }, Stderr: s.stderrLine})
 	if err != nil {
@@ -125,9 +129,9 @@ func (d *Driver) launch(opts backend.StartOptions) (*Session, error) {
 
 // args is the recommended invocation: a persistent session, the project
 // and the private session folder as workspace folders, no slash commands,
-// the turn limit, the conversation to continue. A session with client
-// tools skips agy's permission prompts, which headless would refuse every
-// MCP call: its gate is the one that decides.
+// the turn limit, the conversation to continue. A gated session skips
+// agy's permission prompts, which headless would refuse every MCP call
+// and file read: its gate is the one that decides.
 func (d *Driver) args(opts backend.StartOptions, dir string, gated bool) []string {
 	args := []string{"--input-format", "stream-json", "--output-format", "stream-json",
 		"--disable-slash-commands", "--log-file", filepath.Join(dir, "agy.log"),
@@ -148,9 +152,10 @@ func (d *Driver) args(opts backend.StartOptions, dir string, gated bool) []strin
 }
 
 // sessionFiles writes the session folder: the client's system prompt as
-// its AGENTS.md, and in .agents the hooks and, with client tools, the MCP
-// server config and where the gate asks. It returns the tools' endpoint,
-// nil without tools.
+// its AGENTS.md, and in .agents the hooks (the gate, which lets view_file
+// read the turns' attachments, or with no gate command denyAll) and, with
+// client tools, the MCP server config and where the gate asks. It returns
+// the tools' endpoint, nil without tools.
 func (d *Driver) sessionFiles(dir string, opts backend.StartOptions) (*endpoint, error) {
 	tools := opts.Tools
 	agents := filepath.Join(dir, ".agents")
@@ -161,6 +166,12 @@ func (d *Driver) sessionFiles(dir string, opts backend.StartOptions) (*endpoint,
 		return nil, err
 	}
 	hooks := []byte(denyAll)
+	if d.cfg.GateCommand != "" {
+		// The gate lets view_file read the files the turns attach, and
+		// nothing else: without gate.json it asks nobody.
+		hooks, _ = json.Marshal(map[string]any{"meridian-gate": map[string]any{"enabled": true,
+			"PreToolUse": []any{map[string]any{"matcher": "*", "hooks": []any{map[string]any{"type": "command", "command": d.cfg.GateCommand, "timeout": 60}}}}}})
+	}
 	var e *endpoint
 	if len(tools) > 0 {
 		url := d.cfg.Endpoints.base()

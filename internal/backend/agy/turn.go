@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/backend"
@@ -46,7 +45,7 @@ func (s *Session) Turn(ctx context.Context, in backend.Input, emit func(*backend
 	case len(in.Results) > 0:
 		return nil, errors.New("this agy session has no tool calls waiting for results")
 	default:
-		prompt, err := promptOf(in.Content)
+		prompt, err := s.prompt(in.Content)
 		if err != nil {
 			return &backend.Result{Failure: &backend.Failure{Kind: backend.FailUpstream, Status: 400, Type: "invalid_request_error", Message: err.Error()}}, nil
 		}
@@ -198,7 +197,7 @@ func (s *Session) Answer(res backend.ToolResult) error {
 // beside the results, as the claude side sends it, never inside a tool's
 // output.
 func (s *Session) answerAll(in backend.Input) error {
-	if steer, err := promptOf(in.Content); err == nil && steer != "" && s.tools != nil {
+	if steer, err := s.prompt(in.Content); err == nil && steer != "" && s.tools != nil {
 		s.tools.setSteer(steer)
 	}
 	for _, res := range in.Results {
@@ -213,25 +212,6 @@ func (s *Session) clearCalls() {
 	s.mu.Lock()
 	s.calls = nil
 	s.mu.Unlock()
-}
-
-// promptOf is a user message as agy takes it: text only.
-func promptOf(content []json.RawMessage) (string, error) {
-	var parts []string
-	for _, raw := range content {
-		var b struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		}
-		if err := json.Unmarshal(raw, &b); err != nil {
-			return "", fmt.Errorf("a content block is not JSON: %w", err)
-		}
-		if b.Type != "text" {
-			return "", fmt.Errorf("the Antigravity backend takes text only; a %s block cannot be sent to agy", b.Type)
-		}
-		parts = append(parts, b.Text)
-	}
-	return strings.Join(parts, "\n\n"), nil
 }
 
 // relay turns agy's lines into the gateway's events for one agy turn,

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -214,6 +216,8 @@ func (s *session) turn(prompt string) int {
 			s.invocations++
 			s.respond(st, &answer, &turnUsage)
 		case "tool":
+			st.Params = attachmentParams(st.Params, prompt)
+			st.Args = attachmentParams(st.Args, prompt)
 			if !s.tool(st) {
 				denied = true
 			}
@@ -330,6 +334,20 @@ func (s *session) tool(st step) bool {
 	case st.Error != "":
 		info.Error = &toolError{Type: "TOOL_ERROR", Message: st.Error}
 		settle("ERROR")
+	case st.Tool == "view_file" && st.Output == nil:
+		var p struct{ AbsolutePath string }
+		_ = json.Unmarshal(params, &p)
+		data, err := os.ReadFile(p.AbsolutePath)
+		if err != nil {
+			info.Error = &toolError{Type: "TOOL_ERROR", Message: "cannot read the file"}
+			settle("ERROR")
+			return true
+		}
+		sum := sha256.Sum256(data)
+		out := fmt.Sprintf("read %d bytes, sha256 %x", len(data), sum)
+		s.lastOutput = out
+		info.Output = &out
+		settle("DONE")
 	case st.Tool == "call_mcp_tool" && st.Output == nil:
 		var p mcpParams
 		_ = json.Unmarshal(params, &p)
@@ -418,4 +436,21 @@ func olderThan(v, than string) bool {
 		}
 	}
 	return false
+}
+
+// attachedFile finds a file Meridian attached, in a prompt.
+var attachedFile = regexp.MustCompile(`\[Attached [^\]]*?: (\S+) — read it`)
+
+// attachmentParams fills {{attachment}} in a tool step's parameters with
+// the path of the first file the prompt says was attached.
+func attachmentParams(params json.RawMessage, prompt string) json.RawMessage {
+	if !bytes.Contains(params, []byte("{{attachment}}")) {
+		return params
+	}
+	m := attachedFile.FindStringSubmatch(prompt)
+	if m == nil {
+		return params
+	}
+	path, _ := json.Marshal(m[1])
+	return bytes.ReplaceAll(params, []byte(`"{{attachment}}"`), path)
 }

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+)
+
+// An image and a PDF in a request reach agy as files in the session's
+// folder, named in the turn's text, which agy's view_file may read and
+// nothing else may; an image of the history replays into a new
+// conversation the same way; an image by URL, an unknown media type and
+// an oversized image are 400s naming the problem, and nothing runs.
+func TestAntigravityReadsAttachedFiles(t *testing.T) {
+	t.Parallel()
+	g := newAgyGateway(t, map[string]any{"turns": []map[string]any{
+		{"match": "outside", "steps": []any{
+			map[string]any{"type": "tool", "tool": "view_file", "params": map[string]any{"AbsolutePath": "/etc/hostname"}},
+			agyAnswer("tried: {{tool_output}}\n", 10, 1)}},
+		{"match": "[Attached", "steps": []any{
+			map[string]any{"type": "tool", "tool": "view_file", "params": map[string]any{"AbsolutePath": "{{attachment}}"}},
+			agyAnswer("saw: {{tool_output}}\n", 10, 1)}},
+		{"steps": []any{agyAnswer("plain\n", 10, 1)}},
+	}})
+	g.start()
+	ctx := context.Background()
+	png := []byte("\x89PNG\r\n\x1a\nnot really a picture")
+	pdf := []byte("%PDF-1.4 a small document")
+	sha := func(b []byte) string { return fmt.Sprintf("read %d bytes, sha256 %x", len(b), sha256.Sum256(b)) }
+	image := sdk.NewImageBlockBase64("image/png", base64.StdEncoding.EncodeToString(png))
+	ask := func(conversation string, msgs ...sdk.MessageParam) (*sdk.Message, error) {
+		return g.client(conversation).Messages.New(ctx, sdk.MessageNewParams{Model: "gemini-3.8-flash-low", MaxTokens: 1024, Messages: msgs})
+	}
+
+	t.Run("an image", func(t *testing.T) {
+		msg, err := ask("image", sdk.NewUserMessage(sdk.NewTextBlock("what is this?"), image))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := msg.Content[0].Text; !strings.Contains(got, "saw: "+sha(png)) {
+			t.Fatalf("agy's answer %q, want it to have read the image", got)
+		}
+	})
+
+	t.Run("a pdf", func(t *testing.T) {
+		doc := sdk.NewDocumentBlock(sdk.Base64PDFSourceParam{Data: base64.StdEncoding.EncodeToString(pdf)})
+		msg, err := ask("pdf", sdk.NewUserMessage(sdk.NewTextBlock("summarise"), doc))
+		if err != nil || !strings.Contains(msg.Content[0].Text, "saw: "+sha(pdf)) {
+			t.Fatalf("%v %+v", err, msg)
+		}
+	})
+
+	t.Run("a path outside", func(t *testing.T) {
+		msg, err := ask("outside", sdk.NewUserMessage(sdk.NewTextBlock("read outside, and this"), image))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := msg.Content[0].Text; strings.Contains(got, "read ") {
+			t.Fatalf("a file that was not attached was read: %q", got)
+		}
+	})
+
+	t.Run("a history image replays", func(t *testing.T) {
+		msg, err := ask("history", sdk.NewUserMessage(sdk.NewTextBlock("look"), image),
+			sdk.NewAssistantMessage(sdk.NewTextBlock("a picture")), sdk.NewUserMessage(sdk.NewTextBlock("and again")))
+		if err != nil || !strings.Contains(msg.Content[0].Text, "saw: "+sha(png)) {
+			t.Fatalf("%v %+v", err, msg)
+		}
+	})
+
+	t.Run("refused", func(t *testing.T) {
+		big := make([]byte, 21<<20)
+		for name, block := range map[string]sdk.ContentBlockParamUnion{
+			"url":          sdk.NewImageBlock(sdk.URLImageSourceParam{URL: "https://127.0.0.1/x.png"}),
+			"oversized":    sdk.NewImageBlockBase64("image/png", base64.StdEncoding.EncodeToString(big)),
+			"unknown type": sdk.NewImageBlockBase64("image/bmp", base64.StdEncoding.EncodeToString(png)),
+		} {
+			before := len(g.stdin())
+			_, err := ask("refused-"+strings.ReplaceAll(name, " ", "-"), sdk.NewUserMessage(sdk.NewTextBlock("look"), block))
+			var apiErr *sdk.Error
+			if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusBadRequest {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if n := len(g.stdin()); n != before {
+				t.Fatalf("%s: agy was sent %d lines", name, n-before)
+			}
+		}
+	})
+}

@@ -1,0 +1,151 @@
+package agy
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// agy takes text only on its input: an image or a document in a turn is
+// written as a file into the session's private folder (a workspace folder
+// of agy's), the turn's text names it, and the session's gate lets agy's
+// view_file read exactly the files so attached.
+
+// viewFile is agy's file-reading tool.
+const viewFile = "view_file"
+
+// Attachment bounds: a decoded file, and all of one turn's.
+const (
+	maxAttachment      = 20 << 20
+	maxTurnAttachments = 64 << 20
+)
+
+// extension is the file extension an attachment of a media type is
+// written with; "" for a type agy is not given.
+func extension(mediaType string) string {
+	switch mediaType {
+	case "image/png":
+		return ".png"
+	case "image/jpeg":
+		return ".jpg"
+	case "image/gif":
+		return ".gif"
+	case "image/webp":
+		return ".webp"
+	case "application/pdf":
+		return ".pdf"
+	case "text/plain":
+		return ".txt"
+	}
+	return ""
+}
+
+// mediaBlock is an image or document block as the gateway renders one.
+type mediaBlock struct {
+	Type   string `json:"type"`
+	Text   string `json:"text"`
+	Title  string `json:"title"`
+	Source struct {
+		Type      string `json:"type"`
+		MediaType string `json:"media_type"`
+		Data      string `json:"data"`
+		URL       string `json:"url"`
+	} `json:"source"`
+}
+
+// prompt is a user message as agy takes it: its text, with each image or
+// document written into the session folder and named where it stood.
+// The files become readable by the session's gate.
+func (s *Session) prompt(content []json.RawMessage) (string, error) {
+	var parts []string
+	total := 0
+	for _, raw := range content {
+		var b mediaBlock
+		if err := json.Unmarshal(raw, &b); err != nil {
+			return "", fmt.Errorf("a content block is not JSON: %w", err)
+		}
+		switch b.Type {
+		case "text":
+			parts = append(parts, b.Text)
+		case "image", "document":
+			data, mediaType, err := attachmentData(b)
+			if err != nil {
+				return "", err
+			}
+			if total += len(data); total > maxTurnAttachments {
+				return "", fmt.Errorf("the message's attachments come to more than %d MiB, the most one message may attach", maxTurnAttachments>>20)
+			}
+			path, err := s.attach(data, extension(mediaType))
+			if err != nil {
+				return "", err
+			}
+			name := b.Type
+			if b.Title != "" {
+				name += " " + strconv.Quote(b.Title)
+			}
+			parts = append(parts, fmt.Sprintf("[Attached %s (%s): %s — read it with %s.]", name, mediaType, path, viewFile))
+		default:
+			return "", fmt.Errorf("the Antigravity backend takes text, images and documents; a %s block cannot be sent to agy", b.Type)
+		}
+	}
+	return strings.Join(parts, "\n\n"), nil
+}
+
+// attachmentData is the bytes an image or document block carries and
+// their media type, or why it cannot be attached.
+func attachmentData(b mediaBlock) ([]byte, string, error) {
+	src := b.Source
+	tooLarge := fmt.Errorf("a %s is larger than %d MiB, the most one attachment may be", b.Type, maxAttachment>>20)
+	switch {
+	case src.Type == "text" && b.Type == "document":
+		if len(src.Data) > maxAttachment {
+			return nil, "", tooLarge
+		}
+		return []byte(src.Data), "text/plain", nil
+	case src.Type != "base64":
+		return nil, "", fmt.Errorf("a %s given by its %s source cannot be sent to agy; send it as base64", b.Type, src.Type)
+	case extension(src.MediaType) == "":
+		return nil, "", fmt.Errorf("a %s of type %q cannot be sent to agy; it takes PNG, JPEG, GIF and WebP images, PDF and plain-text documents", b.Type, src.MediaType)
+	case base64.StdEncoding.DecodedLen(len(src.Data)) > maxAttachment+3:
+		return nil, "", tooLarge
+	}
+	data, err := base64.StdEncoding.DecodeString(src.Data)
+	if err != nil {
+		return nil, "", fmt.Errorf("a %s's base64 data does not decode: %w", b.Type, err)
+	}
+	if len(data) > maxAttachment {
+		return nil, "", tooLarge
+	}
+	return data, src.MediaType, nil
+}
+
+// attach writes data into the session folder's attachments and lets the
+// gate allow reading it; it returns the file's path.
+func (s *Session) attach(data []byte, ext string) (string, error) {
+	dir := filepath.Join(s.dir, "attachments")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("agy attachment: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	path := filepath.Join(dir, "attachment-"+strconv.Itoa(len(s.attached)+1)+ext)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return "", fmt.Errorf("agy attachment: %w", err)
+	}
+	s.attached = append(s.attached, path)
+	list, _ := json.Marshal(s.attached)
+	// Written whole under another name and renamed: the gate never reads
+	// half a list.
+	tmp := filepath.Join(s.dir, ".agents", attachmentsFile+".tmp")
+	if err := os.WriteFile(tmp, list, 0o600); err != nil {
+		return "", fmt.Errorf("agy attachment: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(s.dir, ".agents", attachmentsFile)); err != nil {
+		return "", fmt.Errorf("agy attachment: %w", err)
+	}
+	return path, nil
+}

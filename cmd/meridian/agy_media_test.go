@@ -4,10 +4,17 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
@@ -16,7 +23,9 @@ import (
 // An image and a PDF in a request reach agy as files in the session's
 // folder, named in the turn's text, which agy's view_file may read and
 // nothing else may; an image of the history replays into a new
-// conversation the same way; an image by URL, an unknown media type and
+// conversation the same way; an image by URL is downloaded from a public
+// address only (loopback, private and metadata addresses and redirects to
+// them are refused, never fetched); plain http, an unknown media type and
 // an oversized image are 400s naming the problem, and nothing runs.
 func TestAntigravityReadsAttachedFiles(t *testing.T) {
 	t.Parallel()
@@ -29,9 +38,46 @@ func TestAntigravityReadsAttachedFiles(t *testing.T) {
 			agyAnswer("saw: {{tool_output}}\n", 10, 1)}},
 		{"steps": []any{agyAnswer("plain\n", 10, 1)}},
 	}})
-	g.start()
-	ctx := context.Background()
 	png := []byte("\x89PNG\r\n\x1a\nnot really a picture")
+	// An HTTPS host on 127.0.0.2, which the test's downloads file makes
+	// stand for a public address, and one on loopback, which stays
+	// refused; names resolve only as the file says.
+	var insideHits atomic.Int32
+	serveImages := func(ip string, hits *atomic.Int32) *httptest.Server {
+		l, err := net.Listen("tcp", ip+":0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if hits != nil {
+				hits.Add(1)
+			}
+			if to, ok := strings.CutPrefix(r.URL.Path, "/to/"); ok {
+				http.Redirect(w, r, "https://"+to, http.StatusFound)
+				return
+			}
+			_, _ = w.Write(png)
+		}))
+		srv.Listener.Close()
+		srv.Listener = l
+		srv.StartTLS()
+		t.Cleanup(srv.Close)
+		return srv
+	}
+	outside, inside := serveImages("127.0.0.2", nil), serveImages("127.0.0.1", &insideHits)
+	port := func(s *httptest.Server) string { return s.Listener.Addr().(*net.TCPAddr).AddrPort().String()[len("127.0.0.x:"):] }
+	spec, _ := json.Marshal(map[string]any{
+		"resolve": map[string]string{"images.example.com": "127.0.0.2", "loop.example.com": "127.0.0.1",
+			"private.example.com": "10.1.2.3", "metadata.example.com": "169.254.169.254"},
+		"public": []string{"127.0.0.2"},
+		"roots":  string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: outside.Certificate().Raw})),
+	})
+	downloads := filepath.Join(t.TempDir(), "downloads.json")
+	if err := os.WriteFile(downloads, spec, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g.gatewayProc.start("--backend", "antigravity", "--agy-path", g.agy, "--test-downloads", downloads)
+	ctx := context.Background()
 	pdf := []byte("%PDF-1.4 a small document")
 	sha := func(b []byte) string { return fmt.Sprintf("read %d bytes, sha256 %x", len(b), sha256.Sum256(b)) }
 	image := sdk.NewImageBlockBase64("image/png", base64.StdEncoding.EncodeToString(png))
@@ -46,6 +92,30 @@ func TestAntigravityReadsAttachedFiles(t *testing.T) {
 		}
 		if got := msg.Content[0].Text; !strings.Contains(got, "saw: "+sha(png)) {
 			t.Fatalf("agy's answer %q, want it to have read the image", got)
+		}
+	})
+
+	t.Run("an image by URL", func(t *testing.T) {
+		url := "https://images.example.com:" + port(outside) + "/cat.png"
+		msg, err := ask("image-url", sdk.NewUserMessage(sdk.NewTextBlock("what is this?"), sdk.NewImageBlock(sdk.URLImageSourceParam{URL: url})))
+		if err != nil || !strings.Contains(msg.Content[0].Text, "saw: "+sha(png)) {
+			t.Fatalf("%v %+v", err, msg)
+		}
+		for _, refused := range []string{
+			"https://loop.example.com:" + port(inside) + "/cat.png",
+			"https://private.example.com/cat.png",
+			"https://metadata.example.com/latest/meta-data",
+			"https://127.0.0.1:" + port(inside) + "/cat.png",
+			"https://images.example.com:" + port(outside) + "/to/loop.example.com:" + port(inside) + "/cat.png",
+		} {
+			_, err := ask("image-url-refused", sdk.NewUserMessage(sdk.NewTextBlock("look"), sdk.NewImageBlock(sdk.URLImageSourceParam{URL: refused})))
+			var apiErr *sdk.Error
+			if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusBadRequest {
+				t.Fatalf("%s: %v", refused, err)
+			}
+		}
+		if n := insideHits.Load(); n != 0 {
+			t.Fatalf("a loopback address was fetched %d times", n)
 		}
 	})
 
@@ -78,7 +148,7 @@ func TestAntigravityReadsAttachedFiles(t *testing.T) {
 	t.Run("refused", func(t *testing.T) {
 		big := make([]byte, 21<<20)
 		for name, block := range map[string]sdk.ContentBlockParamUnion{
-			"url":          sdk.NewImageBlock(sdk.URLImageSourceParam{URL: "https://127.0.0.1/x.png"}),
+			"plain http":   sdk.NewImageBlock(sdk.URLImageSourceParam{URL: "http://images.example.com/x.png"}),
 			"oversized":    sdk.NewImageBlockBase64("image/png", base64.StdEncoding.EncodeToString(big)),
 			"unknown type": sdk.NewImageBlockBase64("image/bmp", base64.StdEncoding.EncodeToString(png)),
 		} {

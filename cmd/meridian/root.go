@@ -190,6 +190,8 @@ func bindServeFlags(fs *pflag.FlagSet, cfg *serve.Config, env map[string]string)
 	duration(&cfg.StoreTimeout, "store-timeout", "MERIDIAN_STORE_TIMEOUT", serve.DefaultStoreTimeout, "longest one store call may take before its request gets a 503")
 	duration(&cfg.HostExpiry, "host-expiry", "MERIDIAN_HOST_EXPIRY", serve.DefaultHostExpiry, "how long another host counts as alive after its last heartbeat (every host sharing a store should use the same)")
 	str(&cfg.ClusterKey, "cluster-key", "MERIDIAN_CLUSTER_KEY", "", "the secret the hosts sharing a store forward requests to each other with (the same on every host; prefer the environment): set, each conversation's turns go to the host that holds its process")
+	str(&cfg.TestDownloads, "test-downloads", "MERIDIAN_TEST_DOWNLOADS", "", "tests only: a JSON file pointing the Antigravity backend's image downloads at a local server")
+	_ = fs.MarkHidden("test-downloads")
 	str(&cfg.Advertise, "advertise", "MERIDIAN_ADVERTISE", "", "the URL the other hosts sharing the store reach this one at (default: where it listens; required with PostgreSQL beyond loopback)")
 	return firstErr
 }

@@ -68,28 +68,32 @@ func chooseBackend(cfg Config, addr string, agyTools *agy.Endpoints, log *slog.L
 			},
 		}, nil
 	case BackendAntigravity:
-		return antigravityCLI(cfg, agyTools, log), nil
+		return antigravityCLI(cfg, agyTools, log)
 	}
 	return nil, fmt.Errorf("--backend %q: want %s, %s or %s", cfg.Backend, BackendClaude, BackendAntigravity, BackendCombined)
 }
 
 // antigravityCLI is the agy backend; its sessions' client tools are
 // served by tools.
-func antigravityCLI(cfg Config, tools *agy.Endpoints, log *slog.Logger) *cli {
+func antigravityCLI(cfg Config, tools *agy.Endpoints, log *slog.Logger) (*cli, error) {
 	gate := ""
 	if exe, err := os.Executable(); err == nil {
 		gate = shellQuote(exe) + " agy-gate"
 	}
+	download, err := agy.TestDownloader(cfg.TestDownloads)
+	if err != nil {
+		return nil, err
+	}
 	newDriver := func(env []string) *agy.Driver {
 		return agy.New(agy.Config{Path: cfg.AgyPath, Env: env, SessionRoot: filepath.Join(cfg.DataDir, "agy-sessions"),
-			Endpoints: tools, GateCommand: gate, Logger: log.With("component", "agy")})
+			Endpoints: tools, GateCommand: gate, Download: download, Logger: log.With("component", "agy")})
 	}
 	return &cli{
 		names: gateway.CLI{Name: "agy", Backend: BackendAntigravity, LoginHint: "sign in once by running `agy` in a terminal",
 			PlanSource: "agy -p /usage"},
 		driver:   func(_ string, env []string) driver { return newDriver(env) },
 		announce: func([]string, profile.Profile) { announceCLI(log, "agy", newDriver(nil)) },
-	}
+	}, nil
 }
 
 // shellQuote quotes s for sh.

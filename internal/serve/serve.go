@@ -41,6 +41,9 @@ type Config struct {
 	// AgyPath is agy's binary.
 	Backend       string
 	AgyPath       string
+	// TestDownloads, for tests only, names a file that points the agy
+	// backend's image downloads at a local server (agy.TestDownloader).
+	TestDownloads string
 	MaxConcurrent int
 	// MaxConcurrentChosen reports --max-concurrent set by flag or
 	// environment rather than left at its default.
@@ -233,7 +236,10 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	defer profiles.close()
 	var agyGW *gateway.Gateway
 	if cfg.Backend == BackendCombined {
-		agyCLI := antigravityCLI(cfg, agyTools, log)
+		agyCLI, err := antigravityCLI(cfg, agyTools, log)
+		if err != nil {
+			return err
+		}
 		agyGW = newGateway(agyCLI, BackendAntigravity, environ)
 		defer agyGW.Close()
 		agyCLI.announce(environ, profile.Profile{})

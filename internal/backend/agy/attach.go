@@ -1,6 +1,7 @@
 package agy
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -60,7 +61,7 @@ type mediaBlock struct {
 // prompt is a user message as agy takes it: its text, with each image or
 // document written into the session folder and named where it stood.
 // The files become readable by the session's gate.
-func (s *Session) prompt(content []json.RawMessage) (string, error) {
+func (s *Session) prompt(ctx context.Context, content []json.RawMessage) (string, error) {
 	var parts []string
 	total := 0
 	for _, raw := range content {
@@ -73,6 +74,9 @@ func (s *Session) prompt(content []json.RawMessage) (string, error) {
 			parts = append(parts, b.Text)
 		case "image", "document":
 			data, mediaType, err := attachmentData(b)
+			if b.Type == "image" && b.Source.Type == "url" {
+				data, mediaType, err = s.d.cfg.Download.Image(ctx, b.Source.URL)
+			}
 			if err != nil {
 				return "", err
 			}

@@ -60,6 +60,8 @@ type Config struct {
 	// tools need both.
 	Endpoints   *Endpoints
 	GateCommand string
+	// Download fetches the images requests give by URL.
+	Download Downloader
 }
 
 // What the driver and its sessions are, checked by the compiler: a

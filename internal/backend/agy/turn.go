@@ -39,13 +39,13 @@ func (s *Session) Turn(ctx context.Context, in backend.Input, emit func(*backend
 			return nil, errors.New("a paused agy turn continues only with its tool calls' results")
 		}
 		s.paused = nil
-		if err := s.answerAll(in); err != nil {
+		if err := s.answerAll(ctx, in); err != nil {
 			return nil, s.abort(err)
 		}
 	case len(in.Results) > 0:
 		return nil, errors.New("this agy session has no tool calls waiting for results")
 	default:
-		prompt, err := s.prompt(in.Content)
+		prompt, err := s.prompt(ctx, in.Content)
 		if err != nil {
 			return &backend.Result{Failure: &backend.Failure{Kind: backend.FailUpstream, Status: 400, Type: "invalid_request_error", Message: err.Error()}}, nil
 		}
@@ -196,8 +196,8 @@ func (s *Session) Answer(res backend.ToolResult) error {
 // which gives it to the model as a user message before its next call:
 // beside the results, as the claude side sends it, never inside a tool's
 // output.
-func (s *Session) answerAll(in backend.Input) error {
-	if steer, err := s.prompt(in.Content); err == nil && steer != "" && s.tools != nil {
+func (s *Session) answerAll(ctx context.Context, in backend.Input) error {
+	if steer, err := s.prompt(ctx, in.Content); err == nil && steer != "" && s.tools != nil {
 		s.tools.setSteer(steer)
 	}
 	for _, res := range in.Results {

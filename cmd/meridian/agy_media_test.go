@@ -65,7 +65,9 @@ func TestAntigravityReadsAttachedFiles(t *testing.T) {
 		return srv
 	}
 	outside, inside := serveImages("127.0.0.2", nil), serveImages("127.0.0.1", &insideHits)
-	port := func(s *httptest.Server) string { return s.Listener.Addr().(*net.TCPAddr).AddrPort().String()[len("127.0.0.x:"):] }
+	port := func(s *httptest.Server) string {
+		return s.Listener.Addr().(*net.TCPAddr).AddrPort().String()[len("127.0.0.x:"):]
+	}
 	spec, _ := json.Marshal(map[string]any{
 		"resolve": map[string]string{"images.example.com": "127.0.0.2", "loop.example.com": "127.0.0.1",
 			"private.example.com": "10.1.2.3", "metadata.example.com": "169.254.169.254"},

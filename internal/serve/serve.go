@@ -39,8 +39,8 @@ type Config struct {
 	ClaudePath string
 	// Backend is which CLI answers (BackendClaude or BackendAntigravity);
 	// AgyPath is agy's binary.
-	Backend       string
-	AgyPath       string
+	Backend string
+	AgyPath string
 	// TestDownloads, for tests only, names a file that points the agy
 	// backend's image downloads at a local server (agy.TestDownloader).
 	TestDownloads string

@@ -52,7 +52,9 @@ func newImageHost(t *testing.T, ip string) *imageHost {
 	return h
 }
 
-func (h *imageHost) port() string { return strconv.Itoa(int(netip.MustParseAddrPort(h.srv.Listener.Addr().String()).Port())) }
+func (h *imageHost) port() string {
+	return strconv.Itoa(int(netip.MustParseAddrPort(h.srv.Listener.Addr().String()).Port()))
+}
 
 // A download reaches only public addresses: here 127.0.0.2 stands for one
 // (the test's Public), and names resolve as the test says. Loopback,

@@ -18,6 +18,9 @@ import (
 	"testing"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/openai/openai-go/v3"
+	oaioption "github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
 )
 
 // An image and a PDF in a request reach agy as files in the session's
@@ -126,6 +129,28 @@ func TestAntigravityReadsAttachedFiles(t *testing.T) {
 		msg, err := ask("pdf", sdk.NewUserMessage(sdk.NewTextBlock("summarise"), doc))
 		if err != nil || !strings.Contains(msg.Content[0].Text, "saw: "+sha(pdf)) {
 			t.Fatalf("%v %+v", err, msg)
+		}
+	})
+
+	t.Run("a pdf through the openai APIs", func(t *testing.T) {
+		data := "data:application/pdf;base64," + base64.StdEncoding.EncodeToString(pdf)
+		oc := openai.NewClient(oaioption.WithBaseURL(g.url+"/v1"), oaioption.WithAPIKey("client-key"), oaioption.WithMaxRetries(0))
+		c, err := oc.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: "gemini-3.8-flash-low",
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage([]openai.ChatCompletionContentPartUnionParam{
+				openai.TextContentPart("summarise"),
+				openai.FileContentPart(openai.ChatCompletionContentPartFileFileParam{FileData: openai.String(data), Filename: openai.String("notes.pdf")}),
+			})}}, oaioption.WithHeader("X-Session-Id", "chat-pdf"))
+		if err != nil || !strings.Contains(c.Choices[0].Message.Content, "saw: "+sha(pdf)) {
+			t.Fatalf("chat: %v %+v", err, c)
+		}
+		r, err := oc.Responses.New(ctx, responses.ResponseNewParams{Model: "gemini-3.8-flash-low",
+			Input: responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{responses.ResponseInputItemParamOfMessage(
+				responses.ResponseInputMessageContentListParam{
+					{OfInputText: &responses.ResponseInputTextParam{Text: "summarise"}},
+					{OfInputFile: &responses.ResponseInputFileParam{FileData: openai.String(data), Filename: openai.String("notes.pdf")}},
+				}, responses.EasyInputMessageRoleUser)}}}, oaioption.WithHeader("X-Session-Id", "responses-pdf"))
+		if err != nil || !strings.Contains(r.OutputText(), "saw: "+sha(pdf)) {
+			t.Fatalf("responses: %v %+v", err, r)
 		}
 	})
 

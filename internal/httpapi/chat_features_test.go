@@ -206,3 +206,23 @@ func TestChatImagesReachTheModel(t *testing.T) {
 		t.Fatalf("the image did not reach the model:\n%s", s.Upstream.Requests()[0].PrettyBody())
 	}
 }
+
+// A file a chat client attaches (file_data) reaches the model as a
+// document block: a PDF as base64, with its name as the title.
+func TestChatFileReachesTheModel(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{})
+	s.Upstream.Always(testkit.Reply{Text: "read it"})
+	pdf := "JVBERi0xLjQgYSBzbWFsbCBkb2N1bWVudA=="
+	p := chatParams(openai.UserMessage([]openai.ChatCompletionContentPartUnionParam{
+		openai.TextContentPart("summarise"),
+		openai.FileContentPart(openai.ChatCompletionContentPartFileFileParam{FileData: openai.String("data:application/pdf;base64," + pdf), Filename: openai.String("notes.pdf")}),
+	}))
+	if _, err := s.chatClient().Chat.Completions.New(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	body := string(s.Upstream.Requests()[0].RawBody)
+	if !strings.Contains(body, `"type":"document"`) || !strings.Contains(body, pdf) || !strings.Contains(body, "notes.pdf") {
+		t.Fatalf("the file did not reach the model as a document: %s", body)
+	}
+}

@@ -19,6 +19,9 @@ const (
 const (
 	PartText  = "text"
 	PartImage = "image_url"
+	// PartDocument is a file the client attached (a PDF or plain text):
+	// Data is its base64, Text its file name.
+	PartDocument = "file"
 )
 
 // ChatRequest is a decoded and validated POST /v1/chat/completions body.

@@ -209,8 +209,18 @@ func decodeParts(path string, raw json.RawMessage, images bool) ([]Part, error) 
 			return Part{Type: PartText, Text: text}, err
 		case typ == PartImage && images:
 			return decodeImage(p, obj)
-		case typ == "input_audio" || typ == "file":
-			return Part{}, jsonbody.Errorf(p+".type", "%s parts are not supported: the claude backend takes text and images", typ)
+		case typ == "file":
+			v, ok := jsonbody.Present(obj, "file")
+			if !ok {
+				return Part{}, jsonbody.Errorf(p+".file", "Field required")
+			}
+			fo, err := jsonbody.DecodeObject(p+".file", v)
+			if err != nil {
+				return Part{}, err
+			}
+			return decodeFile(p+".file", fo)
+		case typ == "input_audio":
+			return Part{}, jsonbody.Errorf(p+".type", "%s parts are not supported: the gateway takes text, images and files", typ)
 		}
 		return Part{}, jsonbody.Errorf(p+".type", "unsupported content part %q here", typ)
 	})
@@ -240,6 +250,44 @@ func decodeImage(path string, obj jsonbody.Object) (Part, error) {
 		}
 	}
 	return imageURL(path+".image_url.url", url)
+}
+
+// documentType reports a file type a request may attach.
+func documentType(mediaType string) bool {
+	return mediaType == "application/pdf" || mediaType == "text/plain"
+}
+
+// decodeFile reads an attached file: its data as a base64 data URL
+// (file_data) and its name; a file id would need the Files API.
+func decodeFile(path string, obj jsonbody.Object) (Part, error) {
+	if id, _ := jsonbody.OptionalString(obj, path, "file_id"); id != "" {
+		return Part{}, jsonbody.Errorf(path+".file_id", "file ids need the Files API, which this gateway does not serve; send the file as file_data")
+	}
+	if u, _ := jsonbody.OptionalString(obj, path, "file_url"); u != "" {
+		return Part{}, jsonbody.Errorf(path+".file_url", "files are taken as file_data, not by URL")
+	}
+	data, err := jsonbody.RequiredString(obj, path, "file_data")
+	if err != nil {
+		return Part{}, err
+	}
+	name, err := jsonbody.OptionalString(obj, path, "filename")
+	if err != nil {
+		return Part{}, err
+	}
+	rest, ok := strings.CutPrefix(data, "data:")
+	meta, b64, ok2 := strings.Cut(rest, ",")
+	mediaType, isBase64 := strings.CutSuffix(meta, ";base64")
+	if !ok || !ok2 || !isBase64 {
+		return Part{}, jsonbody.Errorf(path+".file_data", "file_data must be a base64 data URL: data:<type>;base64,<data>")
+	}
+	mediaType = strings.ToLower(mediaType)
+	if !documentType(mediaType) {
+		return Part{}, jsonbody.Errorf(path+".file_data", "file type %q is not supported; use application/pdf or text/plain", mediaType)
+	}
+	if _, err := base64.StdEncoding.DecodeString(b64); err != nil {
+		return Part{}, jsonbody.Errorf(path+".file_data", "the data URL is not valid base64")
+	}
+	return Part{Type: PartDocument, MediaType: mediaType, Data: b64, Text: name}, nil
 }
 
 // imageURL reads an image given by URL: a base64 data URL becomes an

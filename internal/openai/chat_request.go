@@ -2,6 +2,7 @@ package openai
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"strings"
 
@@ -113,9 +114,28 @@ func partBlocks(parts []Part) []anthropic.ContentBlock {
 			out = append(out, textBlock(p.Text))
 		case PartImage:
 			out = append(out, imageBlock(p))
+		case PartDocument:
+			out = append(out, documentBlock(p))
 		}
 	}
 	return out
+}
+
+// documentBlock is an attached file as a Messages document: a PDF as
+// base64, plain text as its text.
+func documentBlock(p Part) anthropic.ContentBlock {
+	src := map[string]string{"type": "base64", "media_type": p.MediaType, "data": p.Data}
+	if p.MediaType == "text/plain" {
+		text, _ := base64.StdEncoding.DecodeString(p.Data) // checked when decoded
+		src = map[string]string{"type": "text", "media_type": "text/plain", "data": string(text)}
+	}
+	srcRaw, _ := json.Marshal(src)
+	raw, _ := json.Marshal(struct {
+		Type   string          `json:"type"`
+		Source json.RawMessage `json:"source"`
+		Title  string          `json:"title,omitempty"`
+	}{anthropic.BlockDocument, srcRaw, p.Text})
+	return anthropic.ContentBlock{Type: anthropic.BlockDocument, Source: srcRaw, Title: p.Text, Raw: raw}
 }
 
 func assistantBlocks(m ChatMessage) []anthropic.ContentBlock {

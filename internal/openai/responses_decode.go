@@ -199,8 +199,10 @@ func decodeInputParts(path string, raw json.RawMessage, assistant bool) ([]Part,
 				return Part{}, jsonbody.Errorf(p+".image_url", "Field required: images are taken as data or https URLs (file ids need the Files API, which this gateway does not serve)")
 			}
 			return imageURL(p+".image_url", url)
-		case typ == "input_file" || typ == "input_audio":
-			return Part{}, jsonbody.Errorf(p+".type", "%s parts are not supported: the claude backend takes text and images", typ)
+		case typ == "input_file" && !assistant:
+			return decodeFile(p, obj)
+		case typ == "input_audio":
+			return Part{}, jsonbody.Errorf(p+".type", "%s parts are not supported: the gateway takes text, images and files", typ)
 		}
 		return Part{}, jsonbody.Errorf(p+".type", "unsupported content part %q here", typ)
 	})

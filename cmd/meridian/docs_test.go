@@ -4,8 +4,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/meridian-gw/meridian/internal/testkit"
 )
@@ -89,4 +93,29 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// Every flag of every command is in the README: a flag added without its
+// documentation fails here. Hidden flags (tests' own) are left out.
+func TestDocsNameEveryFlag(t *testing.T) {
+	root := testkit.RepoRoot(t)
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := regexp.MustCompile(`--[a-z0-9][a-z0-9-]*`).FindAllString(string(readme), -1)
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.LocalFlags().VisitAll(func(f *pflag.Flag) {
+			if !f.Hidden && f.Name != "help" && !contains(named, "--"+f.Name) {
+				t.Errorf("the README never names %s's flag --%s", c.CommandPath(), f.Name)
+			}
+		})
+		for _, sub := range c.Commands() {
+			if !sub.Hidden {
+				walk(sub)
+			}
+		}
+	}
+	walk(newRootCommand(nil, nil))
 }

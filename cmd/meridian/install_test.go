@@ -33,10 +33,19 @@ func TestGoInstallRuns(t *testing.T) {
 	}
 	bin := filepath.Join(gopath, "bin", "meridian")
 	out, err := exec.Command(bin, "version").CombinedOutput()
-	// Built in a git checkout, it names the commit.
-	head, _ := exec.Command("git", "-C", root, "rev-parse", "--short=12", "HEAD").Output()
-	if err != nil || !strings.HasPrefix(string(out), "meridian ") || !strings.Contains(string(out), strings.TrimSpace(string(head))) {
-		t.Fatalf("meridian version: %v %q, want the commit %s", err, out, head)
+	if err != nil || !strings.HasPrefix(string(out), "meridian ") {
+		t.Fatalf("meridian version: %v %q", err, out)
+	}
+	// Built in a git clone, it names the commit (the go tool stamps it;
+	// it does not look into a worktree, whose .git is a file).
+	if fi, err := os.Stat(filepath.Join(root, ".git")); err == nil && fi.IsDir() {
+		head, err := exec.Command("git", "-C", root, "rev-parse", "--short=12", "HEAD").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(out), strings.TrimSpace(string(head))) {
+			t.Fatalf("meridian version says %q, not the commit %s", out, head)
+		}
 	}
 	proc, addr, _ := startBinary(t, bin)
 	defer func() { _ = proc.Process.Kill(); _ = proc.Wait() }()

@@ -50,6 +50,25 @@ func withoutCacheControl(v any) any {
 	return v
 }
 
+// waitVerdict waits until g's latest telemetry record has verdict.
+func waitVerdict(t *testing.T, g *gatewayProc, verdict string) {
+	t.Helper()
+	if err := testkit.WaitFor(5*time.Second, func() error {
+		var page struct {
+			Requests []struct {
+				Verdict string `json:"verdict"`
+			} `json:"requests"`
+		}
+		g.getJSON("/telemetry/requests?limit=1", &page)
+		if len(page.Requests) == 0 || page.Requests[0].Verdict != verdict {
+			return fmt.Errorf("the latest record: %+v", page.Requests)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // waitShared waits until the store holds conversation key's transcript.
 func waitShared(t *testing.T, db *sql.DB, key string) {
 	t.Helper()
@@ -143,20 +162,7 @@ func TestTakeoverFromTheSharedTranscript(t *testing.T) {
 		if all := reqs[len(reqs)-1].AllText(); !strings.Contains(all, "<conversation_history>") || !strings.Contains(all, "answer to query 2") {
 			t.Fatalf("turn 3 was not replayed with its history: %s", all)
 		}
-		if err := testkit.WaitFor(5*time.Second, func() error {
-			var page struct {
-				Requests []struct {
-					Verdict string `json:"verdict"`
-				} `json:"requests"`
-			}
-			b.getJSON("/telemetry/requests?limit=1", &page)
-			if len(page.Requests) == 0 || page.Requests[0].Verdict != "replayed" {
-				return fmt.Errorf("b's latest record: %+v", page.Requests)
-			}
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
+		waitVerdict(t, b, "replayed")
 	})
 }
 
@@ -300,18 +306,5 @@ func TestPausedToolTurnOutlivesItsHolder(t *testing.T) {
 	if all := reqs[len(reqs)-1].AllText(); !strings.Contains(all, "<conversation_history>") || !strings.Contains(all, "toolu_w1") || !strings.Contains(all, "sunny in Oslo") {
 		t.Fatalf("the upstream did not get the call and its result in the history: %s", all)
 	}
-	if err := testkit.WaitFor(5*time.Second, func() error {
-		var page struct {
-			Requests []struct {
-				Verdict string `json:"verdict"`
-			} `json:"requests"`
-		}
-		b.getJSON("/telemetry/requests?limit=1", &page)
-		if len(page.Requests) == 0 || page.Requests[0].Verdict != "replayed" {
-			return fmt.Errorf("b's latest record: %+v", page.Requests)
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	waitVerdict(t, b, "replayed")
 }

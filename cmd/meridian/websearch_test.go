@@ -54,6 +54,23 @@ func searchUpstream(r testkit.Request) testkit.Reply {
 	return testkit.Reply{Text: "answer to " + last}
 }
 
+// lastSearch is the web_search server tool of the CLI's latest search
+// request, as JSON; the test fails when the upstream saw none.
+func lastSearch(t *testing.T, up *testkit.Upstream) string {
+	t.Helper()
+	var tool map[string]any
+	for _, r := range up.Requests() {
+		if st := r.ServerTool("web_search"); st != nil {
+			tool = st
+		}
+	}
+	if tool == nil {
+		t.Fatal("the upstream never saw a search")
+	}
+	b, _ := json.Marshal(tool)
+	return string(b)
+}
+
 // A Messages request offering web search is answered by the CLI's own
 // search, under the client's domains, with the API's server tool blocks:
 // the call, its results' titles and URLs, and the count in usage; JSON
@@ -118,17 +135,7 @@ func TestWebSearchOnMessages(t *testing.T) {
 		if !strings.Contains(g.log.String(), "conversation=search-json client=claude-code verdict=continuation live=true") {
 			t.Fatalf("the next turn did not continue on the live process:\n%s", g.log.String())
 		}
-		var search *testkit.Request
-		for _, r := range g.up.Requests() {
-			if r.ServerTool("web_search") != nil {
-				search = &r
-			}
-		}
-		if search == nil {
-			t.Fatal("the CLI sent no search request")
-		}
-		tool, _ := json.Marshal(search.ServerTool("web_search"))
-		if !strings.Contains(string(tool), `"allowed_domains":["news.example"]`) {
+		if tool := lastSearch(t, g.up); !strings.Contains(tool, `"allowed_domains":["news.example"]`) {
 			t.Fatalf("the client's domains did not reach the search: %s", tool)
 		}
 	})
@@ -186,13 +193,7 @@ func TestClaudeCodeSearchesThroughMeridian(t *testing.T) {
 		}
 		t.Fatalf("claude -p: %v\n%s\nmeridian:\n%s", err, out, g.log.String())
 	}
-	var searched bool
-	for _, r := range g.up.Requests() {
-		searched = searched || r.ServerTool("web_search") != nil
-	}
-	if !searched {
-		t.Fatal("the upstream never saw a search")
-	}
+	lastSearch(t, g.up)
 	// The search request, sent under the session's id, is served on its
 	// own: the turn that waits for it continues on its live process.
 	if !regexp.MustCompile(`msg="turn done".*client=claude-code verdict=continuation live=true`).MatchString(g.log.String()) {
@@ -308,13 +309,7 @@ func TestWebSearchOnResponses(t *testing.T) {
 			t.Fatal(err)
 		}
 		check(t, r)
-		var search *testkit.Request
-		for _, req := range g.up.Requests() {
-			if req.ServerTool("web_search") != nil {
-				search = &req
-			}
-		}
-		if tool, _ := json.Marshal(search.ServerTool("web_search")); !strings.Contains(string(tool), `"allowed_domains":["news.example"]`) {
+		if tool := lastSearch(t, g.up); !strings.Contains(tool, `"allowed_domains":["news.example"]`) {
 			t.Fatalf("the client's domains did not reach the search: %s", tool)
 		}
 	})

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/meridian-gw/meridian/internal/backend"
 )
 
 // agy takes text only on its input: an image or a document in a turn is
@@ -45,19 +47,6 @@ func extension(mediaType string) string {
 	return ""
 }
 
-// mediaBlock is an image or document block as the gateway renders one.
-type mediaBlock struct {
-	Type   string `json:"type"`
-	Text   string `json:"text"`
-	Title  string `json:"title"`
-	Source struct {
-		Type      string `json:"type"`
-		MediaType string `json:"media_type"`
-		Data      string `json:"data"`
-		URL       string `json:"url"`
-	} `json:"source"`
-}
-
 // prompt is a user message as agy takes it: its text, with each image or
 // document written into the session folder and named where it stood.
 // The files become readable by the session's gate.
@@ -65,7 +54,7 @@ func (s *Session) prompt(ctx context.Context, content []json.RawMessage) (string
 	var parts []string
 	total := 0
 	for _, raw := range content {
-		var b mediaBlock
+		var b backend.Block
 		if err := json.Unmarshal(raw, &b); err != nil {
 			return "", fmt.Errorf("a content block is not JSON: %w", err)
 		}
@@ -101,7 +90,7 @@ func (s *Session) prompt(ctx context.Context, content []json.RawMessage) (string
 
 // attachmentData is the bytes an image or document block carries and
 // their media type, or why it cannot be attached.
-func attachmentData(b mediaBlock) ([]byte, string, error) {
+func attachmentData(b backend.Block) ([]byte, string, error) {
 	src := b.Source
 	tooLarge := fmt.Errorf("a %s is larger than %d MiB, the most one attachment may be", b.Type, maxAttachment>>20)
 	switch {

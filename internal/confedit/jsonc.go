@@ -181,9 +181,26 @@ func insertItem(src []byte, n *jnode, item func(indent string) string, empty boo
 	}
 	child := lineIndent(src, first)
 	if comma := trailingComma(src, after); comma >= 0 {
-		return splice(src, comma+1, comma+1, "\n"+child+item(child)+",")
+		at := restOfLine(src, comma+1)
+		return splice(src, at, at, "\n"+child+item(child)+",")
 	}
-	return splice(src, after, after, ",\n"+child+item(child))
+	at := restOfLine(src, after)
+	out := splice(src, at, at, "\n"+child+item(child))
+	return splice(out, after, after, ",")
+}
+
+// restOfLine is where a new line goes after off: past a comment that
+// ends the line there, so the comment stays with what it annotates.
+func restOfLine(src []byte, off int) int {
+	eol := bytes.IndexByte(src[off:], '\n')
+	if eol < 0 {
+		return off
+	}
+	rest := bytes.TrimSpace(src[off : off+eol])
+	if len(rest) == 0 || bytes.HasPrefix(rest, []byte("//")) {
+		return off + eol
+	}
+	return off
 }
 
 // trailingComma is the offset of a comma after the last item at off, or

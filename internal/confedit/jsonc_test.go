@@ -140,3 +140,16 @@ func TestDiffIsMinimal(t *testing.T) {
 		t.Fatalf("new file:\n%s", got)
 	}
 }
+
+func TestJSONCCommentsStayOnTheirLines(t *testing.T) {
+	for src, want := range map[string]string{
+		"{\n  \"a\": { \"x\": 1 }, // local\n}\n": "{\n  \"a\": { \"x\": 1 }, // local\n  \"b\": 1,\n}\n",
+		"{\n  \"a\": 1 // local\n}\n":             "{\n  \"a\": 1, // local\n  \"b\": 1\n}\n",
+		"{\n  // nothing yet\n}\n":                "{\n  \"b\": 1\n  // nothing yet\n}\n",
+	} {
+		out, err := JSONC([]byte(src), []Edit{{Path: []string{"b"}, Value: 1}})
+		if err != nil || string(out) != want {
+			t.Errorf("%q: got %q (%v), want %q", src, out, err, want)
+		}
+	}
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/meridian-gw/meridian/internal/clientsetup"
+	"github.com/meridian-gw/meridian/internal/probe"
+)
+
+// newSetupCommand wires `meridian setup CLIENT`.
+func newSetupCommand(env map[string]string) *cobra.Command {
+	var host string
+	var port int
+	var dryRun, undo, setDefault, printEnv bool
+	var names []string
+	for _, c := range clientsetup.Clients() {
+		names = append(names, c.Name)
+	}
+	cmd := &cobra.Command{
+		Use:   "setup CLIENT",
+		Short: "Point a client's own configuration at Meridian (" + strings.Join(names, ", ") + ", or env)",
+		Long: "setup edits the client's configuration where the client reads it, keeping every other setting and comment.\n" +
+			"It prepares every edit first, refuses a malformed file naming its line, keeps a private backup of what it\n" +
+			"replaces and replaces each file whole. Running it again changes nothing; --undo puts the backup back.\n" +
+			"`meridian setup env --print` prints shell exports for clients that read the usual variables.",
+		Example:   "  meridian setup codex --dry-run\n  meridian setup opencode --set-default\n  meridian setup --undo opencode",
+		Args:      cobra.ExactArgs(1),
+		ValidArgs: append(names, "env"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			out := cmd.OutOrStdout()
+			base := "http://" + net.JoinHostPort(host, strconv.Itoa(port))
+			t := clientsetup.Target{BaseURL: base, SetDefault: setDefault}
+			key := env["MERIDIAN_API_KEY"]
+			if key != "" {
+				t.KeyEnv = "MERIDIAN_API_KEY"
+			}
+			if args[0] == "env" {
+				if !printEnv {
+					return fmt.Errorf("setup env writes no file: run `meridian setup env --print` and add its lines to your shell profile")
+				}
+				fmt.Fprintln(out, strings.Join(clientsetup.Exports(t), "\n"))
+				return nil
+			}
+			c, err := clientsetup.Lookup(args[0])
+			if err != nil {
+				return err
+			}
+			backups := filepath.Join(envOr(env, "MERIDIAN_DATA_DIR", defaultDataDir(env)), "setup-backups")
+			if undo {
+				restored, err := clientsetup.Undo(c, backups)
+				for _, p := range restored {
+					fmt.Fprintln(out, "restored", p)
+				}
+				return err
+			}
+			models, err := probe.Models(cmd.Context(), base, key)
+			if err != nil {
+				// The model names the claude CLI takes on its own.
+				cliAliases := []string{"sonnet", "opus", "haiku"}
+				fmt.Fprintf(cmd.ErrOrStderr(), "No Meridian answered at %s (%v): offering the claude CLI's own model names %s.\n", base, err, strings.Join(cliAliases, ", "))
+				models = cliAliases
+			}
+			t.Models = models
+			home := env["HOME"]
+			if home == "" {
+				if home, err = os.UserHomeDir(); err != nil {
+					return err
+				}
+			}
+			plan, err := clientsetup.Prepare(c, t, env, home)
+			if err != nil {
+				return err
+			}
+			if len(plan.Changes) == 0 {
+				fmt.Fprintf(out, "%s is already set up for Meridian at %s: nothing to change.\n", c.Title, base)
+				return nil
+			}
+			if dryRun {
+				fmt.Fprint(out, plan.Diff())
+				return nil
+			}
+			if err := plan.Apply(backups); err != nil {
+				return err
+			}
+			for _, ch := range plan.Changes {
+				verb := "updated"
+				if !ch.Existed {
+					verb = "created"
+				}
+				fmt.Fprintln(out, verb, ch.Path)
+			}
+			fmt.Fprintf(out, "%s now reaches Meridian at %s (undo: meridian setup --undo %s).\n", c.Title, base, c.Name)
+			for _, n := range plan.Notes {
+				fmt.Fprintln(out, "  "+n)
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&host, "host", envOr(env, "MERIDIAN_HOST", "127.0.0.1"), "address Meridian listens on (MERIDIAN_HOST)")
+	defPort, _ := strconv.Atoi(envOr(env, "MERIDIAN_PORT", "3456"))
+	fs.IntVar(&port, "port", defPort, "port Meridian listens on (MERIDIAN_PORT)")
+	fs.BoolVar(&dryRun, "dry-run", false, "print the diff and change nothing")
+	fs.BoolVar(&undo, "undo", false, "restore the files setup changed for CLIENT from its backup")
+	fs.BoolVar(&setDefault, "set-default", false, "also make Meridian the client's default provider and model")
+	fs.BoolVar(&printEnv, "print", false, "with env: print shell exports")
+	return cmd
+}

@@ -1,0 +1,258 @@
+package clientsetup
+
+import (
+	"path/filepath"
+	"strings"
+
+	"github.com/meridian-gw/meridian/internal/confedit"
+)
+
+// Target is the Meridian a client is pointed at.
+type Target struct {
+	BaseURL string // http://host:port, no path
+	// KeyEnv names the variable holding the Meridian's API key when it
+	// requires one; clients that can read a key from the environment are
+	// told its name, never its value.
+	KeyEnv     string
+	Models     []string // offered to the client, the first being the default
+	SetDefault bool     // make Meridian the client's default provider and model
+}
+
+// placeholderKey is what a client that insists on a key gets from a
+// Meridian that needs none.
+const placeholderKey = "meridian"
+
+// format is how a configuration file is written.
+type format int
+
+const (
+	jsonc format = iota
+	tomlFile
+)
+
+// fileEdit is what one client needs changed in one of its files.
+type fileEdit struct {
+	path   string
+	format format
+	edits  []confedit.Edit
+}
+
+// Client is one client Meridian knows how to configure.
+type Client struct {
+	Name  string // what `meridian setup NAME` takes
+	Title string
+	plan  func(t Target, l locator) ([]fileEdit, []string)
+}
+
+// Clients is every client setup handles, in the order help lists them.
+func Clients() []Client {
+	return []Client{
+		{"claude-code", "Claude Code", claudeCode},
+		{"opencode", "OpenCode", openCode},
+		{"codex", "Codex", codex},
+		{"pi", "Pi", pi},
+		{"crush", "Crush", crush},
+		{"droid", "Droid", droid},
+	}
+}
+
+// locator finds where a client reads its configuration, honouring the
+// client's own environment overrides.
+type locator struct {
+	env    map[string]string
+	home   string
+	exists func(string) bool
+}
+
+func (l locator) dir(envName string, def ...string) string {
+	if v := l.env[envName]; v != "" {
+		return v
+	}
+	return filepath.Join(append([]string{l.home}, def...)...)
+}
+
+func (l locator) xdgConfig() string { return l.dir("XDG_CONFIG_HOME", ".config") }
+
+func (t Target) key(ref string) string {
+	if t.KeyEnv == "" {
+		return placeholderKey
+	}
+	return strings.ReplaceAll(ref, "VAR", t.KeyEnv)
+}
+
+func (t Target) defaultModel() string {
+	if len(t.Models) == 0 {
+		return "sonnet"
+	}
+	return t.Models[0]
+}
+
+func keyNote(t Target) []string {
+	if t.KeyEnv == "" {
+		return nil
+	}
+	return []string{"export " + t.KeyEnv + " with the Meridian's key where you run the client: the config names the variable, not the key"}
+}
+
+func path(p ...string) []string { return p }
+
+// claudeCode: Claude Code reads env from settings.json. It has a single
+// provider, so pointing it at Meridian makes Meridian its default; the
+// key, when there is one, comes from a helper command that prints the
+// variable, so the file never holds it.
+func claudeCode(t Target, l locator) ([]fileEdit, []string) {
+	f := fileEdit{path: filepath.Join(l.dir("CLAUDE_CONFIG_DIR", ".claude"), "settings.json"), format: jsonc}
+	f.edits = append(f.edits, confedit.Edit{Path: path("env", "ANTHROPIC_BASE_URL"), Value: t.BaseURL})
+	notes := []string{"Claude Code now sends every request to Meridian (it has one provider); `meridian claude` runs it against Meridian without this"}
+	if t.KeyEnv == "" {
+		f.edits = append(f.edits, confedit.Edit{Path: path("env", "ANTHROPIC_AUTH_TOKEN"), Value: placeholderKey})
+	} else {
+		f.edits = append(f.edits, confedit.Edit{Path: path("apiKeyHelper"), Value: "printenv " + t.KeyEnv})
+	}
+	return []fileEdit{f}, append(notes, keyNote(t)...)
+}
+
+// openCode: a provider on Meridian's Messages API, its key by OpenCode's
+// {env:NAME} reference.
+func openCode(t Target, l locator) ([]fileEdit, []string) {
+	file := l.env["OPENCODE_CONFIG"]
+	if file == "" {
+		dir := filepath.Join(l.xdgConfig(), "opencode")
+		file = filepath.Join(dir, "opencode.json")
+		for _, name := range []string{"opencode.jsonc", "opencode.json", "config.json"} {
+			if l.exists(filepath.Join(dir, name)) {
+				file = filepath.Join(dir, name)
+				break
+			}
+		}
+	}
+	models := confedit.Obj{}
+	for _, m := range t.Models {
+		models = append(models, confedit.KV{Key: m, Value: confedit.Obj{{Key: "name", Value: m + " (Meridian)"}, {Key: "tool_call", Value: true}}})
+	}
+	provider := confedit.Obj{
+		{Key: "npm", Value: "@ai-sdk/anthropic"},
+		{Key: "name", Value: "Meridian"},
+		{Key: "options", Value: confedit.Obj{{Key: "baseURL", Value: t.BaseURL + "/v1"}, {Key: "apiKey", Value: t.key("{env:VAR}")}}},
+		{Key: "models", Value: models},
+	}
+	f := fileEdit{path: file, format: jsonc, edits: []confedit.Edit{{Path: path("provider", "meridian"), Value: provider}}}
+	notes := []string{"OpenCode: pick a model under the Meridian provider, or run `opencode -m meridian/" + t.defaultModel() + "`"}
+	if t.SetDefault {
+		f.edits = append(f.edits, confedit.Edit{Path: path("model"), Value: "meridian/" + t.defaultModel()})
+		notes = notes[:0]
+	}
+	return []fileEdit{f}, append(notes, keyNote(t)...)
+}
+
+// codex: a model provider on the Responses API and a profile that uses
+// it; with SetDefault, the provider and model become the top-level ones.
+func codex(t Target, l locator) ([]fileEdit, []string) {
+	f := fileEdit{path: filepath.Join(l.dir("CODEX_HOME", ".codex"), "config.toml"), format: tomlFile}
+	p := func(k string, v any) confedit.Edit {
+		return confedit.Edit{Path: path("model_providers", "meridian", k), Value: v}
+	}
+	f.edits = []confedit.Edit{p("name", "Meridian"), p("base_url", t.BaseURL+"/v1"), p("wire_api", "responses")}
+	if t.KeyEnv != "" {
+		f.edits = append(f.edits, p("env_key", t.KeyEnv))
+	}
+	f.edits = append(f.edits,
+		confedit.Edit{Path: path("profiles", "meridian", "model_provider"), Value: "meridian"},
+		confedit.Edit{Path: path("profiles", "meridian", "model"), Value: t.defaultModel()})
+	notes := []string{"Codex: run `codex --profile meridian`"}
+	if t.SetDefault {
+		f.edits = append(f.edits,
+			confedit.Edit{Path: path("model_provider"), Value: "meridian"},
+			confedit.Edit{Path: path("model"), Value: t.defaultModel()})
+		notes = notes[:0]
+	}
+	return []fileEdit{f}, append(notes, keyNote(t)...)
+}
+
+// pi: a provider in models.json on the Messages API; Pi reads an apiKey
+// that names a variable from that variable.
+func pi(t Target, l locator) ([]fileEdit, []string) {
+	dir := l.dir("PI_CODING_AGENT_DIR", ".pi", "agent")
+	var models []any
+	for _, m := range t.Models {
+		models = append(models, confedit.Obj{{Key: "id", Value: m}, {Key: "name", Value: m + " (Meridian)"}})
+	}
+	provider := confedit.Obj{
+		{Key: "baseUrl", Value: t.BaseURL},
+		{Key: "api", Value: "anthropic-messages"},
+		{Key: "apiKey", Value: t.key("VAR")},
+		{Key: "models", Value: models},
+	}
+	files := []fileEdit{{path: filepath.Join(dir, "models.json"), format: jsonc, edits: []confedit.Edit{{Path: path("providers", "meridian"), Value: provider}}}}
+	notes := []string{"Pi: run `pi --model meridian/" + t.defaultModel() + "`"}
+	if t.SetDefault {
+		files = append(files, fileEdit{path: filepath.Join(dir, "settings.json"), format: jsonc, edits: []confedit.Edit{
+			{Path: path("defaultProvider"), Value: "meridian"},
+			{Path: path("defaultModel"), Value: t.defaultModel()},
+		}})
+		notes = notes[:0]
+	}
+	return files, append(notes, keyNote(t)...)
+}
+
+// crush: an Anthropic-type provider; Crush expands $NAME in api_key.
+func crush(t Target, l locator) ([]fileEdit, []string) {
+	file := filepath.Join(l.xdgConfig(), "crush", "crush.json")
+	if dir := l.env["CRUSH_GLOBAL_CONFIG"]; dir != "" {
+		file = filepath.Join(dir, "crush.json")
+	}
+	var models []any
+	for _, m := range t.Models {
+		models = append(models, confedit.Obj{{Key: "id", Value: m}, {Key: "name", Value: m + " (Meridian)"},
+			{Key: "context_window", Value: 200000}, {Key: "default_max_tokens", Value: 32000}})
+	}
+	provider := confedit.Obj{
+		{Key: "name", Value: "Meridian"},
+		{Key: "type", Value: "anthropic"},
+		{Key: "base_url", Value: t.BaseURL},
+		{Key: "api_key", Value: t.key("$VAR")},
+		{Key: "models", Value: models},
+	}
+	f := fileEdit{path: file, format: jsonc, edits: []confedit.Edit{{Path: path("providers", "meridian"), Value: provider}}}
+	notes := []string{"Crush: choose a Meridian model in its model picker"}
+	if t.SetDefault {
+		for _, size := range []string{"large", "small"} {
+			f.edits = append(f.edits, confedit.Edit{Path: path("models", size), Value: confedit.Obj{{Key: "model", Value: t.defaultModel()}, {Key: "provider", Value: "meridian"}}})
+		}
+		notes = notes[:0]
+	}
+	return []fileEdit{f}, append(notes, keyNote(t)...)
+}
+
+// droid: one custom model per Meridian model in settings.json; Droid
+// expands ${NAME} in apiKey there.
+func droid(t Target, l locator) ([]fileEdit, []string) {
+	f := fileEdit{path: filepath.Join(l.home, ".factory", "settings.json"), format: jsonc}
+	for _, m := range t.Models {
+		f.edits = append(f.edits, confedit.Edit{Path: path("customModels"), Match: "displayName", Value: confedit.Obj{
+			{Key: "model", Value: m},
+			{Key: "displayName", Value: m + " (Meridian)"},
+			{Key: "baseUrl", Value: t.BaseURL},
+			{Key: "apiKey", Value: t.key("${VAR}")},
+			{Key: "provider", Value: "anthropic"},
+			{Key: "maxOutputTokens", Value: 32000},
+		}})
+	}
+	notes := []string{"Droid: choose a \"(Meridian)\" model with /model; Droid keeps its own default"}
+	return []fileEdit{f}, append(notes, keyNote(t)...)
+}
+
+// Exports are shell lines that point any client reading the usual
+// variables at Meridian.
+func Exports(t Target) []string {
+	key := placeholderKey
+	if t.KeyEnv != "" {
+		key = `"$` + t.KeyEnv + `"`
+	}
+	return []string{
+		"export ANTHROPIC_BASE_URL=" + t.BaseURL,
+		"export ANTHROPIC_API_KEY=" + key,
+		"export OPENAI_BASE_URL=" + t.BaseURL + "/v1",
+		"export OPENAI_API_KEY=" + key,
+	}
+}

@@ -13,6 +13,7 @@ func TestImportsFlowDownward(t *testing.T) {
 		"internal/answers",
 		"internal/anthropic",
 		"internal/backend",
+		"internal/clientsetup",
 		"internal/cluster",
 		"internal/dispatch",
 		"internal/gateway",

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meridian-gw/meridian/internal/clientsetup"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/telemetry"
 	"github.com/meridian-gw/meridian/internal/telemetry/history"
@@ -134,13 +135,24 @@ func (s *Server) landing(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	base := "http://" + r.Host
-	l.Hints = []web.Hint{
-		{Client: "Claude Code", Setting: "ANTHROPIC_BASE_URL=" + base},
-		{Client: "Codex", Setting: `model_providers.meridian = { base_url = "` + base + `/v1", wire_api = "responses" }`},
-		{Client: "OpenCode, Crush, Pi (OpenAI-compatible)", Setting: "baseURL " + base + "/v1"},
-		{Client: "Anthropic SDKs", Setting: `base_url="` + base + `"`},
-		{Client: "OpenAI SDKs", Setting: `base_url="` + base + `/v1"`},
+	// The same commands `meridian setup` takes, with the address this page
+	// was reached at when it is not the default.
+	where := ""
+	if host, port, err := net.SplitHostPort(r.Host); err == nil {
+		if host != "127.0.0.1" {
+			where += " --host " + host
+		}
+		if port != "3456" {
+			where += " --port " + port
+		}
 	}
+	for _, c := range clientsetup.Clients() {
+		l.Hints = append(l.Hints, web.Hint{Client: c.Title, Setting: "meridian setup " + c.Name + where})
+	}
+	l.Hints = append(l.Hints,
+		web.Hint{Client: "Anything reading the usual variables", Setting: "eval \"$(meridian setup env --print" + where + ")\""},
+		web.Hint{Client: "Anthropic SDKs", Setting: `base_url="` + base + `"`},
+		web.Hint{Client: "OpenAI SDKs", Setting: `base_url="` + base + `/v1"`})
 	s.page(w, r, http.StatusOK, func(b *bytes.Buffer) error { return s.pages.RenderLanding(b, s.cfg.Version, l) })
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -157,6 +158,13 @@ func TestRootAnswersGetAndHead(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") ||
 		!strings.Contains(string(body), "Meridian is running") || !strings.Contains(resp.Header.Get("Content-Security-Policy"), "default-src 'none'") {
 		t.Fatalf("GET / from a browser = %d %s\n%.300s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	// Its client hints are the setup commands, for the port it was reached at.
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(s.URL, "http://"))
+	for _, c := range []string{"claude-code", "opencode", "codex", "pi", "crush", "droid"} {
+		if want := "meridian setup " + c + " --port " + port; !strings.Contains(string(body), want) {
+			t.Errorf("the landing page lacks %q", want)
+		}
 	}
 	if resp, css := do(t, http.MethodGet, s.URL+"/static/style.css", "", nil); resp.StatusCode != 200 || !strings.Contains(string(css), "prefers-color-scheme: dark") {
 		t.Fatalf("the stylesheet: %d", resp.StatusCode)

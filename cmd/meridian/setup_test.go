@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bytes"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// setupCLI runs `meridian setup ARGS…` in process with env.
+func setupCLI(t *testing.T, env []string, args ...string) (string, error) {
+	t.Helper()
+	root := newRootCommand(env, nil)
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(append([]string{"setup"}, args...))
+	err := root.Execute()
+	return out.String(), err
+}
+
+// closedPort is a loopback port nothing listens on.
+func closedPort(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	return strconv.Itoa(port)
+}
+
+func TestSetupCommand(t *testing.T) {
+	home := t.TempDir()
+	port := closedPort(t)
+	env := []string{"HOME=" + home, "MERIDIAN_DATA_DIR=" + filepath.Join(home, "data"), "MERIDIAN_API_KEY=s3cret-key", "MERIDIAN_PORT=" + port}
+	config := filepath.Join(home, ".codex", "config.toml")
+	mine := "# mine\nmodel = \"o3\"\n"
+	if err := os.MkdirAll(filepath.Dir(config), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(config, []byte(mine), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	out, err := setupCLI(t, env, "codex", "--dry-run")
+	if err != nil || !strings.Contains(out, "+[model_providers.meridian]") || !strings.Contains(out, "sonnet, opus, haiku") {
+		t.Fatalf("dry run: %v\n%s", err, out)
+	}
+	if now, _ := os.ReadFile(config); string(now) != mine {
+		t.Fatal("--dry-run wrote the file")
+	}
+	out, err = setupCLI(t, env, "codex")
+	if err != nil || !strings.Contains(out, "updated "+config) || !strings.Contains(out, "export MERIDIAN_API_KEY") {
+		t.Fatalf("setup: %v\n%s", err, out)
+	}
+	written, _ := os.ReadFile(config)
+	if !strings.Contains(string(written), `env_key = "MERIDIAN_API_KEY"`) || !strings.Contains(string(written), "127.0.0.1:"+port+"/v1") {
+		t.Fatalf("config:\n%s", written)
+	}
+	if strings.Contains(string(written), "s3cret") || strings.Contains(out, "s3cret") {
+		t.Fatal("the key's value was written or printed")
+	}
+	if out, err = setupCLI(t, env, "codex"); err != nil || !strings.Contains(out, "nothing to change") {
+		t.Fatalf("second run: %v\n%s", err, out)
+	}
+	if out, err = setupCLI(t, env, "--undo", "codex"); err != nil || !strings.Contains(out, "restored "+config) {
+		t.Fatalf("undo: %v\n%s", err, out)
+	}
+	if now, _ := os.ReadFile(config); string(now) != mine {
+		t.Fatalf("undo left:\n%s", now)
+	}
+
+	if _, err = setupCLI(t, env, "nonesuch"); err == nil || !strings.Contains(err.Error(), "setup knows claude-code, opencode") {
+		t.Fatalf("unknown client: %v", err)
+	}
+	if _, err = setupCLI(t, env, "env"); err == nil || !strings.Contains(err.Error(), "--print") {
+		t.Fatalf("env without --print: %v", err)
+	}
+	out, err = setupCLI(t, env, "env", "--print")
+	if err != nil || !strings.Contains(out, "export OPENAI_BASE_URL=http://127.0.0.1:"+port+"/v1") || !strings.Contains(out, `ANTHROPIC_API_KEY="$MERIDIAN_API_KEY"`) {
+		t.Fatalf("env --print: %v\n%s", err, out)
+	}
+}

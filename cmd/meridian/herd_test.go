@@ -38,7 +38,7 @@ func (f *inFlight) hold(d time.Duration, text string) testkit.Reply {
 
 // Twenty first turns of one conversation the client named, sent at once,
 // run one at a time: never two upstream together, each answered (the
-// README's promise: one turn at a time, 409 only after --turn-wait).
+// the promise of docs/conversations.md: one turn at a time, 409 only after --turn-wait).
 // Requests that name no conversation still run side by side.
 func TestFirstTurnsOfANamedConversationTakeTurns(t *testing.T) {
 	t.Parallel()

@@ -198,9 +198,6 @@ func pi(t Target, l locator) ([]fileEdit, []string) {
 // crush: an Anthropic-type provider; Crush expands $NAME in api_key.
 func crush(t Target, l locator) ([]fileEdit, []string) {
 	file := filepath.Join(l.xdgConfig(), "crush", "crush.json")
-	if dir := l.env["CRUSH_GLOBAL_CONFIG"]; dir != "" {
-		file = filepath.Join(dir, "crush.json")
-	}
 	var models []any
 	for _, m := range t.Models {
 		models = append(models, confedit.Obj{{Key: "id", Value: m}, {Key: "name", Value: m + " (Meridian)"},

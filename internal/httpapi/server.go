@@ -211,43 +211,72 @@ func (s *Server) Listen() (net.Listener, error) {
 	return ln, nil
 }
 
+// route is one pattern of the mux and what serves it.
+type route struct {
+	pattern string
+	serve   http.HandlerFunc
+}
+
+// table is every route the server answers with a handler of its own.
+func (s *Server) table() []route {
+	t := []route{
+		{"POST /v1/messages", s.messages},
+		{"POST /messages", s.messages},
+		{"POST /v1/messages/count_tokens", s.countTokens},
+		{"POST /messages/count_tokens", s.countTokens},
+		{"POST /v1/chat/completions", s.chatCompletions},
+		{"POST /chat/completions", s.chatCompletions},
+	}
+	for _, prefix := range []string{"/v1", ""} {
+		t = append(t,
+			route{"POST " + prefix + "/responses", s.createResponse},
+			route{"GET " + prefix + "/responses/{id}", s.getResponse},
+			route{"DELETE " + prefix + "/responses/{id}", s.deleteResponse},
+			route{"GET " + prefix + "/responses/{id}/input_items", s.inputItems},
+			route{"POST " + prefix + "/responses/{id}/cancel", s.cancelResponse})
+	}
+	return append(t,
+		route{"GET /v1/models", s.listModels},
+		route{"GET /v1/models/{id}", s.getModel},
+		route{"GET /v1/sessions", s.listSessions},
+		route{"GET /v1/sessions/{key...}", s.getSession},
+		route{"POST /v1/sessions/{key}/cancel", s.cancelSession},
+		route{"GET /inflight", s.inflight},
+		route{"GET /v1/usage/quota", s.quota},
+		route{"GET /health", s.health},
+		route{"GET /ready", s.ready},
+		route{"GET /cluster", s.cluster},
+		route{"GET /metrics", s.metrics},
+		route{"GET /telemetry/summary", s.telemetrySummary},
+		route{"GET /telemetry/requests", s.telemetryRequests},
+		route{"GET /telemetry/logs", s.telemetryLogs},
+		route{"GET /telemetry", s.dashboard},
+		route{"GET /providers", s.providersPage},
+		route{"GET /providers/status", s.providersStatus},
+		route{"GET /{$}", s.root},
+	)
+}
+
+// Routes are the patterns the server answers, for the documentation's
+// own test: a route added without its row in the endpoint table fails it.
+func Routes() []string {
+	var s Server
+	var out []string
+	for _, r := range s.table() {
+		out = append(out, r.pattern)
+	}
+	return out
+}
+
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/messages", s.messages)
-	mux.HandleFunc("POST /messages", s.messages)
-	mux.HandleFunc("POST /v1/messages/count_tokens", s.countTokens)
-	mux.HandleFunc("POST /messages/count_tokens", s.countTokens)
-	mux.HandleFunc("POST /v1/chat/completions", s.chatCompletions)
-	mux.HandleFunc("POST /chat/completions", s.chatCompletions)
-	for _, prefix := range []string{"/v1", ""} {
-		mux.HandleFunc("POST "+prefix+"/responses", s.createResponse)
-		mux.HandleFunc("GET "+prefix+"/responses/{id}", s.getResponse)
-		mux.HandleFunc("DELETE "+prefix+"/responses/{id}", s.deleteResponse)
-		mux.HandleFunc("GET "+prefix+"/responses/{id}/input_items", s.inputItems)
-		mux.HandleFunc("POST "+prefix+"/responses/{id}/cancel", s.cancelResponse)
+	for _, r := range s.table() {
+		mux.HandleFunc(r.pattern, r.serve)
 	}
-	mux.HandleFunc("GET /v1/models", s.listModels)
-	mux.HandleFunc("GET /v1/models/{id}", s.getModel)
-	mux.HandleFunc("GET /v1/sessions", s.listSessions)
-	mux.HandleFunc("GET /v1/sessions/{key...}", s.getSession)
-	mux.HandleFunc("POST /v1/sessions/{key}/cancel", s.cancelSession)
-	mux.HandleFunc("GET /inflight", s.inflight)
-	mux.HandleFunc("GET /v1/usage/quota", s.quota)
-	mux.HandleFunc("GET /health", s.health)
-	mux.HandleFunc("GET /ready", s.ready)
-	mux.HandleFunc("GET /cluster", s.cluster)
-	mux.HandleFunc("GET /metrics", s.metrics)
-	mux.HandleFunc("GET /telemetry/summary", s.telemetrySummary)
-	mux.HandleFunc("GET /telemetry/requests", s.telemetryRequests)
-	mux.HandleFunc("GET /telemetry/logs", s.telemetryLogs)
-	mux.HandleFunc("GET /telemetry", s.dashboard)
-	mux.HandleFunc("GET /providers", s.providersPage)
-	mux.HandleFunc("GET /providers/status", s.providersStatus)
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(web.Static())))
 	for _, m := range s.cfg.Mounts {
 		mux.Handle(m.Prefix+"/", http.StripPrefix(m.Prefix, m.Handler))
 	}
-	mux.HandleFunc("GET /{$}", s.root)
 	mux.HandleFunc("/", s.notFound)
 	h := s.track(s.recoverer(s.logRequests(s.guard(s.chooseProfile(mux)))))
 	if len(s.cfg.Open) == 0 {

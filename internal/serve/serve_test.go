@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// Lowering --max-live, as the README advises small machines, lowers the
+// Lowering --max-live, as docs/conversations.md advises small machines, lowers the
 // default --max-concurrent with it; only an explicit contradiction fails.
 func TestMaxLiveLowersTheDefaultConcurrency(t *testing.T) {
 	if n, err := settleConcurrency(10, 4, false); err != nil || n != 4 {

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/meridian-gw/meridian/internal/atomicfile"
 )
 
 // manifest records, per client, what setup replaced: the first backup of
@@ -78,7 +80,7 @@ func (p Plan) Apply(backups string) error {
 			e = &m.Files[len(m.Files)-1]
 			if ch.Existed {
 				e.Backup = strconv.Itoa(len(m.Files)) + "-" + filepath.Base(ch.Path)
-				if err := writeAtomic(filepath.Join(dir, e.Backup), ch.Before, 0o600); err != nil {
+				if err := atomicfile.Write(filepath.Join(dir, e.Backup), ch.Before, 0o600); err != nil {
 					return fmt.Errorf("backup of %s: %w", ch.Path, err)
 				}
 			}
@@ -86,14 +88,14 @@ func (p Plan) Apply(backups string) error {
 		e.Written = digest(ch.After)
 	}
 	record, _ := json.MarshalIndent(m, "", "  ")
-	if err := writeAtomic(filepath.Join(dir, "manifest.json"), record, 0o600); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, "manifest.json"), record, 0o600); err != nil {
 		return fmt.Errorf("setup backup record: %w", err)
 	}
 	for _, ch := range p.Changes {
 		if err := os.MkdirAll(filepath.Dir(ch.Path), 0o700); err != nil {
 			return err
 		}
-		if err := writeAtomic(ch.Path, ch.After, ch.Mode); err != nil {
+		if err := atomicfile.Write(ch.Path, ch.After, ch.Mode); err != nil {
 			return err
 		}
 	}
@@ -137,7 +139,7 @@ func Undo(c Client, backups string) ([]string, error) {
 		if err != nil {
 			return restored, fmt.Errorf("backup of %s: %w", e.Path, err)
 		}
-		if err := writeAtomic(e.Path, b, e.Mode); err != nil {
+		if err := atomicfile.Write(e.Path, b, e.Mode); err != nil {
 			return restored, err
 		}
 		restored = append(restored, e.Path)
@@ -150,32 +152,4 @@ func backupName(dir string, e entry) string {
 		return "that it did not exist"
 	}
 	return filepath.Join(dir, e.Backup)
-}
-
-// writeAtomic replaces path with b by renaming a synced temporary file
-// from the same folder over it.
-func writeAtomic(path string, b []byte, mode fs.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".meridian-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Chmod(mode)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }

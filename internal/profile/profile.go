@@ -18,6 +18,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/meridian-gw/meridian/internal/atomicfile"
 )
 
 // Kind is how a profile authenticates.
@@ -277,30 +279,9 @@ func (s *Store) Env(p Profile, base []string) ([]string, error) {
 	return env, nil
 }
 
-// writeFile replaces path whole: a temporary file beside it, synced, then
-// renamed over it.
+// writeFile replaces path whole.
 func writeFile(path string, b []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("profiles: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return fmt.Errorf("profiles: %w", err)
-	}
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return fmt.Errorf("profiles: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("profiles: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("profiles: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := atomicfile.Write(path, b, mode); err != nil {
 		return fmt.Errorf("profiles: %w", err)
 	}
 	return nil

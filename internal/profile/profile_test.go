@@ -13,7 +13,9 @@ import (
 	"github.com/meridian-gw/meridian/internal/testkit"
 )
 
-func TestImportsFlowDownward(t *testing.T) { testkit.CheckImports(t, "golang.org/x/sys/unix") }
+func TestImportsFlowDownward(t *testing.T) {
+	testkit.CheckImports(t, "golang.org/x/sys/unix", "internal/atomicfile")
+}
 
 func mode(t *testing.T, path string) os.FileMode {
 	t.Helper()

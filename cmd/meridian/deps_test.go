@@ -14,7 +14,7 @@ func TestImportsFlowDownward(t *testing.T) {
 		"github.com/spf13/cobra", "github.com/spf13/pflag", "golang.org/x/sys/unix",
 		"internal/backend", "internal/backend/agy", "internal/clientsetup", "internal/config", "internal/gateway", "internal/httpapi",
 		"internal/launch", "internal/pool", "internal/probe", "internal/profile", "internal/responses",
-		"internal/serve", "internal/spawn", "internal/spawn/lead", "internal/spawn/registry",
+		"internal/serve", "internal/service", "internal/spawn", "internal/spawn/lead", "internal/spawn/registry",
 		"internal/spawn/runner", "internal/spawn/statusline", "internal/telemetry/history", "internal/transcripts",
 	)
 }

@@ -23,6 +23,11 @@ import (
 	"github.com/meridian-gw/meridian/internal/transcripts"
 )
 
+// Release builds set these at link time (-ldflags -X, see
+// .goreleaser.yaml); a plain go build or go install leaves them empty and
+// the build info the go tool stamps names the version and commit.
+var releaseVersion, releaseCommit string
+
 // newRootCommand builds the command line; hurry closes when a drain
 // should end at once.
 func newRootCommand(environ []string, hurry <-chan struct{}) *cobra.Command {
@@ -67,7 +72,7 @@ func newRootCommand(environ []string, hurry <-chan struct{}) *cobra.Command {
 		Run: func(cmd *cobra.Command, _ []string) {
 			fmt.Fprintln(cmd.OutOrStdout(), "meridian", version())
 		},
-	}, newAgyGateCommand())
+	}, newAgyGateCommand(), newGenDocsCommand(func() *cobra.Command { return newRootCommand(environ, hurry) }))
 	return root
 }
 
@@ -220,6 +225,9 @@ func defaultDataDir(env map[string]string) string {
 // version reports the module version and VCS revision the binary was
 // built from.
 func version() string {
+	if releaseVersion != "" {
+		return releaseVersion + " (" + releaseCommit + ")"
+	}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "unknown"

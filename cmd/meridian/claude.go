@@ -6,10 +6,10 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/meridian-gw/meridian/internal/config"
 	"github.com/meridian-gw/meridian/internal/launch"
+	"github.com/meridian-gw/meridian/internal/profile"
 	"github.com/meridian-gw/meridian/internal/spawn"
 )
 
@@ -36,7 +36,7 @@ The config file is MERIDIAN_CONFIG, else meridian/config.toml in XDG_CONFIG_HOME
 				return fmt.Errorf("working directory: %w", err)
 			}
 			s, err := launch.Prepare(cmd.Context(), launch.Options{
-				Args: args, Terminal: isTerminal(os.Stdout), Env: env, Environ: environ,
+				Args: args, Terminal: profile.IsTerminal(os.Stdout), Env: env, Environ: environ,
 				Claude: envOr(env, spawn.EnvClaudePath, "claude"), DataDir: envOr(env, spawn.EnvDataDir, defaultDataDir(env)),
 				Config: config.Path(env), Self: self, Cwd: cwd, Log: spawnLogger(env, slog.LevelWarn),
 			})
@@ -46,9 +46,4 @@ The config file is MERIDIAN_CONFIG, else meridian/config.toml in XDG_CONFIG_HOME
 			return s.Exec(cmd.Context())
 		},
 	}
-}
-
-func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
 }

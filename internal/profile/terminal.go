@@ -18,7 +18,7 @@ import (
 // comes from the command line, where other users' ps would show it.
 func ReadSecret(in *os.File, prompt io.Writer, what string) (string, error) {
 	fd := int(in.Fd())
-	old, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	old, err := unix.IoctlGetTermios(fd, termiosGet)
 	if err != nil {
 		// Not a terminal: the secret is piped in.
 		b, err := io.ReadAll(io.LimitReader(in, 64<<10))
@@ -30,11 +30,11 @@ func ReadSecret(in *os.File, prompt io.Writer, what string) (string, error) {
 	fmt.Fprintf(prompt, "Paste the %s, then Enter (it is not shown): ", what)
 	quiet := *old
 	quiet.Lflag &^= unix.ECHO
-	if err := unix.IoctlSetTermios(fd, unix.TCSETS, &quiet); err != nil {
+	if err := unix.IoctlSetTermios(fd, termiosSet, &quiet); err != nil {
 		return "", fmt.Errorf("terminal: %w", err)
 	}
 	defer func() {
-		_ = unix.IoctlSetTermios(fd, unix.TCSETS, old)
+		_ = unix.IoctlSetTermios(fd, termiosSet, old)
 		fmt.Fprintln(prompt)
 	}()
 	line, err := bufio.NewReader(in).ReadString('\n')
@@ -57,4 +57,10 @@ func (s *Store) LoginCommand(ctx context.Context, p Profile, claudePath string, 
 	cmd := exec.CommandContext(ctx, claudePath, "auth", "login")
 	cmd.Env = env
 	return cmd, nil
+}
+
+// IsTerminal reports whether f is a terminal.
+func IsTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), termiosGet)
+	return err == nil
 }

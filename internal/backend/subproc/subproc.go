@@ -71,13 +71,9 @@ func (ExecLauncher) Launch(s Spec) (Proc, error) {
 	cmd.Env = s.Env
 	cmd.Dir = s.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	// Pdeathsig: the CLI dies with this process, even one killed with
-	// SIGKILL that joins nothing. The kernel ties the signal to the thread
-	// that forks, so the fork runs on a locked thread; Go parks idle
-	// threads rather than ending them, and nothing here exits a goroutine
-	// while locked, so that thread lives as long as the process. What the
-	// CLI itself starts stays in its group, which Signal reaches.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// What the CLI itself starts stays in its group, which Signal reaches.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	dieWithParent(cmd.SysProcAttr)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if err := cmd.Start(); err != nil {

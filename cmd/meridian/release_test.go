@@ -1,0 +1,102 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/meridian-gw/meridian/internal/testkit"
+)
+
+// The release build of .goreleaser.yaml, for this machine's target only
+// (scripts/release builds the whole matrix): a snapshot with archives and
+// packages. The .deb lists the binary, man pages and completions, and
+// unpacked into a temporary root its binary runs, names the snapshot's
+// version and commit, and its man page renders.
+func TestReleaseSnapshot(t *testing.T) {
+	t.Parallel()
+	goreleaser := os.Getenv("MERIDIAN_TEST_GORELEASER")
+	if goreleaser == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("MERIDIAN_TEST_GORELEASER is not set: ./scripts/test installs goreleaser (scripts/install-goreleaser)")
+		}
+		t.Skip("set MERIDIAN_TEST_GORELEASER (./scripts/install-goreleaser prints it) to build the release snapshot")
+	}
+	for _, tool := range []string{"git", "dpkg-deb", "tar"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is needed: %v", tool, err)
+		}
+	}
+	root := testkit.RepoRoot(t)
+	if runtime.GOOS != "linux" {
+		t.Skip("the packages are built and unpacked on linux")
+	}
+	config, err := os.ReadFile(filepath.Join(root, ".goreleaser.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dist := filepath.Join(t.TempDir(), "dist")
+	one := strings.NewReplacer(
+		"goos: [linux, darwin]", "goos: [linux]",
+		"goarch: [amd64, arm64]", "goarch: ["+runtime.GOARCH+"]",
+	).Replace(string(config)) + "\ndist: " + dist + "\n"
+	if one == string(config)+"\ndist: "+dist+"\n" {
+		t.Fatal("the test no longer narrows .goreleaser.yaml's matrix: update the replacements")
+	}
+	cfg := filepath.Join(t.TempDir(), "goreleaser.yaml")
+	if err := os.WriteFile(cfg, []byte(one), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(goreleaser, "release", "--snapshot", "--clean", "--skip=publish,sign", "--config", cfg)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("goreleaser: %v\n%s", err, out)
+	}
+	commit, err := exec.Command("git", "-C", root, "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	debs, _ := filepath.Glob(filepath.Join(dist, "*.deb"))
+	rpms, _ := filepath.Glob(filepath.Join(dist, "*.rpm"))
+	archives, _ := filepath.Glob(filepath.Join(dist, "*.tar.gz"))
+	if len(debs) != 1 || len(rpms) != 1 || len(archives) != 1 {
+		t.Fatalf("dist holds %v %v %v", debs, rpms, archives)
+	}
+	list, err := exec.Command("dpkg-deb", "-c", debs[0]).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"./usr/bin/meridian", "./usr/share/man/man1/meridian.1.gz", "./usr/share/man/man1/meridian-setup.1.gz",
+		"./usr/share/bash-completion/completions/meridian", "./usr/share/zsh/vendor-completions/_meridian",
+		"./usr/share/fish/vendor_completions.d/meridian.fish", "./usr/share/doc/meridian/README.md"} {
+		if !strings.Contains(string(list), want+"\n") {
+			t.Errorf("the .deb lacks %s:\n%s", want, list)
+		}
+	}
+	unpacked := t.TempDir()
+	if out, err := exec.Command("dpkg-deb", "-x", debs[0], unpacked).CombinedOutput(); err != nil {
+		t.Fatalf("dpkg-deb -x: %v %s", err, out)
+	}
+	bin := filepath.Join(unpacked, "usr", "bin", "meridian")
+	if out, err := exec.Command(bin, "--help").CombinedOutput(); err != nil || !strings.Contains(string(out), "setup") {
+		t.Fatalf("meridian --help from the package: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "version").CombinedOutput()
+	if want := strings.TrimSpace(string(commit)); err != nil || !strings.Contains(string(out), "-snapshot") || !strings.Contains(string(out), want) {
+		t.Fatalf("meridian version from the package = %q (%v), want the snapshot's version and commit %s", out, err, want)
+	}
+	page := filepath.Join(unpacked, "usr", "share", "man", "man1", "meridian-setup.1.gz")
+	man := exec.Command("man", "-l", page)
+	man.Env = append(os.Environ(), "MANPAGER=cat", "MANWIDTH=100")
+	if out, err := man.CombinedOutput(); err != nil || !strings.Contains(string(out), "meridian setup CLIENT") || !strings.Contains(string(out), "--dry-run") {
+		t.Fatalf("man -l meridian-setup.1.gz: %v\n%s", err, out)
+	}
+	tarList, err := exec.Command("tar", "-tzf", archives[0]).Output()
+	if err != nil || !strings.Contains(string(tarList), "man/meridian.1.gz") || !strings.Contains(string(tarList), "completions/meridian.bash") {
+		t.Fatalf("the archive: %v\n%s", err, tarList)
+	}
+}

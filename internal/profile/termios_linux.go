@@ -1,0 +1,9 @@
+package profile
+
+import "golang.org/x/sys/unix"
+
+// The terminal attribute requests, named per kernel.
+const (
+	termiosGet = unix.TCGETS
+	termiosSet = unix.TCSETS
+)

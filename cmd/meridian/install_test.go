@@ -66,3 +66,19 @@ func TestGoInstallRuns(t *testing.T) {
 		t.Fatalf("the landing page from the installed binary: %d %.200s", resp.StatusCode, page)
 	}
 }
+
+// The container installs the claude CLI the tests pin.
+func TestDockerfilePinsTheTestedCLI(t *testing.T) {
+	root := testkit.RepoRoot(t)
+	pin, err := os.ReadFile(filepath.Join(root, "scripts", "claude-version"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dockerfile, err := os.ReadFile(filepath.Join(root, "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "ARG CLAUDE_VERSION=" + strings.TrimSpace(string(pin)) + "\n"; !strings.Contains(string(dockerfile), want) {
+		t.Fatalf("the Dockerfile lacks %q", want)
+	}
+}

@@ -50,14 +50,15 @@ func TestReleaseSnapshot(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(one), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(goreleaser, "release", "--snapshot", "--clean", "--skip=publish,sign", "--config", cfg)
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("goreleaser: %v\n%s", err, out)
-	}
 	commit, err := exec.Command("git", "-C", root, "rev-parse", "--short", "HEAD").Output()
 	if err != nil {
 		t.Fatal(err)
+	}
+	cmd := exec.Command(goreleaser, "release", "--snapshot", "--clean", "--skip=publish,sign", "--config", cfg)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "MERIDIAN_COMMIT="+strings.TrimSpace(string(commit)))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("goreleaser: %v\n%s", err, out)
 	}
 
 	debs, _ := filepath.Glob(filepath.Join(dist, "*.deb"))

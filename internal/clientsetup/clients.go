@@ -1,6 +1,7 @@
 package clientsetup
 
 import (
+	_ "embed"
 	"path/filepath"
 	"strings"
 
@@ -18,6 +19,12 @@ type Target struct {
 	SetDefault bool     // make Meridian the client's default provider and model
 }
 
+// openCodePlugin names the agent behind each request and gives it an id
+// that survives OpenCode's retries (see the file).
+//
+//go:embed integrations/opencode-meridian.ts
+var openCodePlugin []byte
+
 // placeholderKey is what a client that insists on a key gets from a
 // Meridian that needs none.
 const placeholderKey = "meridian"
@@ -28,13 +35,15 @@ type format int
 const (
 	jsonc format = iota
 	tomlFile
+	verbatim // a file Meridian owns whole: a client integration
 )
 
 // fileEdit is what one client needs changed in one of its files.
 type fileEdit struct {
-	path   string
-	format format
-	edits  []confedit.Edit
+	path    string
+	format  format
+	edits   []confedit.Edit
+	content []byte // verbatim only
 }
 
 // Client is one client Meridian knows how to configure.
@@ -142,7 +151,9 @@ func openCode(t Target, l locator) ([]fileEdit, []string) {
 		f.edits = append(f.edits, confedit.Edit{Path: path("model"), Value: "meridian/" + t.defaultModel()})
 		notes = notes[:0]
 	}
-	return []fileEdit{f}, append(notes, keyNote(t)...)
+	// The plugin, where OpenCode loads plugins of the user's own.
+	plugin := fileEdit{path: filepath.Join(l.xdgConfig(), "opencode", "plugin", "meridian.ts"), format: verbatim, content: openCodePlugin}
+	return []fileEdit{f, plugin}, append(notes, keyNote(t)...)
 }
 
 // codex: a model provider on the Responses API and a profile that uses

@@ -75,6 +75,10 @@ func prepareFile(f fileEdit) (Change, error) {
 	case !errors.Is(err, fs.ErrNotExist):
 		return Change{}, err
 	}
+	if f.format == verbatim {
+		ch.After = f.content
+		return ch, nil
+	}
 	edit := confedit.JSONC
 	if f.format == tomlFile {
 		edit = confedit.TOML

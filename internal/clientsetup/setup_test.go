@@ -175,7 +175,7 @@ func TestSetupHonoursTheClientsOwnLocations(t *testing.T) {
 	home, elsewhere := t.TempDir(), t.TempDir()
 	for name, env := range map[string]map[string]string{
 		"claude-code": {"CLAUDE_CONFIG_DIR": elsewhere},
-		"opencode":    {"OPENCODE_CONFIG": filepath.Join(elsewhere, "oc.json")},
+		"opencode":    {"XDG_CONFIG_HOME": elsewhere},
 		"codex":       {"CODEX_HOME": elsewhere},
 		"pi":          {"PI_CODING_AGENT_DIR": elsewhere},
 		"crush":       {"XDG_CONFIG_HOME": elsewhere},
@@ -190,6 +190,23 @@ func TestSetupHonoursTheClientsOwnLocations(t *testing.T) {
 				t.Errorf("%s: writes %s, not under the client's override %v", name, ch.Path, env)
 			}
 		}
+	}
+}
+
+// OPENCODE_CONFIG names the config file; the plugin still goes where
+// OpenCode loads the user's own plugins.
+func TestSetupOpenCodeConfigFileAndPlugin(t *testing.T) {
+	home, elsewhere := t.TempDir(), t.TempDir()
+	file := filepath.Join(elsewhere, "oc.json")
+	p, err := Prepare(mustLookup("opencode"), target(), map[string]string{"OPENCODE_CONFIG": file}, home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Changes) != 2 || p.Changes[0].Path != file || p.Changes[1].Path != filepath.Join(home, ".config", "opencode", "plugin", "meridian.ts") {
+		t.Fatalf("changes: %+v", p.Changes)
+	}
+	if !strings.Contains(string(p.Changes[1].After), `"chat.headers"`) {
+		t.Fatal("the plugin is not the embedded one")
 	}
 }
 

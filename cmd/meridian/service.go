@@ -111,9 +111,7 @@ func newServiceCommand(env map[string]string) *cobra.Command {
 			return nil
 		},
 	}
-	status.Flags().StringVar(&host, "host", envOr(env, "MERIDIAN_HOST", "127.0.0.1"), "address the service listens on (MERIDIAN_HOST)")
-	defPort, _ := strconv.Atoi(envOr(env, "MERIDIAN_PORT", "3456"))
-	status.Flags().IntVar(&port, "port", defPort, "port the service listens on (MERIDIAN_PORT)")
+	addressFlags(status.Flags(), env, &host, &port, "the service")
 	var follow bool
 	logs := &cobra.Command{
 		Use:   "logs",

@@ -104,9 +104,7 @@ func newSetupCommand(env map[string]string) *cobra.Command {
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&host, "host", envOr(env, "MERIDIAN_HOST", "127.0.0.1"), "address Meridian listens on (MERIDIAN_HOST)")
-	defPort, _ := strconv.Atoi(envOr(env, "MERIDIAN_PORT", "3456"))
-	fs.IntVar(&port, "port", defPort, "port Meridian listens on (MERIDIAN_PORT)")
+	addressFlags(fs, env, &host, &port, "Meridian")
 	fs.BoolVar(&dryRun, "dry-run", false, "print the diff and change nothing")
 	fs.BoolVar(&undo, "undo", false, "restore the files setup changed for CLIENT from its backup")
 	fs.BoolVar(&setDefault, "set-default", false, "also make Meridian the client's default provider and model")

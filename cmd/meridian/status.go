@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/meridian-gw/meridian/internal/probe"
 )
@@ -52,10 +53,16 @@ func newStatusCommand(env map[string]string) *cobra.Command {
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&host, "host", envOr(env, "MERIDIAN_HOST", "127.0.0.1"), "address the instance listens on (MERIDIAN_HOST)")
-	defPort, _ := strconv.Atoi(envOr(env, "MERIDIAN_PORT", "3456"))
-	fs.IntVar(&port, "port", defPort, "port the instance listens on (MERIDIAN_PORT)")
+	addressFlags(fs, env, &host, &port, "the instance")
 	fs.StringVar(&apiKey, "api-key", env["MERIDIAN_API_KEY"], "the instance's API key, to read its request figures (MERIDIAN_API_KEY)")
 	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return cmd
+}
+
+// addressFlags are --host and --port of a command that talks to a
+// running Meridian (who names it in the help), defaulting like serve's.
+func addressFlags(fs *pflag.FlagSet, env map[string]string, host *string, port *int, who string) {
+	fs.StringVar(host, "host", envOr(env, "MERIDIAN_HOST", "127.0.0.1"), "address "+who+" listens on (MERIDIAN_HOST)")
+	defPort, _ := strconv.Atoi(envOr(env, "MERIDIAN_PORT", "3456"))
+	fs.IntVar(port, "port", defPort, "port "+who+" listens on (MERIDIAN_PORT)")
 }

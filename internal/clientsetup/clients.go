@@ -25,6 +25,12 @@ type Target struct {
 //go:embed integrations/opencode-meridian.ts
 var openCodePlugin []byte
 
+// piExtension gives each request an id chosen before the SDK's retries,
+// kept for an exact retry of a failed turn (see the file).
+//
+//go:embed integrations/pi-meridian.ts
+var piExtension []byte
+
 // placeholderKey is what a client that insists on a key gets from a
 // Meridian that needs none.
 const placeholderKey = "meridian"
@@ -194,7 +200,10 @@ func pi(t Target, l locator) ([]fileEdit, []string) {
 		{Key: "apiKey", Value: t.key("VAR")},
 		{Key: "models", Value: models},
 	}
-	files := []fileEdit{{path: filepath.Join(dir, "models.json"), format: jsonc, edits: []confedit.Edit{{Path: path("providers", "meridian"), Value: provider}}}}
+	files := []fileEdit{
+		{path: filepath.Join(dir, "models.json"), format: jsonc, edits: []confedit.Edit{{Path: path("providers", "meridian"), Value: provider}}},
+		{path: filepath.Join(dir, "extensions", "meridian.ts"), format: verbatim, content: piExtension},
+	}
 	notes := []string{"Pi: run `pi --model meridian/" + t.defaultModel() + "`"}
 	if t.SetDefault {
 		files = append(files, fileEdit{path: filepath.Join(dir, "settings.json"), format: jsonc, edits: []confedit.Edit{

@@ -12,10 +12,11 @@ import (
 
 	"github.com/meridian-gw/meridian/internal/clientsetup"
 	"github.com/meridian-gw/meridian/internal/probe"
+	"github.com/meridian-gw/meridian/internal/serve"
 )
 
 // newSetupCommand wires `meridian setup CLIENT`.
-func newSetupCommand(env map[string]string) *cobra.Command {
+func newSetupCommand(env map[string]string, environ []string) *cobra.Command {
 	var host string
 	var port int
 	var dryRun, undo, setDefault, printEnv bool
@@ -62,10 +63,14 @@ func newSetupCommand(env map[string]string) *cobra.Command {
 			}
 			models, err := probe.Models(cmd.Context(), base, key)
 			if err != nil {
-				// The model names the claude CLI takes on its own.
-				cliAliases := []string{"sonnet", "opus", "haiku"}
-				fmt.Fprintf(cmd.ErrOrStderr(), "No Meridian answered at %s (%v): offering the claude CLI's own model names %s.\n", base, err, strings.Join(cliAliases, ", "))
-				models = cliAliases
+				// No Meridian to ask: the CLI's own list, else the names
+				// the CLI takes whatever its version.
+				models, err = serve.CLIModels(cmd.Context(), envOr(env, "MERIDIAN_CLAUDE_PATH", "claude"), environ)
+				from := "the claude CLI's own model list"
+				if err != nil || len(models) == 0 {
+					models, from = []string{"sonnet", "opus", "haiku"}, "the claude CLI's model aliases (the CLI could not be asked)"
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "No Meridian answers at %s: offering %s: %s.\n", base, from, strings.Join(models, ", "))
 			}
 			t.Models = models
 			home := env["HOME"]

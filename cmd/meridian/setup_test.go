@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/meridian-gw/meridian/internal/testkit"
 )
 
 // setupCLI runs `meridian setup ARGS…` in process with env.
@@ -36,7 +38,8 @@ func closedPort(t *testing.T) string {
 func TestSetupCommand(t *testing.T) {
 	home := t.TempDir()
 	port := closedPort(t)
-	env := []string{"HOME=" + home, "MERIDIAN_DATA_DIR=" + filepath.Join(home, "data"), "MERIDIAN_API_KEY=s3cret-key", "MERIDIAN_PORT=" + port}
+	env := []string{"HOME=" + home, "MERIDIAN_DATA_DIR=" + filepath.Join(home, "data"), "MERIDIAN_API_KEY=s3cret-key", "MERIDIAN_PORT=" + port,
+		"MERIDIAN_CLAUDE_PATH=" + filepath.Join(home, "no-claude")}
 	config := filepath.Join(home, ".codex", "config.toml")
 	mine := "# mine\nmodel = \"o3\"\n"
 	if err := os.MkdirAll(filepath.Dir(config), 0o755); err != nil {
@@ -47,7 +50,7 @@ func TestSetupCommand(t *testing.T) {
 	}
 
 	out, err := setupCLI(t, env, "codex", "--dry-run")
-	if err != nil || !strings.Contains(out, "+[model_providers.meridian]") || !strings.Contains(out, "sonnet, opus, haiku") {
+	if err != nil || !strings.Contains(out, "+[model_providers.meridian]") || !strings.Contains(out, "model aliases (the CLI could not be asked): sonnet, opus, haiku") {
 		t.Fatalf("dry run: %v\n%s", err, out)
 	}
 	if now, _ := os.ReadFile(config); string(now) != mine {
@@ -83,5 +86,21 @@ func TestSetupCommand(t *testing.T) {
 	out, err = setupCLI(t, env, "env", "--print")
 	if err != nil || !strings.Contains(out, "export OPENAI_BASE_URL=http://127.0.0.1:"+port+"/v1") || !strings.Contains(out, `ANTHROPIC_API_KEY="$MERIDIAN_API_KEY"`) {
 		t.Fatalf("env --print: %v\n%s", err, out)
+	}
+}
+
+// With no Meridian running, setup offers the models the CLI itself lists.
+func TestSetupOffersTheCLIsOwnModels(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	env := []string{"HOME=" + home, "MERIDIAN_DATA_DIR=" + filepath.Join(home, "data"), "MERIDIAN_PORT=" + closedPort(t),
+		"MERIDIAN_CLAUDE_PATH=" + testkit.ClaudePath(t), "CLAUDE_CONFIG_DIR=" + filepath.Join(home, "claude"),
+		"ANTHROPIC_API_KEY=unused", "ANTHROPIC_BASE_URL=http://127.0.0.1:" + closedPort(t), "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}
+	out, err := setupCLI(t, env, "pi", "--dry-run")
+	if err != nil || !strings.Contains(out, "the claude CLI's own model list: ") || strings.Contains(out, "could not be asked") {
+		t.Fatalf("setup pi --dry-run: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, `"id": "sonnet"`) {
+		t.Fatalf("the CLI's models are not offered:\n%s", out)
 	}
 }

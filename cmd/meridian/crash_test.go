@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -129,6 +130,17 @@ func prompt(text string) string {
 }
 
 // waitUpstream waits until the upstream has had a request.
+// logShows waits a little for the log to hold want: a turn's log line
+// may be written just after its answer reached the client.
+func (g *gatewayProc) logShows(want string) bool {
+	return testkit.WaitFor(5*time.Second, func() error {
+		if !strings.Contains(g.log.String(), want) {
+			return errors.New("not yet")
+		}
+		return nil
+	}) == nil
+}
+
 func (g *gatewayProc) waitUpstream() {
 	g.t.Helper()
 	if err := testkit.WaitFor(20*time.Second, func() error {

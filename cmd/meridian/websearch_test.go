@@ -132,7 +132,7 @@ func TestWebSearchOnMessages(t *testing.T) {
 		if _, err := client.Messages.New(context.Background(), p, opts...); err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(g.log.String(), "conversation=search-json client=claude-code verdict=continuation live=true") {
+		if !g.logShows("conversation=search-json client=claude-code verdict=continuation live=true") {
 			t.Fatalf("the next turn did not continue on the live process:\n%s", g.log.String())
 		}
 		if tool := lastSearch(t, g.up); !strings.Contains(tool, `"allowed_domains":["news.example"]`) {
@@ -423,7 +423,7 @@ func TestWebSearchLimitsToolsAndFetch(t *testing.T) {
 		if err != nil || len(next.Content) == 0 || next.Content[len(next.Content)-1].Text != "done" {
 			t.Fatalf("the tool's result: %v %+v", err, next)
 		}
-		if !strings.Contains(g.log.String(), "conversation=both client=claude-code verdict=continuation live=true") {
+		if !g.logShows("conversation=both client=claude-code verdict=continuation live=true") {
 			t.Fatal("the tool's result did not continue the paused process")
 		}
 	})

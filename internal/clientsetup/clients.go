@@ -124,6 +124,10 @@ func claudeCode(t Target, l locator) ([]fileEdit, []string) {
 	} else {
 		f.edits = append(f.edits, confedit.Edit{Path: path("apiKeyHelper"), Value: "printenv " + t.KeyEnv})
 	}
+	if t.SetDefault {
+		// Its own default model may be one this Meridian's backend lacks.
+		f.edits = append(f.edits, confedit.Edit{Path: path("model"), Value: t.defaultModel()})
+	}
 	return []fileEdit{f}, append(notes, keyNote(t)...)
 }
 

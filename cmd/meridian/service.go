@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -36,6 +35,8 @@ func newServiceCommand(env map[string]string) *cobra.Command {
 		}
 		return m
 	}
+	// The key's environment file sits beside the settings file.
+	envFile := filepath.Join(filepath.Dir(config.Path(env)), "service.env")
 	install := &cobra.Command{
 		Use:   "install",
 		Short: "Write the unit that runs `meridian serve` with your settings file, and start it where the manager runs",
@@ -48,22 +49,11 @@ func newServiceCommand(env map[string]string) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("where this binary is: %w", err)
 			}
-			if strings.Contains(bin, string(filepath.Separator)+"go-build") {
-				return errors.New("this binary is a temporary one from `go run`: install meridian (go install, a package) and run its `service install`")
-			}
 			m := manager()
-			u := service.Unit{Binary: bin, Drain: httpapi.DefaultDrainTimeout, LogFile: m.LogFile(),
-				Env: map[string]string{"MERIDIAN_CONFIG": config.Path(env), "PATH": env["PATH"]}}
-			// The serve settings given by environment go with it; the key
-			// is kept out of the unit file.
-			for k, v := range env {
-				switch {
-				case k == "MERIDIAN_API_KEY":
-					u.Secrets = map[string]string{k: v}
-					u.EnvFile = filepath.Join(filepath.Dir(config.Path(env)), "service.env")
-				case strings.HasPrefix(k, "MERIDIAN_") && k != "MERIDIAN_CONFIG":
-					u.Env[k] = v
-				}
+			u, err := service.ForBinary(bin, config.Path(env), envFile,
+				m.LogFile(), env, httpapi.DefaultDrainTimeout)
+			if err != nil {
+				return err
 			}
 			return m.Install(cmd.Context(), u, cmd.OutOrStdout())
 		},
@@ -73,7 +63,7 @@ func newServiceCommand(env map[string]string) *cobra.Command {
 		Short: "Stop the service and remove its unit",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return manager().Uninstall(cmd.Context(), cmd.OutOrStdout())
+			return manager().Uninstall(cmd.Context(), envFile, cmd.OutOrStdout())
 		},
 	}
 	var host string

@@ -117,8 +117,8 @@ func (m Manager) Install(ctx context.Context, u Unit, out io.Writer) error {
 }
 
 // Uninstall stops and disables the unit where the manager runs, and
-// removes it.
-func (m Manager) Uninstall(ctx context.Context, out io.Writer) error {
+// removes it and the environment file that held its key.
+func (m Manager) Uninstall(ctx context.Context, envFile string, out io.Writer) error {
 	path := m.UnitPath()
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		fmt.Fprintln(out, "no service is installed at", path)
@@ -136,6 +136,13 @@ func (m Manager) Uninstall(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintln(out, "removed", path)
+	if envFile != "" {
+		if err := os.Remove(envFile); err == nil {
+			fmt.Fprintln(out, "removed", envFile)
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
 	if m.GOOS == "linux" && m.State(ctx).Running {
 		_, err := m.systemctl(ctx, "daemon-reload")
 		return err

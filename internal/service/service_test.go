@@ -192,10 +192,34 @@ func TestInstallWithoutARunningSystemd(t *testing.T) {
 	if err := m.Logs(context.Background(), false, &out); err == nil || !strings.Contains(err.Error(), "not running") {
 		t.Fatalf("logs without systemd: %v", err)
 	}
-	if err := m.Uninstall(context.Background(), &out); err != nil {
+	if err := m.Uninstall(context.Background(), u.EnvFile, &out); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(path); !os.IsNotExist(err) {
-		t.Fatal("uninstall left the unit")
+	for _, p := range []string{path, u.EnvFile} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Fatalf("uninstall left %s", p)
+		}
+	}
+}
+
+// The unit carries the caller's settings, the key apart, and waits out
+// the drain those settings ask for; a `go run` binary is refused.
+func TestForBinary(t *testing.T) {
+	env := map[string]string{"PATH": "/bin", "MERIDIAN_PORT": "4000", "MERIDIAN_API_KEY": "k", "MERIDIAN_DRAIN_TIMEOUT": "2m", "HOME": "/home/u"}
+	u, err := ForBinary("/usr/bin/meridian", "/c/config.toml", "/c/service.env", "/l/meridian.log", env, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Env["MERIDIAN_PORT"] != "4000" || u.Env["MERIDIAN_CONFIG"] != "/c/config.toml" || u.Env["PATH"] != "/bin" || u.Env["HOME"] != "" {
+		t.Errorf("env %v", u.Env)
+	}
+	if _, ok := u.Env["MERIDIAN_API_KEY"]; ok || u.Secrets["MERIDIAN_API_KEY"] != "k" || u.EnvFile != "/c/service.env" {
+		t.Errorf("the key: env %v secrets %v file %q", u.Env, u.Secrets, u.EnvFile)
+	}
+	if !strings.Contains(u.Systemd(), "TimeoutStopSec=135s") {
+		t.Errorf("the stop timeout does not wait out a 2m drain:\n%s", u.Systemd())
+	}
+	if _, err := ForBinary("/tmp/go-build123/b001/exe/meridian", "", "", "", env, time.Second); err == nil || !strings.Contains(err.Error(), "go run") {
+		t.Fatalf("a go run binary: %v", err)
 	}
 }

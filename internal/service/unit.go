@@ -5,7 +5,9 @@ package service
 import (
 	"bytes"
 	"encoding/xml"
+	"errors"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -130,4 +132,29 @@ func (u Unit) EnvFileText() string {
 		fmt.Fprintf(&b, "%s=\"%s\"\n", k, strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(u.Secrets[k]))
 	}
 	return b.String()
+}
+
+// ForBinary is the unit that runs bin with the caller's settings: the
+// settings file, PATH, and every other MERIDIAN_* variable set now, the
+// API key kept apart in envFile. The manager waits out the drain the
+// settings ask for (MERIDIAN_DRAIN_TIMEOUT), else defaultDrain. A binary
+// built by `go run` is refused: it is gone once that command ends.
+func ForBinary(bin, configPath, envFile, logFile string, env map[string]string, defaultDrain time.Duration) (Unit, error) {
+	if strings.Contains(bin, string(filepath.Separator)+"go-build") {
+		return Unit{}, errors.New("this binary is a temporary one from `go run`: install meridian (go install, a package) and run its `service install`")
+	}
+	u := Unit{Binary: bin, Drain: defaultDrain, LogFile: logFile,
+		Env: map[string]string{"MERIDIAN_CONFIG": configPath, "PATH": env["PATH"]}}
+	if d, err := time.ParseDuration(env["MERIDIAN_DRAIN_TIMEOUT"]); err == nil && d > 0 {
+		u.Drain = d
+	}
+	for k, v := range env {
+		switch {
+		case k == "MERIDIAN_API_KEY":
+			u.Secrets, u.EnvFile = map[string]string{k: v}, envFile
+		case strings.HasPrefix(k, "MERIDIAN_") && k != "MERIDIAN_CONFIG":
+			u.Env[k] = v
+		}
+	}
+	return u, nil
 }

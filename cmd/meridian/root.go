@@ -38,7 +38,10 @@ func newRootCommand(environ []string, hurry <-chan struct{}) *cobra.Command {
 		if envErr != nil {
 			return envErr
 		}
-		cfg.MaxConcurrentChosen = cmd.Flags().Changed("max-concurrent") || env["MERIDIAN_MAX_CONCURRENT"] != ""
+		chosen := func(flag, envName string) bool { return cmd.Flags().Changed(flag) || env[envName] != "" }
+		cfg.MaxConcurrentChosen = chosen("max-concurrent", "MERIDIAN_MAX_CONCURRENT")
+		cfg.SparesChosen = serve.Chosen{Fixed: chosen("spares", "MERIDIAN_SPARES"),
+			Min: chosen("spares-min", "MERIDIAN_SPARES_MIN"), Max: chosen("spares-max", "MERIDIAN_SPARES_MAX")}
 		cfg.StoreOnCommandLine = cmd.Flags().Changed("store")
 		return serve.Run(cmd.Context(), *cfg, environ, cmd.ErrOrStderr())
 	}
@@ -150,13 +153,15 @@ func bindServeFlags(fs *pflag.FlagSet, cfg *serve.Config, env map[string]string)
 	integer(&cfg.MaxLive, "max-live", "MERIDIAN_MAX_LIVE", pool.DefaultMax, "most claude processes kept alive for their conversations (each idle one holds about 0.2 GB); 0 keeps none and resumes every turn")
 	duration(&cfg.IdleTTL, "idle-ttl", "MERIDIAN_IDLE_TTL", pool.DefaultIdleTTL, "how long an idle conversation keeps its claude process")
 	duration(&cfg.TurnWait, "turn-wait", "MERIDIAN_TURN_WAIT", gateway.DefaultTurnWait, "longest a turn waits for its conversation's previous turn before a 409")
-	integer(&cfg.LiveMemoryMiB, "live-memory", "MERIDIAN_LIVE_MEMORY", serve.DefaultLiveMemoryMiB(), "MiB that idle claude processes may hold in all (measured, PSS); over it the least recently used idle ones close. Default: an eighth of this machine's memory, at most 1024")
+	integer(&cfg.LiveMemoryMiB, "live-memory", "MERIDIAN_LIVE_MEMORY", serve.DefaultLiveMemoryMiB(), "MiB that idle claude processes and spares may hold in all (measured, PSS); over it the least recently used idle ones close. Default: an eighth of this machine's memory")
 	boolean := func(p *bool, name, envName string, def bool, usage string) {
 		fs.BoolVar(p, name, twin(env, envName, def, strconv.ParseBool, "a boolean", note), usage+" ("+envName+")")
 	}
 	boolean(&cfg.Failover, "failover", "MERIDIAN_FAILOVER", false, "move a request refused for a rate limit or overload, before any output, to the next profile by priority that is not benched")
 	boolean(&cfg.FreezeIdle, "freeze-idle", "MERIDIAN_FREEZE_IDLE", true, "stop idle claude processes (SIGSTOP) after 5 s, so they cost no CPU; they resume when used")
-	integer(&cfg.Spares, "spares", "MERIDIAN_SPARES", gateway.DefaultSpares, "claude processes started ahead of need for new conversations, for the model and settings recent ones used most (0: none)")
+	integer(&cfg.SparesMin, "spares-min", "MERIDIAN_SPARES_MIN", gateway.DefaultSparesMin, "claude processes always started ahead of need for new conversations, for the model and settings recent ones used most")
+	integer(&cfg.SparesMax, "spares-max", "MERIDIAN_SPARES_MAX", serve.DefaultSparesMax(serve.DefaultLiveMemoryMiB()), "most spare claude processes: after a burst of new conversations as many wait as ran at once, for an hour, halving every 15 minutes (0: no spares). Default: half of --live-memory's worth, at most 8 per core")
+	integer(&cfg.Spares, "spares", "MERIDIAN_SPARES", 0, "a fixed number of spare claude processes: sets --spares-min and --spares-max both (0: none)")
 	duration(&cfg.OneOffTTL, "one-off-ttl", "MERIDIAN_ONE_OFF_TTL", pool.DefaultOneOffTTL, "how long the process of a conversation that had one turn and no client session id stays idle (two such at most; as long as --idle-ttl: like any other)")
 	duration(&cfg.StallTimeout, "stall-timeout", "MERIDIAN_STALL_TIMEOUT", gateway.DefaultStallTimeout, "a turn whose CLI produces no output for this long is stopped with a 504 and its process closed")
 	duration(&cfg.TelemetryMaxAge, "telemetry-max-age", "MERIDIAN_TELEMETRY_MAX_AGE", history.DefaultMaxAge, "how long the per-request telemetry records are kept")

@@ -121,6 +121,11 @@ func (g *Gateway) converse(ctx context.Context, greq Request, ident adapter.Iden
 	if err := g.refuseRepeats(ctx, t); err != nil {
 		return err
 	}
+	if t.verdict.Kind == lineage.Diverged && t.pending == nil {
+		// A first turn (or one starting over): how many run at once is
+		// the demand spares follow.
+		defer g.arrive(t.opts)()
+	}
 
 	release, err := g.admit(ctx)
 	if err != nil {

@@ -22,6 +22,7 @@ func TestImportsFlowDownward(t *testing.T) {
 		"internal/schemacheck",
 		"internal/session",
 		"internal/sessiontree",
+		"internal/spareplan",
 		"internal/telemetry",
 		"internal/textstop",
 	)

@@ -68,9 +68,11 @@ type Config struct {
 	// pool.DefaultOneOffTTL).
 	LiveMemory int64
 	OneOffTTL  time.Duration
-	// Spares is how many processes wait, started ahead of need, for the
-	// start-time contract recent new conversations used most (0: none).
-	Spares int
+	// SparesMin processes wait, started ahead of need, for the start-time
+	// contract recent new conversations used most; more wait after bursts
+	// of new conversations, as many as ran at once, SparesMax in all (0:
+	// no spares).
+	SparesMin, SparesMax int
 	// FreezeIdle stops idle processes after pool.DefaultFreezeAfter.
 	FreezeIdle bool
 
@@ -182,6 +184,7 @@ func New(cfg Config) *Gateway {
 	// Every running turn needs a live process; more turns than processes
 	// would have to evict active work.
 	cfg.MaxConcurrent = min(cfg.MaxConcurrent, cfg.MaxLive)
+	cfg.SparesMin = max(min(cfg.SparesMin, cfg.SparesMax), 0)
 	closing, stop := context.WithCancel(context.Background())
 	g := &Gateway{
 		closing: closing,
@@ -193,8 +196,9 @@ func New(cfg Config) *Gateway {
 			Memory: cfg.LiveMemory, FreezeAfter: freezeAfter(cfg.FreezeIdle), Log: cfg.Logger}),
 		tree: sessiontree.New(),
 	}
-	if b, ok := cfg.Backend.(backend.SpareBackend); ok && cfg.Spares > 0 {
+	if b, ok := cfg.Backend.(backend.SpareBackend); ok && cfg.SparesMax > 0 {
 		g.spares.kick = make(chan struct{}, 1)
+		g.spares.options = map[string]backend.StartOptions{}
 		g.spares.wg.Go(func() { g.keepSpares(b) })
 	}
 	return g

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -8,37 +9,55 @@ import (
 	"github.com/meridian-gw/meridian/internal/backend"
 	"github.com/meridian-gw/meridian/internal/pool"
 	"github.com/meridian-gw/meridian/internal/procmem"
+	"github.com/meridian-gw/meridian/internal/spareplan"
 )
 
 // Spare sizing.
 const (
-	// DefaultSpares is how many spare processes wait by default.
-	DefaultSpares = 1
-	// spareMemory is what a waiting spare holds, for the room check before
+	// DefaultSparesMin is how many spare processes wait by default when no
+	// burst asks for more.
+	DefaultSparesMin = 1
+	// SpareMemory is what a waiting spare holds, for the room check before
 	// one is started (measured: ~95 MiB PSS before its first turn).
-	spareMemory = 128 << 20
+	SpareMemory = 128 << 20
 	// minAvailable is the memory the machine must have free for a spare
 	// to be started: spares are a luxury, never a cause of pressure.
 	minAvailable = 1 << 30
 	// recentStarts is how many recent new-process starts choose the
-	// contract spares are kept for.
+	// contract spares are kept for at least.
 	recentStarts = 16
 )
 
-// spares keeps processes started ahead of need for the start-time
-// contract recent new conversations used most, so that a new
-// conversation's first turn skips the CLI's start. One background worker
-// starts and replaces them, never a request.
-type spares struct {
-	mu     sync.Mutex
-	recent []backend.StartOptions // the start-time options of recent starts
-	kick   chan struct{}          // wakes the worker
-	wg     sync.WaitGroup
-}
+// Pacing of the spare worker.
+const (
+	// refillDelay lets the turn that used a spare (or started a process)
+	// run before a replacement competes with it for CPU.
+	refillDelay = 500 * time.Millisecond
+	// spareBoot is how long a spare's start keeps a core busy (measured:
+	// 0.6–0.8 s of CPU in its first second); the next starts after it, so
+	// a refill never takes every core from a turn that arrives meanwhile.
+	spareBoot = time.Second
+	// busyRetry is how soon a refill held back by running turns looks again.
+	busyRetry = 250 * time.Millisecond
+	// replan is how often the worker looks again with nothing happening:
+	// a burst's demand decays, and the spares beyond it close.
+	replan = time.Minute
+)
 
-// refillDelay lets the turn that used a spare (or started a process) run
-// before a replacement competes with it for CPU.
-const refillDelay = 500 * time.Millisecond
+// spares keeps processes started ahead of need, so that a new
+// conversation's first turn skips the CLI's start: at least SparesMin for
+// the start-time contract recent new conversations used most, and as many
+// as recent bursts of new conversations ran at once for each contract, at
+// most SparesMax in all (spareplan decides). One background worker starts
+// and closes them, in idle time, never a request.
+type spares struct {
+	mu      sync.Mutex
+	recent  []backend.StartOptions          // the start-time options of recent starts
+	demand  spareplan.Demand                // first turns running at once, per contract
+	options map[string]backend.StartOptions // the latest options of each contract
+	kick    chan struct{}                   // wakes the worker
+	wg      sync.WaitGroup
+}
 
 // startKey digests the options a process must be started with: a spare
 // serves only a conversation whose options give the same key. The system
@@ -49,10 +68,38 @@ func startKey(o backend.StartOptions) string {
 		strconv.Itoa(o.Thinking.Budget), o.Effort}, webSearchKey(o.WebSearch)...)...)
 }
 
+// startOnly is what of a conversation's options a spare is started with.
+func startOnly(o backend.StartOptions) backend.StartOptions {
+	o.System, o.Tools, o.JSONSchema, o.Resume, o.ResumeAt, o.SessionID = nil, nil, nil, "", "", ""
+	return o
+}
+
+// sparesOn reports whether this gateway keeps spares at all.
+func (g *Gateway) sparesOn() bool { return g.spares.kick != nil }
+
+// arrive records a new conversation's first turn for the spares' demand;
+// the function it returns records its end.
+func (g *Gateway) arrive(opts backend.StartOptions) func() {
+	if !g.sparesOn() {
+		return func() {}
+	}
+	key, s := startKey(opts), &g.spares
+	s.mu.Lock()
+	s.demand.Arrive(key, g.cfg.Now())
+	s.options[key] = startOnly(opts)
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		s.demand.Leave(key)
+		s.mu.Unlock()
+		g.kickSpares() // a turn ended: a held-back refill may go on
+	}
+}
+
 // takeSpare gives a fresh conversation a spare of its start-time contract,
 // bound to its system prompt and tools, or nil.
 func (g *Gateway) takeSpare(opts backend.StartOptions, key string) *pool.Live {
-	if g.cfg.Spares <= 0 || opts.Resume != "" {
+	if !g.sparesOn() || opts.Resume != "" {
 		return nil
 	}
 	l := g.pool.TakeSpare(startKey(opts), key)
@@ -71,56 +118,147 @@ func (g *Gateway) takeSpare(opts backend.StartOptions, key string) *pool.Live {
 // refill records a new conversation's start-time options and wakes the
 // spare worker.
 func (g *Gateway) refill(opts backend.StartOptions) {
-	if g.cfg.Spares <= 0 {
+	if !g.sparesOn() {
 		return
 	}
 	s := &g.spares
 	s.mu.Lock()
-	opts.System, opts.Tools, opts.JSONSchema, opts.Resume, opts.ResumeAt, opts.SessionID = nil, nil, nil, "", "", ""
-	s.recent = append(s.recent, opts)
+	s.recent = append(s.recent, startOnly(opts))
 	if len(s.recent) > recentStarts {
 		s.recent = s.recent[len(s.recent)-recentStarts:]
 	}
 	s.mu.Unlock()
+	g.kickSpares()
+}
+
+func (g *Gateway) kickSpares() {
 	select {
-	case s.kick <- struct{}{}:
+	case g.spares.kick <- struct{}{}:
 	default:
 	}
 }
 
-// keepSpares is the spare worker: on each kick it closes spares of other
-// contracts than the most used and starts what that one lacks, while the
-// pool and the machine have the memory.
-func (g *Gateway) keepSpares(b backend.SpareBackend) {
+// sparePlan is how many spares each contract should have now, with the
+// options to start them.
+func (g *Gateway) sparePlan() (map[string]int, map[string]backend.StartOptions) {
 	s := &g.spares
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	top, topKey := mostUsed(s.recent)
+	opts := map[string]backend.StartOptions{}
+	if topKey != "" {
+		opts[topKey] = top
+	}
+	wants := s.demand.Wants(g.cfg.Now())
+	for k := range wants {
+		if o, ok := s.options[k]; ok {
+			opts[k] = o
+		}
+	}
+	for k := range s.options {
+		if _, ok := wants[k]; !ok && k != topKey {
+			delete(s.options, k) // its demand is forgotten
+		}
+	}
+	return spareplan.Plan(wants, topKey, spareplan.Limits{Min: g.cfg.SparesMin, Max: g.cfg.SparesMax}), opts
+}
+
+// keepSpares is the spare worker. On each kick, and every replan, it
+// closes the spares the plan no longer wants and starts, one at a time
+// and only in idle time, what the plan lacks.
+func (g *Gateway) keepSpares(b backend.SpareBackend) {
+	tick := time.NewTicker(replan)
+	defer tick.Stop()
 	for {
 		select {
 		case <-g.closing.Done():
 			return
-		case <-s.kick:
+		case <-g.spares.kick:
+		case <-tick.C:
 		}
-		select {
-		case <-g.closing.Done():
+		if !g.pause(refillDelay) {
 			return
-		case <-time.After(refillDelay):
 		}
-		s.mu.Lock()
-		want, wantKey := mostUsed(s.recent)
-		s.mu.Unlock()
-		g.pool.DropSpares(wantKey)
-		for n := g.pool.Spares()[wantKey]; n < g.cfg.Spares; n++ {
-			if g.closing.Err() != nil || !g.pool.Room(spareMemory) || available() < minAvailable || !g.pool.TryReserve() {
+		for g.closing.Err() == nil {
+			plan, opts := g.sparePlan()
+			g.pool.TrimSpares(plan)
+			key, short := g.lacking(plan)
+			if key == "" {
 				break
 			}
-			sess, err := b.StartSpare(g.closing, want)
+			if ok, why := spareplan.MayStart(g.machine()); !ok {
+				g.log.Debug("holding back a spare "+g.cfg.CLI.Name+" process", "why", why)
+				if !g.pause(busyRetry) {
+					return
+				}
+				continue
+			}
+			if !g.roomForSpare(short) {
+				break
+			}
+			sess, err := b.StartSpare(g.closing, opts[key])
 			if err != nil {
 				g.pool.Release()
 				g.log.Debug("could not start a spare "+g.cfg.CLI.Name+" process", "err", err)
 				break
 			}
-			g.pool.PutSpare(&pool.Live{Session: sess, Spare: wantKey})
+			g.pool.PutSpare(&pool.Live{Session: sess, Spare: key})
+			if !g.pause(spareBoot) {
+				return
+			}
 		}
 	}
+}
+
+// pause waits d, or reports false when the gateway closes first.
+func (g *Gateway) pause(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-g.closing.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// lacking names a contract with fewer spares than the plan gives it, and
+// whether the spares in all are below their minimum.
+func (g *Gateway) lacking(plan map[string]int) (key string, belowMin bool) {
+	have := g.pool.Spares()
+	total := 0
+	for _, n := range have {
+		total += n
+	}
+	best := 0
+	for k, n := range plan {
+		short := n - have[k]
+		if short > best || (short == best && short > 0 && k < key) { // the same choice each time
+			key, best = k, short
+		}
+	}
+	return key, total < g.cfg.SparesMin
+}
+
+// roomForSpare takes a place in the pool for a spare. When the spares are
+// below their minimum it closes the least recently used idle
+// conversation's process to make the room: a spare saves every new
+// conversation a CLI start, and the conversation idle longest is the
+// least likely to come back (the turn it would then lose is a resume,
+// about as long as the start the spare saves). Above the minimum, a spare
+// takes only room that is free.
+func (g *Gateway) roomForSpare(belowMin bool) bool {
+	if belowMin {
+		g.pool.MakeRoom(SpareMemory)
+	}
+	return g.pool.Room(SpareMemory) && g.pool.TryReserve()
+}
+
+// machine is what the machine is doing, for the idle-time rule.
+func (g *Gateway) machine() spareplan.Machine {
+	running, waiting, _ := g.slots.Stats()
+	return spareplan.Machine{Running: running, Waiting: waiting, Cores: runtime.NumCPU(),
+		Available: available(), Need: minAvailable}
 }
 
 // mostUsed picks the start-time options used most among recent starts (the

@@ -57,6 +57,7 @@ type stackOptions struct {
 	drainTimeout  time.Duration
 	stallTimeout  time.Duration
 	spares        int
+	sparesMax     int // more spares after a burst (at least spares)
 	launcher      claude.Launcher
 	graces        claude.Config // InterruptGrace, ExitGrace, KillGrace
 
@@ -115,7 +116,8 @@ func newStack(t testing.TB, o stackOptions) *stack {
 		MaxLive:       o.maxLive,
 		NoLive:        o.noLive,
 		StallTimeout:  o.stallTimeout,
-		Spares:        o.spares,
+		SparesMin:     o.spares,
+		SparesMax:     max(o.spares, o.sparesMax),
 		Logger:        log,
 	}
 	if err := os.MkdirAll(cfg.Workspace, 0o700); err != nil {

@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"math"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/backend"
@@ -20,8 +21,12 @@ func measure(s backend.Session) int64 {
 	return n
 }
 
-// ttlOf is how long an idle session may stay.
+// ttlOf is how long an idle session may stay: a spare, until it is no
+// longer wanted.
 func (p *Pool) ttlOf(l *Live) time.Duration {
+	if l.Spare != "" {
+		return math.MaxInt64
+	}
 	if l.OneOff {
 		return p.cfg.OneOffTTL
 	}

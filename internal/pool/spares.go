@@ -1,10 +1,13 @@
 package pool
 
+import "slices"
+
 // Spares are sessions started ahead of need for a start-time contract, not
 // yet any conversation's. They wait in the idle set (frozen, within the
-// memory bound, closed after IdleTTL like any idle session) under keys no
-// conversation has, until a new conversation with their contract takes
-// one.
+// memory bound) under keys no conversation has, until a new conversation
+// with their contract takes one. They do not expire: whoever started them
+// closes those no longer wanted (TrimSpares), as a replacement's start
+// would cost more than a frozen spare.
 
 // spareKey names a spare in the idle set: no conversation key starts with
 // a NUL byte.
@@ -76,20 +79,62 @@ func (p *Pool) Spares() map[string]int {
 	return out
 }
 
-// DropSpares closes the spares of every start-time contract but keep.
-func (p *Pool) DropSpares(keep string) {
+// TrimSpares closes the spares beyond want of each start-time contract
+// (every spare of a contract want does not name), the most recently
+// started first: the older ones have finished booting.
+func (p *Pool) TrimSpares(want map[string]int) {
 	p.mu.Lock()
-	var victims []*Live
-	for k, l := range p.idle {
-		if l.Spare != "" && l.Spare != keep {
-			delete(p.idle, k)
-			p.stopTimer(l)
-			p.count--
-			victims = append(victims, l)
+	var spares []*Live
+	for _, l := range p.idle {
+		if l.Spare != "" {
+			spares = append(spares, l)
 		}
+	}
+	slices.SortFunc(spares, func(a, b *Live) int { return a.lastUsed.Compare(b.lastUsed) })
+	kept := map[string]int{}
+	var victims []*Live
+	for _, l := range spares {
+		if kept[l.Spare] < want[l.Spare] {
+			kept[l.Spare]++
+			continue
+		}
+		delete(p.idle, l.Key)
+		p.stopTimer(l)
+		p.count--
+		victims = append(victims, l)
 	}
 	p.mu.Unlock()
 	for _, l := range victims {
 		p.closeLive(l)
 	}
+}
+
+// MakeRoom closes the least recently used idle conversations' sessions,
+// never a spare and never one in use, until one more session of about
+// size bytes fits (Room). It reports whether it does.
+func (p *Pool) MakeRoom(size int64) bool {
+	for !p.Room(size) {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return false
+		}
+		var lru *Live
+		for _, l := range p.idle {
+			if l.Spare == "" && (lru == nil || l.lastUsed.Before(lru.lastUsed)) {
+				lru = l
+			}
+		}
+		if lru == nil {
+			p.mu.Unlock()
+			return false
+		}
+		delete(p.idle, lru.Key)
+		p.stopTimer(lru)
+		p.count--
+		p.mu.Unlock()
+		p.log.Info("closing the least recently used idle CLI process to make room for a spare", "conversation", lru.Key)
+		p.closeLive(lru)
+	}
+	return true
 }

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -69,7 +70,11 @@ type Config struct {
 	// conversation's process.
 	LiveMemoryMiB int
 	OneOffTTL     time.Duration
-	Spares        int
+	// SparesMin and SparesMax bound the spare processes; Spares, when
+	// chosen, fixes both; SparesChosen says which were set (the others
+	// take their defaults, SparesMax one from the memory bound).
+	SparesMin, SparesMax, Spares int
+	SparesChosen                 Chosen
 	FreezeIdle    bool
 	// TranscriptGrace keeps a CLI transcript nothing needs this long after
 	// its last write before it is deleted.
@@ -117,15 +122,46 @@ func settleConcurrency(maxConcurrent, maxLive int, chosen bool) (int, error) {
 	return maxLive, nil
 }
 
-// DefaultLiveMemoryMiB is the memory idle claude processes may hold by
-// default: an eighth of the machine's memory, at most 1 GiB. An idle
-// claude holds about 105 MiB (PSS).
+// DefaultLiveMemoryMiB is the memory idle claude processes and spares may
+// hold by default: an eighth of the machine's memory, which leaves the
+// rest to the system and to the turns running (a busy claude is not
+// counted). An idle claude holds about 105 MiB (PSS): about nine on an
+// 8 GiB machine, 29 on 24 GiB.
 func DefaultLiveMemoryMiB() int {
 	total, ok := procmem.Machine("MemTotal:")
 	if !ok {
 		return 1024
 	}
-	return int(min(1024, total>>20/8))
+	return int(total >> 20 / 8)
+}
+
+// DefaultSparesMax is the most spares by default: half of the memory
+// bound's worth (spares count against it, and the conversations they
+// become need the other half), at most eight per core, whose starts,
+// about 0.7 s of CPU each, are made one after another in idle time.
+func DefaultSparesMax(liveMemoryMiB int) int {
+	return max(1, min(liveMemoryMiB/2/(gateway.SpareMemory>>20), 8*runtime.NumCPU()))
+}
+
+// Chosen says which of the spare flags were set, by flag or environment.
+type Chosen struct{ Fixed, Min, Max bool }
+
+// settleSpares gives the spare bounds: --spares fixes the ones not set on
+// their own, and --spares-max defaults from the memory bound.
+func settleSpares(cfg Config) (lo, hi int) {
+	lo, hi = cfg.SparesMin, cfg.SparesMax
+	if !cfg.SparesChosen.Max {
+		hi = DefaultSparesMax(cfg.LiveMemoryMiB)
+	}
+	if cfg.SparesChosen.Fixed {
+		if !cfg.SparesChosen.Min {
+			lo = cfg.Spares
+		}
+		if !cfg.SparesChosen.Max {
+			hi = cfg.Spares
+		}
+	}
+	return max(lo, 0), max(hi, 0)
 }
 
 // Run assembles the gateway (database, claude driver, gateway, stored
@@ -195,6 +231,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	if err != nil {
 		return err
 	}
+	sparesMin, sparesMax := settleSpares(cfg)
 	newGateway := func(cli *cli, name string, env []string) *gateway.Gateway {
 		driver := cli.driver(name, env)
 		var shared gateway.Transcripts
@@ -222,7 +259,8 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 			StallTimeout:  cfg.StallTimeout,
 			LiveMemory:    int64(cfg.LiveMemoryMiB) << 20,
 			OneOffTTL:     cfg.OneOffTTL,
-			Spares:        cfg.Spares,
+			SparesMin:     sparesMin,
+			SparesMax:     sparesMax,
 			FreezeIdle:    cfg.FreezeIdle,
 			Logger:        log.With("component", "gateway", "profile", name),
 		})

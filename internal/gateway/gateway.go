@@ -73,6 +73,10 @@ type Config struct {
 	// of new conversations, as many as ran at once, SparesMax in all (0:
 	// no spares).
 	SparesMin, SparesMax int
+	// Starts, when set, remembers the start-time options of new
+	// conversations across restarts: at start the first spare is made for
+	// the ones used most.
+	Starts StartLog
 	// FreezeIdle stops idle processes after pool.DefaultFreezeAfter.
 	FreezeIdle bool
 

@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"context"
+	"encoding/json"
 	"runtime"
 	"strconv"
 	"sync"
@@ -57,7 +59,19 @@ type spares struct {
 	options map[string]backend.StartOptions // the latest options of each contract
 	kick    chan struct{}                   // wakes the worker
 	wg      sync.WaitGroup
+	// unrecorded are the starts the worker has yet to count in StartLog.
+	unrecorded []backend.StartOptions
 }
+
+// StartLog remembers the start-time options new conversations used
+// (store.Starts), by contract.
+type StartLog interface {
+	Record(ctx context.Context, profile, contract string, options []byte, at time.Time) error
+	Top(ctx context.Context, profile string, since time.Time) ([]byte, bool, error)
+}
+
+// startMemory is how far back the start log is read at start.
+const startMemory = 7 * 24 * time.Hour
 
 // startKey digests the options a process must be started with: a spare
 // serves only a conversation whose options give the same key. The system
@@ -124,6 +138,9 @@ func (g *Gateway) refill(opts backend.StartOptions) {
 	s := &g.spares
 	s.mu.Lock()
 	s.recent = append(s.recent, startOnly(opts))
+	if g.cfg.Starts != nil && len(s.unrecorded) < recentStarts {
+		s.unrecorded = append(s.unrecorded, startOnly(opts))
+	}
 	if len(s.recent) > recentStarts {
 		s.recent = s.recent[len(s.recent)-recentStarts:]
 	}
@@ -169,6 +186,9 @@ func (g *Gateway) sparePlan() (map[string]int, map[string]backend.StartOptions) 
 func (g *Gateway) keepSpares(b backend.SpareBackend) {
 	tick := time.NewTicker(replan)
 	defer tick.Stop()
+	if g.recall() {
+		g.kickSpares()
+	}
 	for {
 		select {
 		case <-g.closing.Done():
@@ -179,6 +199,7 @@ func (g *Gateway) keepSpares(b backend.SpareBackend) {
 		if !g.pause(refillDelay) {
 			return
 		}
+		g.record()
 		for g.closing.Err() == nil {
 			plan, opts := g.sparePlan()
 			g.pool.TrimSpares(plan)
@@ -206,6 +227,49 @@ func (g *Gateway) keepSpares(b backend.SpareBackend) {
 			if !g.pause(spareBoot) {
 				return
 			}
+		}
+	}
+}
+
+// recall seeds the recent starts, at start, with the options the start
+// log says recent traffic used most, so the first request after a
+// restart finds a spare. It reports whether there were any.
+func (g *Gateway) recall() bool {
+	if g.cfg.Starts == nil {
+		return false
+	}
+	raw, ok, err := g.cfg.Starts.Top(g.closing, g.cfg.Profile, g.cfg.Now().Add(-startMemory))
+	if err != nil {
+		g.log.Warn("could not read which start-time options recent conversations used", "err", err)
+		return false
+	}
+	var opts backend.StartOptions
+	if !ok || json.Unmarshal(raw, &opts) != nil || (opts.Dir != "" && !dirExists(opts.Dir)) {
+		return false
+	}
+	s := &g.spares
+	s.mu.Lock()
+	s.recent = append(s.recent, opts)
+	s.mu.Unlock()
+	return true
+}
+
+// record counts the new conversations' starts in the start log, off the
+// request path.
+func (g *Gateway) record() {
+	s := &g.spares
+	s.mu.Lock()
+	todo := s.unrecorded
+	s.unrecorded = nil
+	s.mu.Unlock()
+	for _, o := range todo {
+		raw, err := json.Marshal(o)
+		if err == nil {
+			err = g.cfg.Starts.Record(g.closing, g.cfg.Profile, startKey(o), raw, g.cfg.Now())
+		}
+		if err != nil {
+			g.log.Debug("could not record a conversation's start-time options", "err", err)
+			return
 		}
 	}
 }

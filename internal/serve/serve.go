@@ -261,6 +261,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 			OneOffTTL:     cfg.OneOffTTL,
 			SparesMin:     sparesMin,
 			SparesMax:     sparesMax,
+			Starts:        db.Starts,
 			FreezeIdle:    cfg.FreezeIdle,
 			Logger:        log.With("component", "gateway", "profile", name),
 		})

@@ -2,7 +2,8 @@
 // per concern: conversations and their delivered tool results, turn
 // leases, the unfinished-request journal, stored responses with the event
 // logs of background runs, saved answers, telemetry records, profile
-// benches and the hosts sharing the store. Two engines implement them
+// benches, the start-time options of new conversations and the hosts
+// sharing the store. Two engines implement them
 // (sqlite, the embedded default; postgres, for several hosts) over one set
 // of statements (sqlstore), and the conformance suite (storetest) holds
 // both to the same behaviour. Nothing outside the store packages knows
@@ -39,6 +40,7 @@ type Store struct {
 	Answers       Answers
 	Telemetry     Telemetry
 	Bench         Bench
+	Starts        Starts
 	Hosts         Hosts
 	Signals       Signals
 	// Engine names the engine ("sqlite", "postgres") and Where its place
@@ -381,6 +383,18 @@ type Bench interface {
 	Put(ctx context.Context, profile string, until time.Time) (time.Time, error)
 	// Benched returns the profiles benched past now.
 	Benched(ctx context.Context, now time.Time) (map[string]time.Time, error)
+}
+
+// Starts counts the start-time options new conversations were started
+// with, so that a restarted meridian starts its first spare for the ones
+// recent traffic used most.
+type Starts interface {
+	// Record counts one more new conversation of a contract (a digest),
+	// keeping its options (encoded by the caller) and when.
+	Record(ctx context.Context, profile, contract string, options []byte, at time.Time) error
+	// Top returns the options of the profile's contract used most among
+	// those used since then, forgetting the others.
+	Top(ctx context.Context, profile string, since time.Time) (options []byte, ok bool, err error)
 }
 
 // Host is one meridian process's heartbeat.

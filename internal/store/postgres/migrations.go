@@ -162,6 +162,16 @@ func migrations() []string {
 		ADD COLUMN holder_incarnation TEXT NOT NULL DEFAULT '',
 		ADD COLUMN transcript_session TEXT NOT NULL DEFAULT '',
 		ADD COLUMN transcript BYTEA;`,
+		// 3: the start-time options new conversations used, for the spare
+		// a restart starts.
+		`CREATE TABLE start_contracts (
+		profile  TEXT   NOT NULL,
+		contract TEXT   NOT NULL,
+		options  BYTEA  NOT NULL,
+		uses     BIGINT NOT NULL,
+		last_at  BIGINT NOT NULL,
+		PRIMARY KEY (profile, contract)
+	);`,
 	}
 }
 

@@ -350,6 +350,16 @@ func migrations() []string {
 	ALTER TABLE conversations ADD COLUMN holder_incarnation TEXT NOT NULL DEFAULT '';
 	ALTER TABLE conversations ADD COLUMN transcript_session TEXT NOT NULL DEFAULT '';
 	ALTER TABLE conversations ADD COLUMN transcript BLOB;`,
+		// 12: the start-time options new conversations used, for the
+		// spare a restart starts.
+		`CREATE TABLE start_contracts (
+		profile  TEXT    NOT NULL,
+		contract TEXT    NOT NULL,
+		options  BLOB    NOT NULL,
+		uses     INTEGER NOT NULL,
+		last_at  INTEGER NOT NULL,
+		PRIMARY KEY (profile, contract)
+	);`,
 	}
 }
 

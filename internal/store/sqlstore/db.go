@@ -91,6 +91,7 @@ func New(db *sql.DB, d Dialect, opts Options, hub *Hub, engine, where string, cl
 		Answers:       answers{s},
 		Telemetry:     telemetry{s},
 		Bench:         bench{s},
+		Starts:        starts{s},
 		Hosts:         hosts{s},
 		Signals:       hub,
 		Engine:        engine,

@@ -180,6 +180,38 @@ func testBench(t *testing.T, e Engine) {
 	}
 }
 
+func testStarts(t *testing.T, e Engine) {
+	s, c := open(t, e), ctx(t)
+	if _, ok, err := s.Starts.Top(c, "p", at(0)); err != nil || ok {
+		t.Fatalf("a fresh store has a most used start (%v, %v)", ok, err)
+	}
+	must(t, s.Starts.Record(c, "p", "a", []byte("A1"), at(time.Second)))
+	must(t, s.Starts.Record(c, "p", "b", []byte("B"), at(2*time.Second)))
+	must(t, s.Starts.Record(c, "p", "a", []byte("A2"), at(3*time.Second)))
+	must(t, s.Starts.Record(c, "q", "c", []byte("C"), at(3*time.Second)))
+	must(t, s.Starts.Record(c, "q", "c", []byte("C"), at(3*time.Second)))
+	must(t, s.Starts.Record(c, "q", "c", []byte("C"), at(3*time.Second)))
+	// The contract used most, with the options it was used with last;
+	// each profile apart.
+	top, ok, err := s.Starts.Top(c, "p", at(0))
+	must(t, err)
+	if !ok || string(top) != "A2" {
+		t.Fatalf("top = %q, %v", top, ok)
+	}
+	// Starts older than since are forgotten.
+	top, ok, _ = s.Starts.Top(c, "p", at(2*time.Second))
+	if !ok || string(top) != "A2" {
+		t.Fatalf("top since 2s = %q, %v", top, ok)
+	}
+	top, ok, _ = s.Starts.Top(c, "p", at(4*time.Second))
+	if ok {
+		t.Fatalf("a start older than since was kept: %q", top)
+	}
+	if top, _, _ = s.Starts.Top(c, "q", at(0)); string(top) != "C" {
+		t.Fatalf("profile q: %q", top)
+	}
+}
+
 func testHosts(t *testing.T, e Engine) {
 	s, c := open(t, e), ctx(t)
 	h := store.Host{Owner: owner("a"), Addr: "http://127.0.0.2:3456", Version: "v1", Started: at(0), Expires: at(15 * time.Second),

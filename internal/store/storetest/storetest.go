@@ -54,6 +54,7 @@ func Run(t *testing.T, e Engine) {
 		{"Telemetry", testTelemetry},
 		{"TelemetryPrune", testTelemetryPrune},
 		{"Bench", testBench},
+		{"Starts", testStarts},
 		{"Hosts", testHosts},
 		{"Signals", testSignals},
 		{"Shared", testShared},

@@ -75,7 +75,7 @@ type Config struct {
 	// take their defaults, SparesMax one from the memory bound).
 	SparesMin, SparesMax, Spares int
 	SparesChosen                 Chosen
-	FreezeIdle    bool
+	FreezeIdle                   bool
 	// TranscriptGrace keeps a CLI transcript nothing needs this long after
 	// its last write before it is deleted.
 	TranscriptGrace time.Duration

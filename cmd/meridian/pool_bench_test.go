@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,12 +48,30 @@ func (g *gatewayProc) treeTicks() map[int]int {
 
 // timed sends a prompt and returns how long its answer took.
 func (g *gatewayProc) timed(b testing.TB, body string, header ...string) time.Duration {
+	d, _ := g.timedSession(b, body, header...)
+	return d
+}
+
+// timedSession is timed, with the CLI session that answered.
+func (g *gatewayProc) timedSession(b testing.TB, body string, header ...string) (time.Duration, string) {
 	t0 := time.Now()
 	resp, answer, err := g.post(body, header...)
 	if err != nil || resp.StatusCode != 200 {
 		b.Fatalf("request: %v %s", err, answer)
 	}
-	return time.Since(t0)
+	return time.Since(t0), resp.Header.Get("X-Meridian-Session-Id")
+}
+
+// sessionPid finds the claude process running a CLI session: its id is
+// on the command line.
+func (g *gatewayProc) sessionPid(session string) int {
+	for _, pid := range g.claudes() {
+		argv, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if strings.Contains(string(argv), "--session-id="+session) {
+			return pid
+		}
+	}
+	return 0
 }
 
 func (g *gatewayProc) spares() int {
@@ -68,17 +87,6 @@ func (g *gatewayProc) spares() int {
 	return n
 }
 
-// poolFigures are one side's measurements.
-type poolFigures struct {
-	firstTurn   time.Duration // median first turn of a new conversation, at low load
-	turn2       time.Duration // a two-turn conversation's second turn, after the one-offs
-	pss         int64         // whole tree after the one-offs and 10 s idle
-	cpu         float64       // whole tree, percent of one core, over the idle window
-	concurrent  time.Duration // median wall of 10 new conversations at once
-	established time.Duration // median wall of their second turns at once
-	alive       int           // claude processes after the one-offs and 10 s idle
-}
-
 // fresh starts a gateway of one side for one phase of the measurement.
 func fresh(b *testing.B, args []string) *gatewayProc {
 	g := newGateway(b)
@@ -92,19 +100,15 @@ func stop(g *gatewayProc) {
 	_ = g.cmd.Wait()
 }
 
-// waitSpare waits, on a gateway that keeps spares, until one waits and
-// has had the time to boot (a claude takes about a second); the other side
-// waits as long.
-func waitSpare(g *gatewayProc, spares bool, settle time.Duration) {
-	if spares {
-		_ = testkit.WaitFor(10*time.Second, func() error {
-			if g.spares() == 0 {
-				return fmt.Errorf("no spare yet")
-			}
-			return nil
-		})
-	}
-	time.Sleep(settle / 5)
+// waitSpares waits until n spares wait (at most 30 s: a side that keeps
+// fewer measures with what it has).
+func waitSpares(g *gatewayProc, n int) {
+	_ = testkit.WaitFor(30*time.Second, func() error {
+		if got := g.spares(); got < n {
+			return fmt.Errorf("%d spares, want %d", got, n)
+		}
+		return nil
+	})
 }
 
 // settleTime is how long the pool benchmark lets things settle between
@@ -114,130 +118,43 @@ func settleTime() time.Duration {
 	return time.Duration(benchEnv("MERIDIAN_BENCH_SETTLE", 10)) * time.Second
 }
 
-func measurePool(b *testing.B, args []string, runs, oneOffs, idle int, spares bool) poolFigures {
-	settle := settleTime()
-	var f poolFigures
-
-	// First turns of new conversations at low load. The first
-	// conversation shows the gateway which options spares need.
-	g := fresh(b, args)
-	g.timed(b, prompt("warm-up"), "X-Claude-Code-Session-Id", "warm-up")
-	var firsts []time.Duration
-	for i := range runs {
-		waitSpare(g, spares, settle)
-		firsts = append(firsts, g.timed(b, prompt(fmt.Sprintf("first turn %d", i)), "X-Claude-Code-Session-Id", fmt.Sprintf("first-%d", i)))
+// nthTurn is a conversation's request for turn n (1-based): its first
+// prompt, then the fake upstream's answers and the prompts after it.
+func nthTurn(first string, n int) string {
+	msgs := []string{fmt.Sprintf(`{"role":"user","content":%q}`, first)}
+	for i := 2; i <= n; i++ {
+		msgs = append(msgs, `{"role":"assistant","content":"ok"}`, fmt.Sprintf(`{"role":"user","content":"turn %d"}`, i))
 	}
-	f.firstTurn = median(firsts)
-	stop(g)
-
-	// One-off prompts (no session id, each its own first message), then
-	// the tree's memory after the settle time; then real two-turn conversations whose
-	// second turn comes after a pause, and the CPU of everything left idle.
-	g = fresh(b, args)
-	for i := range oneOffs {
-		g.timed(b, prompt(fmt.Sprintf("one-off %d", i)))
-	}
-	time.Sleep(settle)
-	f.pss, f.alive = g.treePSS(), len(g.claudes())
-	var seconds []time.Duration
-	for i := range runs {
-		key := fmt.Sprintf("two-turn-%d", i)
-		g.timed(b, prompt(key+", turn 1"), "X-Claude-Code-Session-Id", key)
-		time.Sleep(settle * 6 / 10) // the user reads; an idle process is frozen by now
-		seconds = append(seconds, g.timed(b, secondTurn(key+", turn 1"), "X-Claude-Code-Session-Id", key))
-	}
-	f.turn2 = median(seconds)
-	time.Sleep(settle)
-	before := g.treeTicks()
-	time.Sleep(time.Duration(idle) * time.Second)
-	after := g.treeTicks()
-	used := 0
-	for pid, t := range after {
-		used += t - before[pid]
-	}
-	f.cpu = float64(used) / float64(idle) // ticks are 1/100 s: ticks per second is percent of a core
-	stop(g)
-
-	// Ten new conversations at once, after one has shown the options.
-	g = fresh(b, args)
-	g.timed(b, prompt("warm-up"), "X-Claude-Code-Session-Id", "warm-up")
-	var walls, established []time.Duration
-	for i := range runs {
-		waitSpare(g, spares, settle)
-		var wg sync.WaitGroup
-		t0 := time.Now()
-		for j := range 10 {
-			wg.Go(func() {
-				g.timed(b, prompt(fmt.Sprintf("concurrent %d-%d", i, j)), "X-Claude-Code-Session-Id", fmt.Sprintf("conc-%d-%d", i, j))
-			})
-		}
-		wg.Wait()
-		walls = append(walls, time.Since(t0))
-
-		// The same ten, established now, each send a second turn at once
-		// after a pause.
-		time.Sleep(settle * 6 / 10)
-		t0 = time.Now()
-		for j := range 10 {
-			wg.Go(func() {
-				key := fmt.Sprintf("conc-%d-%d", i, j)
-				g.timed(b, secondTurn(fmt.Sprintf("concurrent %d-%d", i, j)), "X-Claude-Code-Session-Id", key)
-			})
-		}
-		wg.Wait()
-		established = append(established, time.Since(t0))
-	}
-	f.concurrent, f.established = median(walls), median(established)
-	stop(g)
-	return f
+	return `{"model":"test-model","max_tokens":100,"messages":[` + strings.Join(msgs, ",") + `]}`
 }
 
-// BenchmarkPool measures, side by side in one run against one fake
-// upstream, the live pool with its defaults (a warm spare, one-offs kept
-// briefly, a memory bound, idle processes frozen) and with the settings
-// before them (no spare, every conversation kept --idle-ttl, no bound, none
-// frozen): first turns, the memory and CPU of the whole process tree after
-// a burst of one-off prompts, and ten new conversations at once.
-// MERIDIAN_BENCH_RUNS (default 1), MERIDIAN_BENCH_ONE_OFFS (default 8) and
-// MERIDIAN_BENCH_IDLE seconds (default 3) size it; ./scripts/bench runs 10,
-// 40 and 60. MERIDIAN_BENCH_SETTLE seconds (default 10) are its pauses
-// between phases.
-// MERIDIAN_BENCH_NOW_ARGS adds flags to the "now" side, to try settings.
-func BenchmarkPool(b *testing.B) {
-	runs, idle := benchEnv("MERIDIAN_BENCH_RUNS", 1), benchEnv("MERIDIAN_BENCH_IDLE", 3)
-	oneOffs := benchEnv("MERIDIAN_BENCH_ONE_OFFS", 8)
-	sides := map[string][]string{
-		"now":    strings.Fields(os.Getenv("MERIDIAN_BENCH_NOW_ARGS")),
-		"before": {"--spares", "0", "--one-off-ttl", "15m", "--live-memory", "1048576", "--freeze-idle=false"},
+// secondTurn is a conversation's second request.
+func secondTurn(first string) string { return nthTurn(first, 2) }
+
+// burst sends turn n of conversations name-0 … name-(count-1) at once
+// (n = 1: new conversations); it returns the wall time, how many were
+// answered by a process that was waiting before the burst (for new
+// conversations: a spare), and the CLI session that answered each.
+func (g *gatewayProc) burst(b *testing.B, name string, count, n int) (time.Duration, int, []string) {
+	before := g.claudes()
+	var wg sync.WaitGroup
+	sessions := make([]string, count)
+	t0 := time.Now()
+	for j := range count {
+		wg.Go(func() {
+			key := fmt.Sprintf("%s-%d", name, j)
+			_, sessions[j] = g.timedSession(b, nthTurn(key, n), "X-Claude-Code-Session-Id", key)
+		})
 	}
-	got := map[string]poolFigures{}
-	for i := 0; i < b.N; i++ {
-		for _, side := range []string{"before", "now"} {
-			got[side] = measurePool(b, sides[side], runs, oneOffs, idle, side == "now")
+	wg.Wait()
+	wall := time.Since(t0)
+	waiting := 0
+	for _, s := range sessions {
+		if slices.Contains(before, g.sessionPid(s)) {
+			waiting++
 		}
 	}
-	now, before := got["now"], got["before"]
-	b.ReportMetric(msOf(now.firstTurn), "first-turn-ms")
-	b.ReportMetric(msOf(before.firstTurn), "first-turn-before-ms")
-	b.ReportMetric(msOf(now.turn2), "turn2-after-burst-ms")
-	b.ReportMetric(msOf(before.turn2), "turn2-after-burst-before-ms")
-	b.ReportMetric(float64(now.pss>>20), "tree-pss-MiB")
-	b.ReportMetric(float64(before.pss>>20), "tree-pss-before-MiB")
-	b.ReportMetric(float64(now.alive), "claude-alive")
-	b.ReportMetric(float64(before.alive), "claude-alive-before")
-	b.ReportMetric(now.cpu, "idle-cpu-%core")
-	b.ReportMetric(before.cpu, "idle-cpu-before-%core")
-	b.ReportMetric(msOf(now.concurrent), "10-new-wall-ms")
-	b.ReportMetric(msOf(before.concurrent), "10-new-wall-before-ms")
-	b.ReportMetric(float64(now.concurrent)/float64(before.concurrent), "10-new-wall-ratio")
-	b.ReportMetric(msOf(now.established), "10-established-wall-ms")
-	b.ReportMetric(msOf(before.established), "10-established-wall-before-ms")
-}
-
-// secondTurn is a conversation's second request: its first prompt, the
-// fake upstream's answer, and a new prompt.
-func secondTurn(first string) string {
-	return fmt.Sprintf(`{"model":"test-model","max_tokens":100,"messages":[{"role":"user","content":%q},{"role":"assistant","content":"ok"},{"role":"user","content":"turn 2"}]}`, first)
+	return wall, waiting, sessions
 }
 
 func httpGet(url string) (string, error) {

@@ -181,8 +181,8 @@ func TestNoSpareWhileTurnsNeedTheMachine(t *testing.T) {
 }
 
 // Below their minimum, spares make room by closing the least recently
-// used idle conversation (the pool is full of them); above it they take
-// only free room.
+// used idle conversation (the pool is full of them); above it only
+// conversations idle a minute make room.
 func TestTheMinimumSpareMakesRoom(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := &spareBackend{}
@@ -207,6 +207,13 @@ func TestTheMinimumSpareMakesRoom(t *testing.T) {
 		}
 		if !idle[0].closed.Load() || idle[1].closed.Load() || idle[2].closed.Load() {
 			t.Fatal("the spare's room was not the least recently used conversation's alone")
+		}
+		// Once the others have been idle a minute, the spares the burst
+		// asked for take their places.
+		time.Sleep(2 * time.Minute)
+		synctest.Wait()
+		if n := spareCount(g); n != 3 || !idle[1].closed.Load() || !idle[2].closed.Load() {
+			t.Fatalf("%d spares two minutes on, want the three the burst asked for", n)
 		}
 	})
 }

@@ -1,6 +1,9 @@
 package pool
 
-import "slices"
+import (
+	"slices"
+	"time"
+)
 
 // Spares are sessions started ahead of need for a start-time contract, not
 // yet any conversation's. They wait in the idle set (frozen, within the
@@ -109,10 +112,11 @@ func (p *Pool) TrimSpares(want map[string]int) {
 	}
 }
 
-// MakeRoom closes the least recently used idle conversations' sessions,
-// never a spare and never one in use, until one more session of about
-// size bytes fits (Room). It reports whether it does.
-func (p *Pool) MakeRoom(size int64) bool {
+// MakeRoom closes the least recently used idle conversations' sessions
+// idle at least idleFor, never a spare and never one in use, until one
+// more session of about size bytes fits (Room). It reports whether it
+// does.
+func (p *Pool) MakeRoom(size int64, idleFor time.Duration) bool {
 	for !p.Room(size) {
 		p.mu.Lock()
 		if p.closed {
@@ -121,7 +125,7 @@ func (p *Pool) MakeRoom(size int64) bool {
 		}
 		var lru *Live
 		for _, l := range p.idle {
-			if l.Spare == "" && (lru == nil || l.lastUsed.Before(lru.lastUsed)) {
+			if l.Spare == "" && p.now().Sub(l.lastUsed) >= idleFor && (lru == nil || l.lastUsed.Before(lru.lastUsed)) {
 				lru = l
 			}
 		}

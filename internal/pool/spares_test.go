@@ -39,7 +39,10 @@ func TestMakeRoomClosesOnlyIdleConversations(t *testing.T) {
 			t.Fatal("a full pool has room")
 		}
 		old := p.idle["old"].Session.(*fakeSession)
-		if !p.MakeRoom(1) || !old.closed.Load() {
+		if p.MakeRoom(1, time.Hour) || old.closed.Load() {
+			t.Fatal("room was made by closing a conversation idle less than asked")
+		}
+		if !p.MakeRoom(1, 0) || !old.closed.Load() {
 			t.Fatal("the idle conversation was not closed to make room")
 		}
 		if sp.closed.Load() || !busy.Session.Alive() {
@@ -49,7 +52,7 @@ func TestMakeRoomClosesOnlyIdleConversations(t *testing.T) {
 			t.Fatal("no place after making room")
 		}
 		// Now everything is a spare or in use.
-		if p.MakeRoom(1) {
+		if p.MakeRoom(1, 0) {
 			t.Fatal("room was made with nothing idle to close")
 		}
 		if sp.closed.Load() || !busy.Session.Alive() {

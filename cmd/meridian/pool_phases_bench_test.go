@@ -1,0 +1,235 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// poolFigures are one side's measurements.
+type poolFigures struct {
+	firstTurn time.Duration // median first turn of a new conversation, at low load
+	pss       int64         // whole tree after the one-offs and the settle time
+	alive     int           // claude processes then
+	cpuIdle   float64       // worst idle window after the settle time, % of a core
+	cpuRefill float64       // the window from the burst's end, which holds its refill
+	afterIdle time.Duration // median wall of 10 new conversations after idle
+	spared    int           // the fewest of them a spare answered, in any run
+	cold      time.Duration // median wall of 10 more right after them
+	working   []time.Duration
+	closed    int           // active conversations resumed in a new process
+	eleventh  time.Duration // an 11th new conversation's first turn after them
+	restart   time.Duration // median first turn after a restart on a used data dir
+}
+
+// cpuSeries samples the tree's CPU once a second for n seconds: the ticks
+// (1/100 s) each second used, counting processes started meanwhile whole.
+func (g *gatewayProc) cpuSeries(n int) []int {
+	out := make([]int, 0, n)
+	prev := g.treeTicks()
+	for range n {
+		time.Sleep(time.Second)
+		cur := g.treeTicks()
+		used := 0
+		for pid, t := range cur {
+			used += t - prev[pid]
+		}
+		out = append(out, used)
+		prev = cur
+	}
+	return out
+}
+
+// windows is the CPU of every w-second window of a series, in percent of
+// a core (ticks per second).
+func windows(series []int, w int) []float64 {
+	var out []float64
+	for i := 0; i+w <= len(series); i++ {
+		sum := 0
+		for _, t := range series[i : i+w] {
+			sum += t
+		}
+		out = append(out, float64(sum)/float64(w))
+	}
+	return out
+}
+
+// onePhase are the first turns at low load, and the one-off prompts with
+// the memory and CPU after them.
+func onePhase(b *testing.B, args []string, runs, oneOffs, idle int, f *poolFigures) {
+	settle := settleTime()
+	g := fresh(b, args)
+	g.timed(b, prompt("warm-up"), "X-Claude-Code-Session-Id", "warm-up")
+	var firsts []time.Duration
+	for i := range runs {
+		waitSpares(g, 1)
+		time.Sleep(settle / 5)
+		firsts = append(firsts, g.timed(b, prompt(fmt.Sprintf("first turn %d", i)), "X-Claude-Code-Session-Id", fmt.Sprintf("first-%d", i)))
+	}
+	f.firstTurn = median(firsts)
+	stop(g)
+
+	// One-off prompts (no session id, each its own first message), then
+	// the tree's CPU second by second: the first window holds the refill
+	// after the burst, the later ones are idle.
+	g = fresh(b, args)
+	for i := range oneOffs {
+		g.timed(b, prompt(fmt.Sprintf("one-off %d", i)))
+	}
+	wait := int(settle / time.Second)
+	series := g.cpuSeries(wait + 2*idle)
+	f.pss, f.alive = g.treePSS(), len(g.claudes())
+	f.cpuRefill = windows(series, idle)[0]
+	f.cpuIdle = slices.Max(windows(series[wait:], idle))
+	stop(g)
+}
+
+// burstPhase measures both sides at once, their bursts interleaved so
+// that each side idles `idle` seconds before each of its own: ten new
+// conversations at once after idle, then ten more at once right after
+// them (cold: no idle for spares to be made in).
+func burstPhase(b *testing.B, sides map[string][]string, order []string, runs, idle int, got map[string]*poolFigures) {
+	gs := map[string]*gatewayProc{}
+	last := map[string]time.Time{}
+	for i, side := range order {
+		g := fresh(b, sides[side])
+		defer stop(g)
+		gs[side] = g
+		g.timed(b, prompt("warm-up"), "X-Claude-Code-Session-Id", "warm-up")
+		waitSpares(g, 1)
+		g.burst(b, "teach", 10, 1) // the first burst shows the demand
+		last[side] = time.Now().Add(time.Duration(i) * time.Duration(idle) * time.Second / time.Duration(len(order)))
+	}
+	walls, colds := map[string][]time.Duration{}, map[string][]time.Duration{}
+	for i := range runs {
+		for _, side := range order {
+			g := gs[side]
+			time.Sleep(time.Until(last[side].Add(time.Duration(idle) * time.Second)))
+			wall, spared, _ := g.burst(b, fmt.Sprintf("idle-%d", i), 10, 1)
+			cold, _, _ := g.burst(b, fmt.Sprintf("cold-%d", i), 10, 1)
+			last[side] = time.Now()
+			walls[side], colds[side] = append(walls[side], wall), append(colds[side], cold)
+			if i == 0 || spared < got[side].spared {
+				got[side].spared = spared
+			}
+		}
+	}
+	for _, side := range order {
+		got[side].afterIdle, got[side].cold = median(walls[side]), median(colds[side])
+	}
+}
+
+// workingPhase keeps ten conversations active: they start at once, then
+// send their next turns at once, round after round; a conversation whose
+// answering session changes was closed (by the memory bound) and resumed.
+// Then an 11th new conversation.
+func workingPhase(b *testing.B, args []string, rounds int, f *poolFigures) {
+	settle := settleTime()
+	g := fresh(b, args)
+	defer stop(g)
+	g.timed(b, prompt("warm-up"), "X-Claude-Code-Session-Id", "warm-up")
+	waitSpares(g, 1)
+	_, _, sessions := g.burst(b, "work", 10, 1)
+	time.Sleep(settle) // the spares the burst asks for are made
+	for r := range rounds {
+		time.Sleep(settle * 6 / 10) // the user reads; idle processes are frozen by now
+		wall, _, now := g.burst(b, "work", 10, r+2)
+		f.working = append(f.working, wall)
+		for j := range now {
+			if now[j] != sessions[j] {
+				f.closed++
+			}
+		}
+		sessions = now
+	}
+	time.Sleep(settle / 2)
+	f.eleventh = g.timed(b, prompt("the eleventh"), "X-Claude-Code-Session-Id", "eleventh")
+}
+
+// restartPhase times the first new conversation after each restart on a
+// data dir that has served one before.
+func restartPhase(b *testing.B, args []string, runs int, f *poolFigures) {
+	settle := settleTime()
+	g := fresh(b, args)
+	g.timed(b, prompt("before the restarts"), "X-Claude-Code-Session-Id", "seed")
+	time.Sleep(2 * time.Second) // the start is recorded off the request path
+	stop(g)
+	var firsts []time.Duration
+	for i := range runs {
+		g.start(args...)
+		time.Sleep(settle / 2) // a spare, if any, has booted
+		firsts = append(firsts, g.timed(b, prompt(fmt.Sprintf("after restart %d", i)), "X-Claude-Code-Session-Id", fmt.Sprintf("restart-%d", i)))
+		stop(g)
+	}
+	f.restart = median(firsts)
+}
+
+// BenchmarkPool measures, side by side in one run against one fake
+// upstream, the live pool with its defaults (spares sized by demand, the
+// memory bound from the machine, a spare at start) and with the settings
+// before them ("today": one spare, a 1 GiB bound): first turns, the memory
+// and CPU of the whole tree after a burst of one-off prompts, ten new
+// conversations at once after idle and right after, ten active
+// conversations' next turns at once and an 11th new one, and the first
+// turn after a restart. MERIDIAN_BENCH_RUNS (default 1),
+// MERIDIAN_BENCH_ONE_OFFS (default 8) and MERIDIAN_BENCH_IDLE seconds
+// (default 3: the CPU window, and the idle before a burst) size it;
+// ./scripts/bench runs 10, 40 and 60. MERIDIAN_BENCH_SETTLE seconds
+// (default 10) are its pauses between phases. MERIDIAN_BENCH_NOW_ARGS adds
+// flags to the "now" side, to try settings; MERIDIAN_BENCH_PHASES names
+// the phases to run (one-offs, bursts, working, restart; default all).
+func BenchmarkPool(b *testing.B) {
+	runs, idle := benchEnv("MERIDIAN_BENCH_RUNS", 1), benchEnv("MERIDIAN_BENCH_IDLE", 3)
+	oneOffs := benchEnv("MERIDIAN_BENCH_ONE_OFFS", 8)
+	sides := map[string][]string{
+		"now":   strings.Fields(os.Getenv("MERIDIAN_BENCH_NOW_ARGS")),
+		"today": {"--spares", "1", "--spares-max", "1", "--live-memory", "1024"},
+	}
+	order := []string{"today", "now"}
+	got := map[string]*poolFigures{"now": {}, "today": {}}
+	phases := strings.Fields(strings.ReplaceAll(os.Getenv("MERIDIAN_BENCH_PHASES"), ",", " "))
+	run := func(name string) bool { return len(phases) == 0 || slices.Contains(phases, name) }
+	for i := 0; i < b.N; i++ {
+		for _, side := range order {
+			if run("one-offs") {
+				onePhase(b, sides[side], runs, oneOffs, idle, got[side])
+			}
+		}
+		if run("bursts") {
+			burstPhase(b, sides, order, runs, idle, got)
+		}
+		for _, side := range order {
+			if run("working") {
+				workingPhase(b, sides[side], runs, got[side])
+			}
+			if run("restart") {
+				restartPhase(b, sides[side], runs, got[side])
+			}
+		}
+	}
+	for _, side := range order {
+		f, sfx := got[side], "-"+side
+		b.ReportMetric(msOf(f.firstTurn), "first-turn-ms"+sfx)
+		b.ReportMetric(float64(f.pss>>20), "tree-pss-MiB"+sfx)
+		b.ReportMetric(float64(f.alive), "claude-alive"+sfx)
+		b.ReportMetric(f.cpuIdle, "idle-cpu-worst-%core"+sfx)
+		b.ReportMetric(f.cpuRefill, "refill-window-cpu-%core"+sfx)
+		b.ReportMetric(msOf(f.afterIdle), "10-new-after-idle-ms"+sfx)
+		b.ReportMetric(float64(f.spared), "10-new-after-idle-by-spares"+sfx)
+		b.ReportMetric(msOf(f.cold), "10-new-cold-ms"+sfx)
+		if len(f.working) > 0 {
+			b.ReportMetric(msOf(median(f.working)), "10-active-next-median-ms"+sfx)
+			b.ReportMetric(msOf(slices.Max(f.working)), "10-active-next-worst-ms"+sfx)
+		}
+		b.ReportMetric(float64(f.closed), "10-active-closed"+sfx)
+		b.ReportMetric(msOf(f.eleventh), "11th-new-ms"+sfx)
+		b.ReportMetric(msOf(f.restart), "first-after-restart-ms"+sfx)
+	}
+	if got["today"].afterIdle > 0 {
+		b.ReportMetric(float64(got["now"].afterIdle)/float64(got["today"].afterIdle), "10-new-after-idle-ratio")
+		b.ReportMetric(float64(got["now"].cold)/float64(got["today"].cold), "10-new-cold-ratio")
+	}
+}

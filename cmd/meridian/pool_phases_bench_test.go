@@ -135,7 +135,7 @@ func workingPhase(b *testing.B, args []string, rounds int, f *poolFigures) {
 	_, _, sessions := g.burst(b, "work", 10, 1)
 	time.Sleep(settle) // the spares the burst asks for are made
 	for r := range rounds {
-		time.Sleep(settle * 6 / 10) // the user reads; idle processes are frozen by now
+		time.Sleep(settle * 6 / 10) // the user reads
 		wall, _, now := g.burst(b, "work", 10, r+2)
 		f.working = append(f.working, wall)
 		for j := range now {

@@ -83,6 +83,11 @@ func (p *Pool) overBounds() []*Live {
 	}
 }
 
+// settleAfterStart is how long a new process stays awake before its first
+// freeze (measured: the CLI wakes for ~0.1 s of CPU about 12 s after it
+// starts).
+const settleAfterStart = 30 * time.Second
+
 // sleepLater freezes an idle session's process once it has been idle a
 // while: a stopped process wakes no timers and costs no CPU. Called with
 // mu held.
@@ -94,7 +99,11 @@ func (p *Pool) sleepLater(l *Live) {
 		return
 	}
 	p.stopTimer(l)
-	l.freeze = time.AfterFunc(p.cfg.FreezeAfter, func() {
+	// A new CLI finishes its own start-up work in its first seconds (a
+	// timer about 12 s after it starts): frozen before, it would do that
+	// work in its next turn instead, in front of the client.
+	after := max(p.cfg.FreezeAfter, l.born.Add(settleAfterStart).Sub(p.now()))
+	l.freeze = time.AfterFunc(after, func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if p.idle[l.Key] != l || l.frozen || p.closed {

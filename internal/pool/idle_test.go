@@ -105,13 +105,35 @@ func TestOneOffsAreKeptBriefly(t *testing.T) {
 	})
 }
 
-// An idle session is frozen after FreezeAfter and thawed when taken.
+// An idle session is frozen after FreezeAfter and thawed when taken; a
+// new one stays awake its first settleAfterStart, while the CLI does its
+// own start-up work, so that its next turn does not.
 func TestIdleSessionsFreezeAndThaw(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(Config{Max: 2, FreezeAfter: 5 * time.Second})
 		defer p.Close()
 		l, s := heavy("a", 1)
 		put(t, p, l)
+		time.Sleep(settleAfterStart - time.Second)
+		synctest.Wait()
+		if s.frozen.Load() {
+			t.Fatal("a new session was frozen before it settled")
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if !s.frozen.Load() {
+			t.Fatal("not frozen once settled")
+		}
+		if p.Take("a") != l || s.frozen.Load() {
+			t.Fatal("taken but still frozen")
+		}
+		// Taken before the timer fires: never frozen while in use.
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if s.frozen.Load() {
+			t.Fatal("frozen while in use")
+		}
+		p.Put(l)
 		time.Sleep(4 * time.Second)
 		synctest.Wait()
 		if s.frozen.Load() {
@@ -122,14 +144,8 @@ func TestIdleSessionsFreezeAndThaw(t *testing.T) {
 		if !s.frozen.Load() {
 			t.Fatal("not frozen after idling")
 		}
-		if p.Take("a") != l || s.frozen.Load() {
-			t.Fatal("taken but still frozen")
-		}
-		// Taken before the timer fires: never frozen while in use.
-		time.Sleep(time.Minute)
-		synctest.Wait()
-		if s.frozen.Load() {
-			t.Fatal("frozen while in use")
+		if p.Take("a") != l {
+			t.Fatal("not handed back")
 		}
 		p.Discard(l)
 	})

@@ -52,6 +52,7 @@ type Live struct {
 	Spare string
 
 	lastUsed time.Time
+	born     time.Time   // when the pool first had it
 	memory   int64       // bytes, measured when it last became idle
 	frozen   bool        // stopped while idle: it costs no CPU
 	freeze   *time.Timer // freezes it once idle a while
@@ -142,6 +143,7 @@ func (p *Pool) Take(key string) *Live {
 func (p *Pool) Track(l *Live) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	l.born = p.now()
 	p.inUse[l.Key] = l
 }
 
@@ -153,6 +155,9 @@ func (p *Pool) Put(l *Live) {
 	l.memory = measure(l.Session)
 	p.mu.Lock()
 	l.lastUsed = p.now()
+	if l.born.IsZero() {
+		l.born = l.lastUsed
+	}
 	if p.inUse[l.Key] == l {
 		delete(p.inUse, l.Key)
 	}

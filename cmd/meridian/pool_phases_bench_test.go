@@ -80,8 +80,9 @@ func onePhase(b *testing.B, args []string, runs, oneOffs, idle int, f *poolFigur
 		g.timed(b, prompt(fmt.Sprintf("one-off %d", i)))
 	}
 	wait := int(settle / time.Second)
-	series := g.cpuSeries(wait + 2*idle)
+	series := g.cpuSeries(wait)
 	f.pss, f.alive = g.treePSS(), len(g.claudes())
+	series = append(series, g.cpuSeries(2*idle)...)
 	f.cpuRefill = windows(series, idle)[0]
 	f.cpuIdle = slices.Max(windows(series[wait:], idle))
 	stop(g)

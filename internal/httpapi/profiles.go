@@ -73,6 +73,18 @@ func (s *Server) mounted() []*gateway.Gateway {
 // Load is what every backend runs now, summed.
 func (s *Server) Load() gateway.BackendLoad { return s.load() }
 
+// Counts sums the live processes and running turns of every profile and
+// mounted backend without measuring their memory: the heartbeat asks
+// every few seconds, and a measure reads /proc for each process.
+func (s *Server) Counts() (live, running int) {
+	for _, gw := range append(s.gateways(), s.mounted()...) {
+		for _, b := range gw.Inflight().Backends {
+			live, running = live+b.Live, running+b.Running
+		}
+	}
+	return live, running
+}
+
 // load sums the CLI processes of every profile and mounted backend, their
 // memory measured now.
 func (s *Server) load() gateway.BackendLoad {

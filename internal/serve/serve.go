@@ -387,7 +387,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		agyTools.SetBase(selfURL(ln.Addr()) + agyToolsPrefix)
 	}
 	// The other hosts learn where this one listens, and its load.
-	hosts.Report(func() (int, int) { l := srv.Load(); return l.Live, l.Running })
+	hosts.Report(srv.Counts)
 	if err := hosts.Advertise(ctx, advertised(cfg.Advertise, ln.Addr())); err != nil {
 		log.Warn("store: could not advertise this host's address; its next beat does", "err", err)
 	}

@@ -151,8 +151,10 @@ func workingPhase(b *testing.B, args []string, rounds int, f *poolFigures) {
 }
 
 // restartPhase times the first new conversation after each restart on a
-// data dir that has served one before.
-func restartPhase(b *testing.B, args []string, runs int, f *poolFigures) {
+// data dir that has served one before. Without recall (the "today" side:
+// nothing read the start log before it) each restart gets an empty data
+// dir instead, which is what the start log then holds.
+func restartPhase(b *testing.B, args []string, runs int, recall bool, f *poolFigures) {
 	settle := settleTime()
 	g := fresh(b, args)
 	g.timed(b, prompt("before the restarts"), "X-Claude-Code-Session-Id", "seed")
@@ -160,6 +162,9 @@ func restartPhase(b *testing.B, args []string, runs int, f *poolFigures) {
 	stop(g)
 	var firsts []time.Duration
 	for i := range runs {
+		if !recall {
+			g.dataDir = b.TempDir()
+		}
 		g.start(args...)
 		time.Sleep(settle / 2) // a spare, if any, has booted
 		firsts = append(firsts, g.timed(b, prompt(fmt.Sprintf("after restart %d", i)), "X-Claude-Code-Session-Id", fmt.Sprintf("restart-%d", i)))
@@ -207,7 +212,7 @@ func BenchmarkPool(b *testing.B) {
 				workingPhase(b, sides[side], runs, got[side])
 			}
 			if run("restart") {
-				restartPhase(b, sides[side], runs, got[side])
+				restartPhase(b, sides[side], runs, side == "now", got[side])
 			}
 		}
 	}

@@ -150,6 +150,7 @@ type Gateway struct {
 	pool    *pool.Pool
 	tree    *sessiontree.Tree
 	spares  spares
+	planned int // the spares last planned, for the log (the worker's own)
 	// long benches the profile's extended-context variants.
 	long failover.LongBench
 	// plans reads the plan's limits for /v1/usage/quota.

@@ -205,6 +205,10 @@ func (g *Gateway) keepSpares(b backend.SpareBackend) {
 		g.record()
 		for g.closing.Err() == nil {
 			plan, opts := g.sparePlan()
+			if total := sum(plan); total != g.planned {
+				g.log.Debug("spares planned", "spares", total, "contracts", len(plan))
+				g.planned = total
+			}
 			g.pool.TrimSpares(plan)
 			key, short := g.lacking(plan)
 			if key == "" {
@@ -275,6 +279,14 @@ func (g *Gateway) record() {
 			return
 		}
 	}
+}
+
+func sum(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
 }
 
 // pause waits d, or reports false when the gateway closes first.

@@ -211,8 +211,8 @@ func (g *Gateway) keepSpares(b backend.SpareBackend) {
 			}
 			g.pool.TrimSpares(plan)
 			key, short := g.lacking(plan)
-			if key == "" {
-				break
+			if _, known := opts[key]; !known {
+				break // nothing lacks (or its options are forgotten)
 			}
 			if ok, why := spareplan.MayStart(g.machine()); !ok {
 				g.log.Debug("holding back a spare "+g.cfg.CLI.Name+" process", "why", why)

@@ -177,3 +177,40 @@ func TestSpareIsReplacedOffTheRequestPath(t *testing.T) {
 	launches.set(true)
 	waitSpares(t, s, 1)
 }
+
+// A burst of new conversations at once grows the spares to its size, in
+// the idle time after it, so the next such burst is answered by spares
+// alone.
+func TestABurstGrowsTheSpares(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{sessions: true, spares: 1, sparesMax: 4})
+	s.Upstream.Always(testkit.Reply{Text: "ok"})
+	if _, err := s.client(option.WithHeader("X-Claude-Code-Session-Id", "first")).Messages.New(context.Background(), simpleParams("first")); err != nil {
+		t.Fatal(err)
+	}
+	waitSpares(t, s, 1)
+	burst := func(name string) []string {
+		sessions := make([]string, 4)
+		var wg sync.WaitGroup
+		for i := range sessions {
+			wg.Go(func() {
+				var resp *http.Response
+				key := fmt.Sprintf("%s-%d", name, i)
+				if _, err := s.client(option.WithHeader("X-Claude-Code-Session-Id", key)).Messages.New(context.Background(), simpleParams(key), option.WithResponseInto(&resp)); err != nil {
+					t.Error(err)
+					return
+				}
+				sessions[i] = resp.Header.Get("X-Meridian-Session-Id")
+			})
+		}
+		wg.Wait()
+		return sessions
+	}
+	burst("teach")
+	waiting := waitSpares(t, s, 4)
+	for _, session := range burst("again") {
+		if pid := sessionPid(s, session); !slices.Contains(waiting, pid) {
+			t.Errorf("a conversation of the second burst ran in process %d, not one of the %v waiting before it", pid, waiting)
+		}
+	}
+}

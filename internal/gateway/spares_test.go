@@ -273,3 +273,44 @@ func (m *memStartLog) Top(context.Context, string, time.Time) ([]byte, bool, err
 	}
 	return nil, false, nil
 }
+
+// Under a burst that holds every slot for a while, no spare starts however
+// many the burst asks for; they start, one a second, once it is over.
+func TestNoSpareStartsDuringABurst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &spareBackend{}
+		g := New(Config{Backend: b, SparesMin: 1, SparesMax: 12, MaxLive: 32, MaxConcurrent: 4})
+		defer g.Close()
+		opts := backend.StartOptions{Model: "m"}
+		g.refill(opts)
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		before := b.started.Load()
+		var wg sync.WaitGroup
+		for i := range 10 { // four run, six wait for a slot
+			wg.Go(func() {
+				done := g.arrive(opts)
+				defer done()
+				release, err := g.slots.Acquire(context.Background())
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				g.refill(opts)
+				time.Sleep(time.Duration(5+i) * time.Second) // a long turn
+				release()
+			})
+		}
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if n := b.started.Load() - before; n != 0 {
+			t.Fatalf("%d spares started during the burst", n)
+		}
+		wg.Wait()
+		time.Sleep(20 * time.Second)
+		synctest.Wait()
+		if n := spareCount(g); n != 10 {
+			t.Fatalf("%d spares after the burst, want the ten it ran at once", n)
+		}
+	})
+}

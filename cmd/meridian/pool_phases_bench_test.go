@@ -134,7 +134,10 @@ func workingPhase(b *testing.B, args []string, rounds int, f *poolFigures) {
 	g.timed(b, prompt("warm-up"), "X-Claude-Code-Session-Id", "warm-up")
 	waitSpares(g, 1)
 	_, _, sessions := g.burst(b, "work", 10, 1)
-	time.Sleep(settle) // the spares the burst asks for are made
+	// The spares the burst asks for are made (one a second) and have
+	// finished their start-up work (a new CLI's first 30 s): the rounds
+	// measure ten active conversations, not the refill after their start.
+	time.Sleep(3 * settle)
 	for r := range rounds {
 		time.Sleep(settle * 6 / 10) // the user reads
 		wall, _, now := g.burst(b, "work", 10, r+2)

@@ -90,6 +90,8 @@ type Pool struct {
 	closed bool             // Close ran: what is put back is closed
 	done   chan struct{}
 	wg     sync.WaitGroup
+	// closers are the closes Reserve left running; Close joins them.
+	closers sync.WaitGroup
 }
 
 // New returns a pool and starts its reaper. Close stops it.
@@ -196,8 +198,9 @@ func (p *Pool) Discard(l *Live) {
 }
 
 // Reserve makes room for one more live session. When the pool is full it
-// closes the least recently used idle session first (and waits for it to
-// be gone); if none is idle it returns ErrFull. The place is the caller's:
+// closes the least recently used idle session, in the background: a
+// CLI's exit takes a while, which a new conversation's first turn should
+// not wait for (Close joins it). If none is idle it returns ErrFull. The place is the caller's:
 // Put the session started in it, or Release it.
 func (p *Pool) Reserve(ctx context.Context) error {
 	p.mu.Lock()
@@ -220,7 +223,7 @@ func (p *Pool) Reserve(ctx context.Context) error {
 	p.stopTimer(victim)
 	p.mu.Unlock()
 	p.log.Info("closing the least recently used idle CLI process to make room", "conversation", victim.Key)
-	p.closeLive(victim) // its place passes to the caller
+	p.closers.Go(func() { p.closeLive(victim) }) // its place passes to the caller
 	if err := ctx.Err(); err != nil {
 		p.Release()
 		return err
@@ -317,6 +320,7 @@ func (p *Pool) Close() {
 		wg.Go(func() { p.closeLive(l) })
 	}
 	wg.Wait()
+	p.closers.Wait()
 }
 
 func (p *Pool) reap() {

@@ -76,6 +76,7 @@ func TestReserveReclaimsTheLeastRecentlyUsedIdle(t *testing.T) {
 	if err := p.Reserve(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	p.closers.Wait()
 	if !newS.closed.Load() || oldS.closed.Load() {
 		t.Fatal("reclaimed the wrong session")
 	}

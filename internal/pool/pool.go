@@ -209,12 +209,7 @@ func (p *Pool) Reserve(ctx context.Context) error {
 		p.mu.Unlock()
 		return nil
 	}
-	var victim *Live
-	for _, l := range p.idle {
-		if victim == nil || l.lastUsed.Before(victim.lastUsed) {
-			victim = l
-		}
-	}
+	victim := p.lruIdle(func(*Live) bool { return true })
 	if victim == nil {
 		p.mu.Unlock()
 		return ErrFull
@@ -229,6 +224,18 @@ func (p *Pool) Reserve(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// lruIdle is the least recently used idle session that may go, or nil.
+// Called with mu held.
+func (p *Pool) lruIdle(may func(*Live) bool) *Live {
+	var lru *Live
+	for _, l := range p.idle {
+		if may(l) && (lru == nil || l.lastUsed.Before(lru.lastUsed)) {
+			lru = l
+		}
+	}
+	return lru
 }
 
 // Release frees a reserved place that was not used.

@@ -123,12 +123,7 @@ func (p *Pool) MakeRoom(size int64, idleFor time.Duration) bool {
 			p.mu.Unlock()
 			return false
 		}
-		var lru *Live
-		for _, l := range p.idle {
-			if l.Spare == "" && p.now().Sub(l.lastUsed) >= idleFor && (lru == nil || l.lastUsed.Before(lru.lastUsed)) {
-				lru = l
-			}
-		}
+		lru := p.lruIdle(func(l *Live) bool { return l.Spare == "" && p.now().Sub(l.lastUsed) >= idleFor })
 		if lru == nil {
 			p.mu.Unlock()
 			return false

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -26,96 +25,6 @@ import (
 	"github.com/meridian-gw/meridian/internal/sessiontree"
 	"github.com/meridian-gw/meridian/internal/telemetry"
 )
-
-// Config configures a Gateway.
-type Config struct {
-	Backend   backend.Backend
-	Inspector Inspector
-	// CLI names the backend's program (default: claude).
-	CLI CLI
-	// Workspace is the working directory backend processes run in.
-	Workspace string
-	// Transcripts shares the CLI's transcripts with the other hosts, so a
-	// conversation made elsewhere resumes here from what its CLI wrote;
-	// nil keeps them here.
-	Transcripts Transcripts
-	// MaxConcurrent bounds turns running at once.
-	MaxConcurrent int
-	// QueueTimeout bounds how long a request waits for a slot.
-	QueueTimeout time.Duration
-
-	// Sessions and Leases make conversations durable; without them every
-	// request is served on its own.
-	Sessions *session.Store
-	Leases   *session.Leases
-	// Profile scopes conversation keys (one account's sessions).
-	Profile string
-	// TurnWait bounds how long a turn waits for its conversation's
-	// previous turn before a 409.
-	TurnWait time.Duration
-	// MaxLive bounds live claude processes (idle and in use); IdleTTL closes
-	// idle ones. With NoLive no process outlives its turn: conversations
-	// continue by resuming their stored session, which costs a process
-	// start per turn but holds no memory between turns.
-	MaxLive int
-	IdleTTL time.Duration
-	NoLive  bool
-	// StallTimeout ends a turn whose backend produced nothing for that
-	// long (0: DefaultStallTimeout).
-	StallTimeout time.Duration
-	// LiveMemory bounds the memory idle live processes hold, in bytes (0:
-	// no bound); OneOffTTL keeps a one-off conversation's process (0:
-	// pool.DefaultOneOffTTL).
-	LiveMemory int64
-	OneOffTTL  time.Duration
-	// SparesMin processes wait, started ahead of need, for the start-time
-	// contract recent new conversations used most; more wait after bursts
-	// of new conversations, as many as ran at once, SparesMax in all (0:
-	// no spares).
-	SparesMin, SparesMax int
-	// Starts, when set, remembers the start-time options of new
-	// conversations across restarts: at start the first spare is made for
-	// the ones used most.
-	Starts StartLog
-	// FreezeIdle stops idle processes after pool.DefaultFreezeAfter.
-	FreezeIdle bool
-
-	Logger *slog.Logger
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
-}
-
-// Request is one request as the gateway sees it: the decoded body and the
-// headers that identify the client and its conversation.
-type Request struct {
-	Body   *anthropic.MessagesRequest
-	Header http.Header
-	// Hints are identity signals from a body in another protocol (an
-	// OpenAI request's metadata, prompt_cache_key, user).
-	Hints adapter.Hints
-	// Echo, when set, turns an answer into the form in which the client
-	// will send it back as history, which is what lineage records. Nil
-	// means as answered: Anthropic clients echo the blocks they received.
-	Echo func(anthropic.Message) anthropic.Message
-}
-
-// CLI names the backend's program where clients and logs read about it.
-type CLI struct {
-	Name    string // "claude", "agy"
-	Backend string // the backend it is: "claude", "antigravity"
-	// LoginHint says what to do when it is not logged in.
-	LoginHint string
-	// PlanSource and WindowSource say where the quota's plan limits and
-	// rate-limit windows come from ("" when the CLI reports none).
-	PlanSource, WindowSource string
-}
-
-// The claude CLI, the default.
-var claudeCLI = CLI{Name: "claude", Backend: "claude", LoginHint: "run `claude login` or check `claude auth status` (or set ANTHROPIC_API_KEY)",
-	PlanSource: "get_usage", WindowSource: "rate_limit_event"}
-
-// CLI is the CLI this gateway drives.
-func (g *Gateway) CLI() CLI { return g.cfg.CLI }
 
 // Inspector is what the gateway asks about its backend beyond sessions.
 type Inspector interface {
@@ -207,13 +116,6 @@ func New(cfg Config) *Gateway {
 		g.spares.wg.Go(func() { g.keepSpares(b) })
 	}
 	return g
-}
-
-func freezeAfter(freeze bool) time.Duration {
-	if freeze {
-		return pool.DefaultFreezeAfter
-	}
-	return -1
 }
 
 // Profile is the profile this gateway serves.
@@ -415,117 +317,6 @@ func (g *Gateway) oneShot(ctx context.Context, req *anthropic.MessagesRequest, o
 		"input_tokens", res.Usage.InputTokens, "output_tokens", res.Usage.OutputTokens,
 		"cache_read", res.Usage.CacheReadInputTokens, "cache_write", res.Usage.CacheCreationInputTokens)
 	return r.finish(res)
-}
-
-// plan checks what the backend cannot do and derives the session options
-// and the message to send.
-func (g *Gateway) plan(req *anthropic.MessagesRequest) (backend.StartOptions, *Error) {
-	last := len(req.Messages) - 1
-	for last >= 0 && req.Messages[last].Role == anthropic.RoleSystem {
-		last--
-	}
-	if last < 0 {
-		return backend.StartOptions{}, InvalidRequest("messages: at least one user message is required")
-	}
-	if req.Messages[last].Role != anthropic.RoleUser {
-		return backend.StartOptions{}, InvalidRequest(fmt.Sprintf(
-			"messages.%d: the last message must be the user's; prefilling the assistant's reply is not supported by the %s backend", last, g.cfg.CLI.Backend))
-	}
-	if msg := checkModel(req.Model); msg != "" {
-		e := InvalidRequest("model: " + msg)
-		e.Param = "model"
-		return backend.StartOptions{}, e
-	}
-	if req.Effort != "" && !validEffort(req.Effort) {
-		return backend.StartOptions{}, InvalidRequest(fmt.Sprintf(
-			"output_config.effort: must be one of low, medium, high, xhigh, max; got %q", req.Effort))
-	}
-	opts := backend.StartOptions{
-		Model:           ResolveModel(req.Model),
-		System:          req.System,
-		Dir:             g.cfg.Workspace,
-		MaxOutputTokens: req.MaxTokens,
-		Effort:          req.Effort,
-	}
-	if t := req.Thinking; t != nil {
-		switch t.Type {
-		case "enabled":
-			opts.Thinking = backend.Thinking{Mode: backend.ThinkingEnabled, Budget: t.BudgetTokens}
-		case "adaptive":
-			opts.Thinking = backend.Thinking{Mode: backend.ThinkingAdaptive}
-		}
-	}
-	return opts, nil
-}
-
-// maxModelName bounds a model name; the longest real ids are under 100
-// bytes.
-const maxModelName = 256
-
-// checkModel says what is wrong with a model name, "" when nothing: it
-// becomes a CLI argument, so only printable ASCII without spaces passes.
-func checkModel(name string) string {
-	if name == "" {
-		return "must not be empty"
-	}
-	if len(name) > maxModelName {
-		return fmt.Sprintf("at most %d bytes, got %d", maxModelName, len(name))
-	}
-	for i := 0; i < len(name); i++ {
-		if c := name[i]; c <= ' ' || c > '~' {
-			return fmt.Sprintf("a model name is printable ASCII without spaces; byte %d is %#x", i, c)
-		}
-	}
-	return ""
-}
-
-func validEffort(e string) bool {
-	switch e {
-	case "low", "medium", "high", "xhigh", "max":
-		return true
-	}
-	return false
-}
-
-// ResolveModel maps the model name a client sends to what the CLI takes.
-// Only "default" is rewritten (to the CLI's own default model); everything
-// else passes through: the CLI resolves its aliases (opus, sonnet, haiku)
-// and sends full model ids as they are.
-func ResolveModel(name string) string {
-	if name == "default" {
-		return ""
-	}
-	return name
-}
-
-// HonoursOutputLimit reports whether the backend bounds an answer's
-// length as a request asks; when it does not, the limit is reported
-// ignored.
-func (g *Gateway) HonoursOutputLimit() bool {
-	_, no := g.cfg.Backend.(backend.NoOutputLimit)
-	return !no
-}
-
-// Ignored lists request parameters the backend cannot honour; they are
-// reported to the client rather than silently pretended.
-func Ignored(req *anthropic.MessagesRequest) []string {
-	var out []string
-	if req.Temperature != nil {
-		out = append(out, "temperature")
-	}
-	if req.TopP != nil {
-		out = append(out, "top_p")
-	}
-	if req.TopK != nil {
-		out = append(out, "top_k")
-	}
-	if _, serverTools := toolsOf(req); len(serverTools) > 0 {
-		out = append(out, "tools: "+strings.Join(serverTools, " "))
-	}
-	if len(req.ToolChoice) > 0 {
-		out = append(out, "tool_choice")
-	}
-	return out
 }
 
 func (g *Gateway) admit(ctx context.Context) (func(), error) {

@@ -1,0 +1,110 @@
+package gateway
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/meridian-gw/meridian/internal/adapter"
+	"github.com/meridian-gw/meridian/internal/anthropic"
+	"github.com/meridian-gw/meridian/internal/backend"
+	"github.com/meridian-gw/meridian/internal/pool"
+	"github.com/meridian-gw/meridian/internal/session"
+)
+
+// Config configures a Gateway.
+type Config struct {
+	Backend   backend.Backend
+	Inspector Inspector
+	// CLI names the backend's program (default: claude).
+	CLI CLI
+	// Workspace is the working directory backend processes run in.
+	Workspace string
+	// Transcripts shares the CLI's transcripts with the other hosts, so a
+	// conversation made elsewhere resumes here from what its CLI wrote;
+	// nil keeps them here.
+	Transcripts Transcripts
+	// MaxConcurrent bounds turns running at once.
+	MaxConcurrent int
+	// QueueTimeout bounds how long a request waits for a slot.
+	QueueTimeout time.Duration
+
+	// Sessions and Leases make conversations durable; without them every
+	// request is served on its own.
+	Sessions *session.Store
+	Leases   *session.Leases
+	// Profile scopes conversation keys (one account's sessions).
+	Profile string
+	// TurnWait bounds how long a turn waits for its conversation's
+	// previous turn before a 409.
+	TurnWait time.Duration
+	// MaxLive bounds live claude processes (idle and in use); IdleTTL closes
+	// idle ones. With NoLive no process outlives its turn: conversations
+	// continue by resuming their stored session, which costs a process
+	// start per turn but holds no memory between turns.
+	MaxLive int
+	IdleTTL time.Duration
+	NoLive  bool
+	// StallTimeout ends a turn whose backend produced nothing for that
+	// long (0: DefaultStallTimeout).
+	StallTimeout time.Duration
+	// LiveMemory bounds the memory idle live processes hold, in bytes (0:
+	// no bound); OneOffTTL keeps a one-off conversation's process (0:
+	// pool.DefaultOneOffTTL).
+	LiveMemory int64
+	OneOffTTL  time.Duration
+	// SparesMin processes wait, started ahead of need, for the start-time
+	// contract recent new conversations used most; more wait after bursts
+	// of new conversations, as many as ran at once, SparesMax in all (0:
+	// no spares).
+	SparesMin, SparesMax int
+	// Starts, when set, remembers the start-time options of new
+	// conversations across restarts: at start the first spare is made for
+	// the ones used most.
+	Starts StartLog
+	// FreezeIdle stops idle processes after pool.DefaultFreezeAfter.
+	FreezeIdle bool
+
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Request is one request as the gateway sees it: the decoded body and the
+// headers that identify the client and its conversation.
+type Request struct {
+	Body   *anthropic.MessagesRequest
+	Header http.Header
+	// Hints are identity signals from a body in another protocol (an
+	// OpenAI request's metadata, prompt_cache_key, user).
+	Hints adapter.Hints
+	// Echo, when set, turns an answer into the form in which the client
+	// will send it back as history, which is what lineage records. Nil
+	// means as answered: Anthropic clients echo the blocks they received.
+	Echo func(anthropic.Message) anthropic.Message
+}
+
+// CLI names the backend's program where clients and logs read about it.
+type CLI struct {
+	Name    string // "claude", "agy"
+	Backend string // the backend it is: "claude", "antigravity"
+	// LoginHint says what to do when it is not logged in.
+	LoginHint string
+	// PlanSource and WindowSource say where the quota's plan limits and
+	// rate-limit windows come from ("" when the CLI reports none).
+	PlanSource, WindowSource string
+}
+
+// The claude CLI, the default.
+var claudeCLI = CLI{Name: "claude", Backend: "claude", LoginHint: "run `claude login` or check `claude auth status` (or set ANTHROPIC_API_KEY)",
+	PlanSource: "get_usage", WindowSource: "rate_limit_event"}
+
+// CLI is the CLI this gateway drives.
+func (g *Gateway) CLI() CLI { return g.cfg.CLI }
+
+func freezeAfter(freeze bool) time.Duration {
+	if freeze {
+		return pool.DefaultFreezeAfter
+	}
+	return -1
+}

@@ -92,7 +92,7 @@ func onePhase(b *testing.B, args []string, runs, oneOffs, idle int, f *poolFigur
 // that each side idles `idle` seconds before each of its own: ten new
 // conversations at once after idle, then ten more at once right after
 // them (cold: no idle for spares to be made in).
-func burstPhase(b *testing.B, sides map[string][]string, order []string, runs, idle int, got map[string]*poolFigures) {
+func burstPhase(b *testing.B, sides map[string][]string, order []string, n, runs, idle int, got map[string]*poolFigures) {
 	gs := map[string]*gatewayProc{}
 	last := map[string]time.Time{}
 	for i, side := range order {
@@ -101,7 +101,7 @@ func burstPhase(b *testing.B, sides map[string][]string, order []string, runs, i
 		gs[side] = g
 		g.timed(b, prompt("warm-up"), "X-Claude-Code-Session-Id", "warm-up")
 		waitSpares(g, 1)
-		g.burst(b, "teach", 10, 1) // the first burst shows the demand
+		g.burst(b, "teach", n, 1) // the first burst shows the demand
 		last[side] = time.Now().Add(time.Duration(i) * time.Duration(idle) * time.Second / time.Duration(len(order)))
 	}
 	walls, colds := map[string][]time.Duration{}, map[string][]time.Duration{}
@@ -109,8 +109,8 @@ func burstPhase(b *testing.B, sides map[string][]string, order []string, runs, i
 		for _, side := range order {
 			g := gs[side]
 			time.Sleep(time.Until(last[side].Add(time.Duration(idle) * time.Second)))
-			wall, spared, _ := g.burst(b, fmt.Sprintf("idle-%d", i), 10, 1)
-			cold, _, _ := g.burst(b, fmt.Sprintf("cold-%d", i), 10, 1)
+			wall, spared, _ := g.burst(b, fmt.Sprintf("idle-%d", i), n, 1)
+			cold, _, _ := g.burst(b, fmt.Sprintf("cold-%d", i), n, 1)
 			last[side] = time.Now()
 			walls[side], colds[side] = append(walls[side], wall), append(colds[side], cold)
 			if i == 0 || spared < got[side].spared {
@@ -127,20 +127,20 @@ func burstPhase(b *testing.B, sides map[string][]string, order []string, runs, i
 // send their next turns at once, round after round; a conversation whose
 // answering session changes was closed (by the memory bound) and resumed.
 // Then an 11th new conversation.
-func workingPhase(b *testing.B, args []string, rounds int, f *poolFigures) {
+func workingPhase(b *testing.B, args []string, n, rounds int, f *poolFigures) {
 	settle := settleTime()
 	g := fresh(b, args)
 	defer stop(g)
 	g.timed(b, prompt("warm-up"), "X-Claude-Code-Session-Id", "warm-up")
 	waitSpares(g, 1)
-	_, _, sessions := g.burst(b, "work", 10, 1)
+	_, _, sessions := g.burst(b, "work", n, 1)
 	// The spares the burst asks for are made (one a second) and have
 	// finished their start-up work (a new CLI's first 30 s): the rounds
 	// measure ten active conversations, not the refill after their start.
 	time.Sleep(3 * settle)
 	for r := range rounds {
 		time.Sleep(settle * 6 / 10) // the user reads
-		wall, _, now := g.burst(b, "work", 10, r+2)
+		wall, _, now := g.burst(b, "work", n, r+2)
 		f.working = append(f.working, wall)
 		for j := range now {
 			if now[j] != sessions[j] {
@@ -189,10 +189,12 @@ func restartPhase(b *testing.B, args []string, runs int, recall bool, f *poolFig
 // ./scripts/bench runs 10, 40 and 60. MERIDIAN_BENCH_SETTLE seconds
 // (default 10) are its pauses between phases. MERIDIAN_BENCH_NOW_ARGS adds
 // flags to the "now" side, to try settings; MERIDIAN_BENCH_PHASES names
-// the phases to run (one-offs, bursts, working, restart; default all).
+// the phases to run (one-offs, bursts, working, restart; default all);
+// MERIDIAN_BENCH_BURST is a burst's size (default 10).
 func BenchmarkPool(b *testing.B) {
 	runs, idle := benchEnv("MERIDIAN_BENCH_RUNS", 1), benchEnv("MERIDIAN_BENCH_IDLE", 3)
 	oneOffs := benchEnv("MERIDIAN_BENCH_ONE_OFFS", 8)
+	n := benchEnv("MERIDIAN_BENCH_BURST", 10)
 	sides := map[string][]string{
 		"now":   strings.Fields(os.Getenv("MERIDIAN_BENCH_NOW_ARGS")),
 		"today": {"--spares", "1", "--spares-max", "1", "--live-memory", "1024"},
@@ -208,11 +210,11 @@ func BenchmarkPool(b *testing.B) {
 			}
 		}
 		if run("bursts") {
-			burstPhase(b, sides, order, runs, idle, got)
+			burstPhase(b, sides, order, n, runs, idle, got)
 		}
 		for _, side := range order {
 			if run("working") {
-				workingPhase(b, sides[side], runs, got[side])
+				workingPhase(b, sides[side], n, runs, got[side])
 			}
 			if run("restart") {
 				restartPhase(b, sides[side], runs, side == "now", got[side])
@@ -226,19 +228,19 @@ func BenchmarkPool(b *testing.B) {
 		b.ReportMetric(float64(f.alive), "claude-alive"+sfx)
 		b.ReportMetric(f.cpuIdle, "idle-cpu-worst-%core"+sfx)
 		b.ReportMetric(f.cpuRefill, "refill-window-cpu-%core"+sfx)
-		b.ReportMetric(msOf(f.afterIdle), "10-new-after-idle-ms"+sfx)
-		b.ReportMetric(float64(f.spared), "10-new-after-idle-by-spares"+sfx)
-		b.ReportMetric(msOf(f.cold), "10-new-cold-ms"+sfx)
+		b.ReportMetric(msOf(f.afterIdle), fmt.Sprintf("%d-new-after-idle-ms", n)+sfx)
+		b.ReportMetric(float64(f.spared), fmt.Sprintf("%d-new-after-idle-by-spares", n)+sfx)
+		b.ReportMetric(msOf(f.cold), fmt.Sprintf("%d-new-cold-ms", n)+sfx)
 		if len(f.working) > 0 {
-			b.ReportMetric(msOf(median(f.working)), "10-active-next-median-ms"+sfx)
-			b.ReportMetric(msOf(slices.Max(f.working)), "10-active-next-worst-ms"+sfx)
+			b.ReportMetric(msOf(median(f.working)), fmt.Sprintf("%d-active-next-median-ms", n)+sfx)
+			b.ReportMetric(msOf(slices.Max(f.working)), fmt.Sprintf("%d-active-next-worst-ms", n)+sfx)
 		}
-		b.ReportMetric(float64(f.closed), "10-active-closed"+sfx)
+		b.ReportMetric(float64(f.closed), fmt.Sprintf("%d-active-closed", n)+sfx)
 		b.ReportMetric(msOf(f.eleventh), "11th-new-ms"+sfx)
 		b.ReportMetric(msOf(f.restart), "first-after-restart-ms"+sfx)
 	}
 	if got["today"].afterIdle > 0 {
-		b.ReportMetric(float64(got["now"].afterIdle)/float64(got["today"].afterIdle), "10-new-after-idle-ratio")
-		b.ReportMetric(float64(got["now"].cold)/float64(got["today"].cold), "10-new-cold-ratio")
+		b.ReportMetric(float64(got["now"].afterIdle)/float64(got["today"].afterIdle), fmt.Sprintf("%d-new-after-idle-ratio", n))
+		b.ReportMetric(float64(got["now"].cold)/float64(got["today"].cold), fmt.Sprintf("%d-new-cold-ratio", n))
 	}
 }

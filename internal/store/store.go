@@ -2,8 +2,8 @@
 // per concern: conversations and their delivered tool results, turn
 // leases, the unfinished-request journal, stored responses with the event
 // logs of background runs, saved answers, telemetry records, profile
-// benches, the start-time options of new conversations and the hosts
-// sharing the store. Two engines implement them
+// benches, the start-time options of new conversations, API keys with
+// what their limits count, and the hosts sharing the store. Two engines implement them
 // (sqlite, the embedded default; postgres, for several hosts) over one set
 // of statements (sqlstore), and the conformance suite (storetest) holds
 // both to the same behaviour. Nothing outside the store packages knows
@@ -41,6 +41,7 @@ type Store struct {
 	Telemetry     Telemetry
 	Bench         Bench
 	Starts        Starts
+	Keys          Keys
 	Hosts         Hosts
 	Signals       Signals
 	// Engine names the engine ("sqlite", "postgres") and Where its place

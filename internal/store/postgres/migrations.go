@@ -172,6 +172,39 @@ func migrations() []string {
 		last_at  BIGINT NOT NULL,
 		PRIMARY KEY (profile, contract)
 	);`,
+		// 4: API keys for people and tools (digests only), and what
+		// their limits count: admissions, running requests, daily tokens.
+		`CREATE TABLE api_keys (
+		name           TEXT    PRIMARY KEY,
+		digest         TEXT    NOT NULL UNIQUE,
+		profiles       TEXT    NOT NULL,
+		models         TEXT    NOT NULL,
+		rpm            INTEGER NOT NULL,
+		concurrent     INTEGER NOT NULL,
+		tokens_per_day BIGINT  NOT NULL,
+		expires_at     BIGINT  NOT NULL,
+		created_at     BIGINT  NOT NULL,
+		revoked_at     BIGINT  NOT NULL DEFAULT 0,
+		rotated_at     BIGINT  NOT NULL DEFAULT 0
+	);
+	CREATE TABLE key_hits (
+		name TEXT    NOT NULL,
+		at   BIGINT  NOT NULL
+	);
+	CREATE INDEX key_hits_name_at ON key_hits (name, at);
+	CREATE TABLE key_running (
+		name     TEXT    NOT NULL,
+		id       TEXT    NOT NULL,
+		host     TEXT    NOT NULL,
+		until_at BIGINT  NOT NULL,
+		PRIMARY KEY (name, id)
+	);
+	CREATE TABLE key_tokens (
+		name   TEXT    NOT NULL,
+		day    BIGINT  NOT NULL,
+		tokens BIGINT  NOT NULL,
+		PRIMARY KEY (name, day)
+	);`,
 	}
 }
 

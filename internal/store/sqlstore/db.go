@@ -92,6 +92,7 @@ func New(db *sql.DB, d Dialect, opts Options, hub *Hub, engine, where string, cl
 		Telemetry:     telemetry{s},
 		Bench:         bench{s},
 		Starts:        starts{s},
+		Keys:          keys{s},
 		Hosts:         hosts{s},
 		Signals:       hub,
 		Engine:        engine,

@@ -15,16 +15,19 @@ import (
 )
 
 // Without --api-key every key a client sends is a credential scope of its
-// own. 150 keys, each with an 800 KB answer saved for its retries, hold no
-// more memory than the saved answers' global bound (64 MiB), where each
-// scope's own bound alone let them keep all 120 MB. Not parallel: the
+// own. 40 keys, each with an 800 KB answer saved for its retries, hold no
+// more memory than the saved answers' global bound (16 MiB here), where
+// each scope's own bound alone let them keep all 32 MB. Not parallel: the
 // heap is measured while nothing else runs.
 func TestSavedAnswersOfManyKeysStayWithinTheGlobalBound(t *testing.T) {
 	chunks := make([]string, 100)
 	for i := range chunks {
 		chunks[i] = strings.Repeat("y", 8000)
 	}
-	s := newStack(t, stackOptions{claudePath: "in-process", launcher: testkit.NewInProcessCLI(chunks)})
+	const keys = 40
+	lim := answers.DefaultLimits()
+	lim.TotalBytes = 16 << 20
+	s := newStack(t, stackOptions{claudePath: "in-process", launcher: testkit.NewInProcessCLI(chunks), answers: lim})
 	heap := func() uint64 {
 		runtime.GC()
 		var m runtime.MemStats
@@ -32,7 +35,7 @@ func TestSavedAnswersOfManyKeysStayWithinTheGlobalBound(t *testing.T) {
 		return m.HeapAlloc
 	}
 	before := heap()
-	for i := range 150 {
+	for i := range keys {
 		c := s.client(option.WithAPIKey(fmt.Sprintf("key-%d", i)), option.WithHeader("Idempotency-Key", fmt.Sprintf("req-%d", i)))
 		msg, err := c.Messages.New(context.Background(), simpleParams("a long answer, please"))
 		if err != nil {
@@ -43,15 +46,16 @@ func TestSavedAnswersOfManyKeysStayWithinTheGlobalBound(t *testing.T) {
 		}
 	}
 	grown := int64(heap()) - int64(before)
-	bound := answers.DefaultLimits().TotalBytes
-	t.Logf("150 keys × 800 KB answers: the heap grew %.1f MiB (global bound %d MiB)", float64(grown)/(1<<20), bound>>20)
+	bound := lim.TotalBytes
+	t.Logf("%d keys × 800 KB answers: the heap grew %.1f MiB (global bound %d MiB)", keys, float64(grown)/(1<<20), bound>>20)
 	// The answers themselves are at most the bound; the rest is their
 	// headers and the server's own bookkeeping.
 	if grown > bound+bound/4 {
-		t.Fatalf("the heap grew %d MiB with 150 keys' saved answers, past the %d MiB bound", grown>>20, bound>>20)
+		t.Fatalf("the heap grew %d MiB with %d keys' saved answers, past the %d MiB bound", grown>>20, keys, bound>>20)
 	}
 	// The newest keys' answers are still replayed.
-	c := s.client(option.WithAPIKey("key-149"), option.WithHeader("Idempotency-Key", "req-149"))
+	last := fmt.Sprint(keys - 1)
+	c := s.client(option.WithAPIKey("key-"+last), option.WithHeader("Idempotency-Key", "req-"+last))
 	var resp *http.Response
 	if _, err := c.Messages.New(context.Background(), simpleParams("a long answer, please"), option.WithResponseInto(&resp)); err != nil {
 		t.Fatal(err)

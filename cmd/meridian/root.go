@@ -68,7 +68,7 @@ func newRootCommand(environ []string, hurry <-chan struct{}) *cobra.Command {
 	}
 	var chdir string
 	root.PersistentFlags().StringVarP(&chdir, "directory", "C", "", "act on the project at `DIR`, read-only: spawn commands then never record anything as seen")
-	root.AddCommand(serveCmd, newSpawnCommand(env, environ, &chdir), newClaudeCommand(env, environ), newStatusCommand(env), newSetupCommand(env, environ), newServiceCommand(env), newProfileCommand(env, environ), &cobra.Command{
+	root.AddCommand(serveCmd, newSpawnCommand(env, environ, &chdir), newClaudeCommand(env, environ), newStatusCommand(env), newSetupCommand(env, environ), newServiceCommand(env), newProfileCommand(env, environ), newKeyCommand(env), &cobra.Command{
 		Use:   "version",
 		Short: "Print the version",
 		Args:  cobra.NoArgs,

@@ -151,6 +151,10 @@ type Call struct {
 	ID string
 	// Named is the profile the client chose; nil lets dispatch choose.
 	Named *gateway.Gateway
+	// Allowed, when set, says which profiles the request may run on (its
+	// API key's scope): dispatch chooses, and fails over, among those
+	// only.
+	Allowed func(profile string) bool
 	// Answering, when set, hears each profile that is about to answer
 	// (after a failover, the next), before it runs.
 	Answering func(profile string)
@@ -170,6 +174,10 @@ func (d *Dispatcher) Answer(ctx context.Context, c Call, out gateway.Output) err
 			c.Answering(name)
 		}
 	}
+	if chosen == nil {
+		return &gateway.Error{Status: http.StatusForbidden, Type: anthropic.ErrPermission,
+			Message: "the API key may use none of the profiles this meridian serves"}
+	}
 	if !d.cfg.Failover || len(set.list) < 2 {
 		answering(chosen.Profile())
 		return chosen.Messages(ctx, c.Request, c.ID, out)
@@ -179,8 +187,8 @@ func (d *Dispatcher) Answer(ctx context.Context, c Call, out gateway.Output) err
 	order, reopen := d.bench.Order(chosen.Profile(), set.fallbacks, d.cfg.Now())
 	for _, name := range order {
 		gw, ok := set.byName[name]
-		if !ok {
-			continue // a named profile removed since
+		if !ok || !c.allows(name) {
+			continue // a named profile removed since, or one the key may not use
 		}
 		answering(name)
 		err := gw.Messages(ctx, c.Request, c.ID, out)
@@ -220,12 +228,25 @@ func (d *Dispatcher) chooseIn(ctx context.Context, set *profileSet, c Call) *gat
 		// (after a failover, the one it moved to), whatever the default.
 		if last, err := chosen.ServedBy(ctx, c.Request); err != nil {
 			d.log.Warn("could not look up the conversation's profile; the default serves it", "err", err)
-		} else if gw, ok := set.byName[last]; ok {
+		} else if gw, ok := set.byName[last]; ok && c.allows(last) {
 			chosen = gw
 		}
 	}
-	return chosen
+	if c.allows(chosen.Profile()) {
+		return chosen
+	}
+	// A scoped key's request goes to the first profile by priority it
+	// may use.
+	for _, p := range set.list {
+		if c.allows(p.Gateway.Profile()) {
+			return p.Gateway
+		}
+	}
+	return nil
 }
+
+// allows reports whether the call may run on a profile.
+func (c Call) allows(profile string) bool { return c.Allowed == nil || c.Allowed(profile) }
 
 // shared takes in the benches other hosts recorded.
 func (d *Dispatcher) shared(ctx context.Context) {

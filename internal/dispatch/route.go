@@ -39,6 +39,9 @@ func (d *Dispatcher) Route(ctx context.Context, c Call) (Target, bool) {
 		return Target{}, false
 	}
 	gw := d.choose(ctx, c)
+	if gw == nil {
+		return Target{}, false // no profile it may use: refused here
+	}
 	holder, err := gw.HeldBy(ctx, c.Request)
 	if err != nil {
 		d.log.Warn("store: could not look up which host holds the conversation; this one answers", "err", err)

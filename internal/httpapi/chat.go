@@ -24,6 +24,11 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	areq := creq.Anthropic()
+	done, ok := s.admitKey(w, r, areq.Model)
+	if !ok {
+		return
+	}
+	defer done()
 	if s.routed(w, r, raw, gateway.Request{Body: areq, Header: r.Header, Hints: bodyHints(creq.Identity)}) {
 		return
 	}

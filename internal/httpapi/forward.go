@@ -24,6 +24,10 @@ const (
 	headerClusterKey   = "X-Meridian-Cluster-Key"
 	headerForwardedBy  = "X-Meridian-Forwarded-By"
 	headerClientScope  = "X-Meridian-Client-Scope"
+	// headerForwardedKey names (never holds) the API key a forwarded
+	// request came with: the host that forwarded it counted it against
+	// the key's limits; the holder keeps to the key's scope.
+	headerForwardedKey = "X-Meridian-Forwarded-Key"
 	headerServedByHost = "X-Meridian-Host"
 )
 
@@ -74,7 +78,17 @@ func (s *Server) admitPeer(w http.ResponseWriter, r *http.Request) (*http.Reques
 	if scope == "" {
 		scope = "local"
 	}
-	return r.WithContext(context.WithValue(r.Context(), forwardedKey{}, scope)), true
+	ctx := context.WithValue(r.Context(), forwardedKey{}, scope)
+	if name := r.Header.Get(headerForwardedKey); name != "" && s.keys != nil {
+		k, ok, err := s.keys.named(ctx, name, time.Now())
+		if err != nil || !ok {
+			writeError(w, r, gateway.Unavailable("could not find the API key the forwarded request came with; send it again"))
+			return r, false
+		}
+		ctx = withCaller(ctx, k, true)
+		telemetry.From(ctx).Keyed(k.Name)
+	}
+	return r.WithContext(ctx), true
 }
 
 // sameSecret compares two secrets by their digests, in constant time.
@@ -100,7 +114,7 @@ func (s *Server) routed(w http.ResponseWriter, r *http.Request, raw []byte, req 
 	if _, ok := forwarded(r.Context()); ok {
 		return false
 	}
-	t, ok := s.dispatch.Route(r.Context(), dispatch.Call{Request: req, Named: named(r.Context())})
+	t, ok := s.dispatch.Route(r.Context(), dispatch.Call{Request: req, Named: named(r.Context()), Allowed: allowedProfile(r.Context())})
 	if !ok {
 		return false
 	}
@@ -126,6 +140,10 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, raw []byte, t d
 	out.Header.Set(headerClusterKey, s.cfg.ClusterKey)
 	out.Header.Set(headerForwardedBy, s.cfg.Host)
 	out.Header.Set(headerClientScope, credentialScope(r))
+	out.Header.Del(headerForwardedKey)
+	if k := caller(r.Context()); k != nil {
+		out.Header.Set(headerForwardedKey, k.Name)
+	}
 	// Until its answer begins, the holder is watched by its heartbeat: a
 	// host that stopped (a paused VM) accepts the connection and never
 	// answers, and it must not hold the request.

@@ -15,8 +15,8 @@ import (
 
 // guard refuses what must not reach a handler: browser pages of other
 // origins (a local gateway is otherwise open to any website the user
-// visits), DNS-rebound host names when listening on loopback, and /v1
-// requests without the API key when one is set.
+// visits), DNS-rebound host names when listening on loopback, and
+// requests without a key where one is needed (authenticate).
 func (s *Server) guard(next http.Handler) http.Handler {
 	loopback := isLoopbackAddr(s.cfg.Addr)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -35,14 +35,11 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		if s.hasKey && s.signIn(w, r) {
 			return
 		}
-		if s.hasKey && needsKey(r) && !s.keyOK(r) && !s.cookieOK(r) {
-			if wantsHTML(r) {
-				s.signInPage(w, r)
+		if needsKey(r) && (s.hasKey || s.keys != nil) {
+			var ok bool
+			if r, ok = s.authenticate(w, r); !ok {
 				return
 			}
-			writeError(w, r, &gateway.Error{Status: http.StatusUnauthorized, Type: anthropic.ErrAuthentication,
-				Message: "invalid or missing API key: send it as x-api-key or Authorization: Bearer"})
-			return
 		}
 		next.ServeHTTP(w, r)
 	})

@@ -45,7 +45,15 @@ func (s *Server) decodeMessages(w http.ResponseWriter, r *http.Request) (*anthro
 // messages serves POST /v1/messages.
 func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	req, raw, ok := s.decodeMessages(w, r)
-	if !ok || s.routed(w, r, raw, gateway.Request{Body: req, Header: r.Header}) {
+	if !ok {
+		return
+	}
+	done, ok := s.admitKey(w, r, req.Model)
+	if !ok {
+		return
+	}
+	defer done()
+	if s.routed(w, r, raw, gateway.Request{Body: req, Header: r.Header}) {
 		return
 	}
 	s.once(w, r, raw, req, func(w http.ResponseWriter) {

@@ -114,7 +114,7 @@ func (s *Server) providers(ctx context.Context) []gateway.Provider {
 // that answers.
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, req gateway.Request, id string, out gateway.Output) error {
 	return s.dispatch.Answer(r.Context(), dispatch.Call{Request: req, ID: id, Named: named(r.Context()),
-		Answering: func(p string) { w.Header().Set(headerProfile, p) }}, out)
+		Allowed: allowedProfile(r.Context()), Answering: func(p string) { w.Header().Set(headerProfile, p) }}, out)
 }
 
 // profileQuota is one profile's part of GET /v1/usage/quota.

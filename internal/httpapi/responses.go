@@ -29,6 +29,11 @@ type responseCall struct {
 	id    string
 	scope string
 	store bool // a record exists and follows the response
+	// keyDone ends the request's count against its API key: when the
+	// handler returns, or for a background response when its run ends
+	// (then handedOff).
+	keyDone   func()
+	handedOff bool
 
 	endMu sync.Mutex
 	ended bool // the record holds the response's end
@@ -58,6 +63,14 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, invalidField(err))
 		return
 	}
+	if c.keyDone, ok = s.admitKey(w, r, areq.Model); !ok {
+		return
+	}
+	defer func() {
+		if !c.handedOff {
+			c.keyDone()
+		}
+	}()
 	if rreq.Background {
 		// Not replayed (its answer is the stored response), but its tool
 		// results retire the saved batch that asked for them, as a

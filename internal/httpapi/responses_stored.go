@@ -100,11 +100,15 @@ func (s *Server) background(w http.ResponseWriter, r *http.Request, c *responseC
 	greq := c.greq
 	greq.Header = r.Header.Clone() // the job outlives the request
 	out := newLogOutput(c.meta, func(final openai.Response) { s.storeEnd(context.Background(), c, final) })
-	call := dispatch.Call{Request: greq, ID: c.id, Named: named(r.Context())}
+	call := dispatch.Call{Request: greq, ID: c.id, Named: named(r.Context()), Allowed: allowedProfile(r.Context())}
 	// The request's record is the run's: it is finished when the run
 	// ends, with the run's tokens and outcome.
 	tr := telemetry.From(r.Context())
+	c.handedOff = c.keyDone != nil // the run ends the key's count
 	log, err := s.cfg.Jobs.Start(c.id, out.current, func(ctx context.Context, log *responses.EventLog) {
+		if c.keyDone != nil {
+			defer c.keyDone()
+		}
 		out.attach(log)
 		s.storeProgress(c, out.begin())
 		err := s.dispatch.Answer(telemetry.With(ctx, tr), call, out)
@@ -126,6 +130,7 @@ func (s *Server) background(w http.ResponseWriter, r *http.Request, c *responseC
 		}
 	})
 	if err != nil {
+		c.handedOff = false
 		ge := overloaded("too many background responses are running; retry when one has finished")
 		switch {
 		case errors.Is(err, context.Canceled):

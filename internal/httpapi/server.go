@@ -30,8 +30,13 @@ import (
 type Config struct {
 	// Addr is host:port to listen on.
 	Addr string
-	// APIKey, when set, is required on /v1/* and /messages.
+	// APIKey, when set, is the admin key: required on every route but the
+	// probes, and the only key the pages and admin routes take.
 	APIKey string
+	// Keys, when set, are the keys of people and tools, each with its
+	// scope and limits, shared by every host on the store: once one
+	// exists, the model routes need one of them (or the admin key).
+	Keys store.Keys
 	// MaxBodyBytes bounds a request body; larger bodies get 413.
 	// BodyTimeout bounds how long it may take to arrive; slower ones get
 	// 408 (0: DefaultBodyTimeout).
@@ -131,6 +136,7 @@ type Server struct {
 	dispatch *dispatch.Dispatcher
 	apiKey   [32]byte // digest of the key, compared in constant time
 	hasKey   bool
+	keys     *keyring // nil without Config.Keys
 	// gate admits requests until the drain begins and counts those
 	// running: Serve returns after the last, or lastWait after cancelling
 	// them.
@@ -176,6 +182,9 @@ func New(cfg Config) (*Server, error) {
 			Answers: cfg.Answers, Journal: cfg.Journal, Bench: cfg.Bench, Hosts: cfg.Peers, Logger: cfg.Logger})}
 	if cfg.APIKey != "" {
 		s.apiKey, s.hasKey = digest(cfg.APIKey), true
+	}
+	if cfg.Keys != nil {
+		s.keys = &keyring{keys: cfg.Keys}
 	}
 	s.handler = s.routes()
 	return s, nil

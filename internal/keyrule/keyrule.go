@@ -33,7 +33,7 @@ func Digest(secret string) string {
 type Limits struct {
 	RPM          int   // requests admitted per sliding minute
 	Concurrent   int   // requests running at once
-	TokensPerDay int64 // input and output tokens per UTC day
+	TokensPerDay int64 // tokens per UTC day: input (cache writes included, cache reads not) and output
 }
 
 // Use is what is known of a key's use when a request arrives.

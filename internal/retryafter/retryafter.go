@@ -31,6 +31,7 @@ const (
 	FromWindow     Source = "window"      // the account's last observed window reset
 	FromDefault    Source = "default"     // the per-status constant
 	FromNotLimited Source = "not_limited" // status carries no wait
+	FromKey        Source = "key"         // an API key's own limit (rate, running, daily tokens)
 )
 
 // Facts is what is known about one refusal.

@@ -325,7 +325,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 			Answers: answers.New(db.Answers, lim, nil), AnswerBytes: lim.EntryBytes, Journal: journal.New(db.Journal, hosts, 0, 0, nil), Bench: db.Bench,
 			Host: host, Cluster: hosts, StoreEngine: db.Engine, StoreAt: db.Where,
 			Responses: stored, Jobs: jobs, Sealer: sealer,
-			Addr: addr, APIKey: cfg.APIKey, MaxBodyBytes: cfg.MaxBodyBytes, BodyTimeout: cfg.BodyTimeout, DrainTimeout: cfg.DrainTimeout, Hurry: cfg.Hurry,
+			Addr: addr, APIKey: cfg.APIKey, Keys: db.Keys, MaxBodyBytes: cfg.MaxBodyBytes, BodyTimeout: cfg.BodyTimeout, DrainTimeout: cfg.DrainTimeout, Hurry: cfg.Hurry,
 			Version: cfg.Version, Gateway: agyGW, Profiles: []httpapi.Profile{{Name: BackendAntigravity, Gateway: agyGW}},
 			Logger: log.With("component", "http", "backend", BackendAntigravity),
 		})
@@ -358,6 +358,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		Sealer:       sealer,
 		Addr:         addr,
 		APIKey:       cfg.APIKey,
+		Keys:         db.Keys,
 		MaxBodyBytes: cfg.MaxBodyBytes,
 		BodyTimeout:  cfg.BodyTimeout,
 		DrainTimeout: cfg.DrainTimeout,

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 
@@ -65,4 +66,18 @@ func openStores(ctx context.Context, cfg Config, log *slog.Logger) (*stores, err
 	}
 	_ = local.Close()
 	return nil, fmt.Errorf("--store: want nothing (SQLite in the data dir) or a postgres:// DSN")
+}
+
+// OpenShared opens the store a meridian with this data dir and --store
+// shares, for the commands that manage its records (meridian key) whether
+// or not one runs; close releases it.
+func OpenShared(ctx context.Context, dataDir, dsn string, log *slog.Logger) (shared *store.Store, close func(), err error) {
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, nil, fmt.Errorf("data dir: %w", err)
+	}
+	s, err := openStores(ctx, Config{DataDir: dataDir, Store: dsn, StorePool: 2}, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.shared, s.close, nil
 }

@@ -47,6 +47,9 @@ type Record struct {
 	// Conversation is a short hash of the conversation key, never the key.
 	Conversation string `json:"conversation,omitempty"`
 	Profile      string `json:"profile,omitempty"`
+	// Key names the API key the request came with (its name, never the
+	// key); empty for the admin key or an open gateway.
+	Key string `json:"key,omitempty"`
 	// Model is what the client asked for; Effective what answered.
 	Model     string `json:"model,omitempty"`
 	Effective string `json:"effective_model,omitempty"`
@@ -138,6 +141,23 @@ func (tr *Trace) Conversation(client, profile, key string) {
 // Verdict notes lineage's verdict and whether the live process served.
 func (tr *Trace) Verdict(verdict string, live bool) {
 	tr.update(func(r *Record) { r.Verdict, r.Live = verdict, live })
+}
+
+// Keyed notes the name of the API key the request came with.
+func (tr *Trace) Keyed(name string) {
+	tr.update(func(r *Record) { r.Key = name })
+}
+
+// TokenTotal is what a key's daily budget counts of the tokens noted so
+// far: input (cache writes included, cache reads not) and output.
+func (tr *Trace) TokenTotal() int64 {
+	if tr == nil {
+		return 0
+	}
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	t := tr.rec.Tokens
+	return t.Input + t.CacheWrite + t.Output
 }
 
 // Queued adds time spent waiting for admission.

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/meridian-gw/meridian/internal/apikeys"
+	"github.com/meridian-gw/meridian/internal/keyrule"
+	"github.com/meridian-gw/meridian/internal/serve"
+	"github.com/meridian-gw/meridian/internal/store"
+)
+
+// newKeyCommand wires `meridian key`.
+func newKeyCommand(env map[string]string) *cobra.Command {
+	var dataDir, dsn string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "key",
+		Short: "API keys for each person and tool: add, list, show, revoke, rotate",
+		Long: `Each key has a name, an optional scope (--profiles, --models) and optional limits (--rpm,
+--concurrent, --tokens-per-day), which every host sharing the store enforces. A key is shown once,
+when it is made or rotated; only its digest is kept. Once any key exists the model routes need one
+(or --api-key, the admin key, which alone opens the pages and admin routes). Usage is attributed to
+the key's name, never the key.`,
+	}
+	cmd.PersistentFlags().StringVar(&dataDir, "data-dir", envOr(env, "MERIDIAN_DATA_DIR", defaultDataDir(env)), "where Meridian keeps its state (MERIDIAN_DATA_DIR)")
+	cmd.PersistentFlags().StringVar(&dsn, "store", env["MERIDIAN_STORE"], "the shared store: empty for SQLite in the data dir, or a postgres:// DSN (MERIDIAN_STORE)")
+	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print JSON")
+	// run opens the store for one command and prints what it returns.
+	run := func(c *cobra.Command, f func(ctx context.Context, keys store.Keys, now time.Time) (any, error)) error {
+		ctx := c.Context()
+		st, closeStore, err := serve.OpenShared(ctx, dataDir, dsn, slog.New(slog.DiscardHandler))
+		if err != nil {
+			return err
+		}
+		defer closeStore()
+		v, err := f(ctx, st.Keys, time.Now())
+		if err != nil {
+			return err
+		}
+		switch v := v.(type) {
+		case []apikeys.View:
+			if asJSON {
+				return printJSON(c, v)
+			}
+			return apikeys.PrintTable(c.OutOrStdout(), v)
+		default:
+			if asJSON {
+				return printJSON(c, v)
+			}
+			return apikeys.PrintOne(c.OutOrStdout(), v.(apikeys.View))
+		}
+	}
+	one := func(use, short string, f func(context.Context, store.Keys, string, time.Time) (apikeys.View, error)) *cobra.Command {
+		return &cobra.Command{Use: use + " NAME", Short: short, Args: cobra.ExactArgs(1),
+			RunE: func(c *cobra.Command, args []string) error {
+				return run(c, func(ctx context.Context, keys store.Keys, now time.Time) (any, error) {
+					return f(ctx, keys, args[0], now)
+				})
+			}}
+	}
+
+	var profiles, models, expires string
+	var spec apikeys.Spec
+	add := &cobra.Command{
+		Use:   "add NAME",
+		Short: "Make a key (shown once) with its scope and limits",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			return run(c, func(ctx context.Context, keys store.Keys, now time.Time) (any, error) {
+				s := spec
+				s.Name, s.Profiles, s.Models = args[0], keyrule.List(profiles), keyrule.List(models)
+				var err error
+				if s.Expires, err = apikeys.ParseExpiry(expires, now); err != nil {
+					return nil, err
+				}
+				return apikeys.Add(ctx, keys, s, now)
+			})
+		},
+	}
+	add.Flags().StringVar(&profiles, "profiles", "", "the profiles it may use, comma-separated (default: any)")
+	add.Flags().StringVar(&models, "models", "", "the models it may ask for, comma-separated names or patterns such as claude-sonnet-* (default: any)")
+	add.Flags().IntVar(&spec.RPM, "rpm", 0, "most requests in any 60 s (0: no limit)")
+	add.Flags().IntVar(&spec.Concurrent, "concurrent", 0, "most requests running at once (0: no limit)")
+	add.Flags().Int64Var(&spec.TokensPerDay, "tokens-per-day", 0, "most tokens a UTC day, input and output (0: no limit); the answer that crosses it finishes, the next is refused")
+	add.Flags().StringVar(&expires, "expires", "", "when it stops working: a date (2027-01-31, UTC), an RFC 3339 time, or a span (30d, 12h)")
+
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the keys (never the keys themselves)",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return run(c, func(ctx context.Context, keys store.Keys, now time.Time) (any, error) {
+				return apikeys.List(ctx, keys, now)
+			})
+		},
+	}
+	cmd.AddCommand(add, list,
+		one("show", "Show a key's scope, limits and state", apikeys.Show),
+		one("revoke", "End a key on every host at once", apikeys.Revoke),
+		one("rotate", "Give a key a new secret (shown once); the old one stops working", apikeys.Rotate))
+	return cmd
+}

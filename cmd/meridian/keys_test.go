@@ -1,0 +1,279 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/openai/openai-go/v3"
+	oaioption "github.com/openai/openai-go/v3/option"
+
+	"github.com/meridian-gw/meridian/internal/testkit"
+)
+
+const adminKey = "admin-SECRET-key"
+
+// keyCommand runs `meridian key ARGS` on the gateway's data dir (and
+// store, when given).
+func (g *gatewayProc) keyCommand(t *testing.T, dsn string, args ...string) (string, int) {
+	t.Helper()
+	args = append(append([]string{"key"}, args...), "--data-dir", g.dataDir)
+	if dsn != "" {
+		args = append(args, "--store", dsn)
+	}
+	cmd := exec.Command(g.bin, args...)
+	cmd.Env = g.env
+	return combined(t, cmd)
+}
+
+// addKey makes a key and returns it.
+func (g *gatewayProc) addKey(t *testing.T, dsn, name string, flags ...string) string {
+	t.Helper()
+	out, code := g.keyCommand(t, dsn, append([]string{"add", name, "--json"}, flags...)...)
+	var v struct{ Key string }
+	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || !strings.HasPrefix(v.Key, "mk-") {
+		t.Fatalf("key add %s: %d %s", name, code, out)
+	}
+	return v.Key
+}
+
+func keyedAnthropic(url, key string) sdk.Client {
+	return sdk.NewClient(option.WithBaseURL(url), option.WithAPIKey(key), option.WithMaxRetries(0))
+}
+
+// apiStatus is the HTTP status of an SDK error (0: none).
+func apiStatus(err error) (int, *http.Response) {
+	var ae *sdk.Error
+	if errors.As(err, &ae) {
+		return ae.StatusCode, ae.Response
+	}
+	var oe *openai.Error
+	if errors.As(err, &oe) {
+		return oe.StatusCode, oe.Response
+	}
+	return 0, nil
+}
+
+func ask(c sdk.Client, model string, opts ...option.RequestOption) (*sdk.Message, error) {
+	return c.Messages.New(context.Background(), sdk.MessageNewParams{Model: sdk.Model(model), MaxTokens: 100,
+		Messages: []sdk.MessageParam{sdk.NewUserMessage(sdk.NewTextBlock("hello"))}}, opts...)
+}
+
+// A key made by `meridian key add` reaches only its scope: the profile it
+// may use answers a request that names none (the default is another),
+// naming another profile or a model outside its patterns is a 403 in the
+// client's own shape that says what it may use, an unknown key is a 401,
+// and the admin routes want the admin key. Revoked, it is refused within
+// 2 s; rotated, the old key is refused and the new one works.
+func TestKeysKeepToTheirScope(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	g.up.Always(testkit.Reply{Text: "scoped answer"})
+	twoProfiles(t, g, "sk-ant-a-SECRET", "sk-ant-b-SECRET")
+	key := g.addKey(t, "", "ci-bot", "--profiles", "b", "--models", "test-*")
+	g.env = append(g.env, "MERIDIAN_API_KEY="+adminKey)
+	g.start("--spares", "0")
+
+	c := keyedAnthropic(g.url, key)
+	var resp *http.Response
+	if msg, err := ask(c, "test-model", option.WithResponseInto(&resp)); err != nil || messageText(msg) != "scoped answer" {
+		t.Fatalf("in scope: %v", err)
+	}
+	if p := resp.Header.Get("X-Meridian-Profile"); p != "b" {
+		t.Fatalf("answered by profile %q; the key may use b only", p)
+	}
+	_, err := ask(c, "test-model", option.WithHeader("X-Meridian-Profile", "a"))
+	if code, _ := apiStatus(err); code != http.StatusForbidden || !strings.Contains(errText(err), `may not use the profile "a"; it may use: b`) {
+		t.Fatalf("another profile: %v", err)
+	}
+	_, err = ask(c, "claude-opus-4")
+	if code, _ := apiStatus(err); code != http.StatusForbidden || !strings.Contains(errText(err), "permission_error") || !strings.Contains(errText(err), "test-*") {
+		t.Fatalf("a model outside its patterns: %v", err)
+	}
+	oc := openai.NewClient(oaioption.WithBaseURL(g.url+"/v1"), oaioption.WithAPIKey(key), oaioption.WithMaxRetries(0))
+	_, err = oc.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "gpt-5",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello")}})
+	var oe *openai.Error
+	if !errors.As(err, &oe) || oe.StatusCode != http.StatusForbidden || !strings.Contains(oe.Message, `may not use the model "gpt-5"`) {
+		t.Fatalf("chat completions outside its models: %v", err)
+	}
+	if _, err := ask(keyedAnthropic(g.url, "mk-NOTAKEY"), "test-model"); !isStatus(err, http.StatusUnauthorized) {
+		t.Fatalf("an unknown key: %v", err)
+	}
+	if msg, err := ask(keyedAnthropic(g.url, adminKey), "test-model"); err != nil || messageText(msg) != "scoped answer" {
+		t.Fatalf("the admin key: %v", err)
+	}
+	for key, want := range map[string]int{key: http.StatusForbidden, adminKey: http.StatusOK, "": http.StatusUnauthorized} {
+		req, _ := http.NewRequest(http.MethodGet, g.url+"/telemetry/summary", nil)
+		req.Header.Set("X-Api-Key", key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET /telemetry/summary with key %.6q: %d, want %d", key, resp.StatusCode, want)
+		}
+	}
+
+	// Rotated: the old key is refused, the new one answers.
+	out, code := g.keyCommand(t, "", "rotate", "ci-bot", "--json")
+	var rotated struct{ Key string }
+	if code != 0 || json.Unmarshal([]byte(out), &rotated) != nil || rotated.Key == "" || rotated.Key == key {
+		t.Fatalf("rotate: %d %s", code, out)
+	}
+	waitTrue(t, 3*time.Second, "the old key refused after rotating", func() bool {
+		_, err := ask(c, "test-model")
+		return isStatus(err, http.StatusUnauthorized)
+	})
+	c = keyedAnthropic(g.url, rotated.Key)
+	if _, err := ask(c, "test-model"); err != nil {
+		t.Fatalf("the rotated key: %v", err)
+	}
+
+	// Revoked: refused within 2 s, saying so.
+	if out, code := g.keyCommand(t, "", "revoke", "ci-bot"); code != 0 || !strings.Contains(out, "status:   revoked") {
+		t.Fatalf("revoke: %d %s", code, out)
+	}
+	revoked := time.Now()
+	waitTrue(t, 3*time.Second, "the revoked key refused", func() bool {
+		_, err := ask(c, "test-model")
+		return isStatus(err, http.StatusUnauthorized) && strings.Contains(errText(err), `"ci-bot" was revoked`)
+	})
+	if took := time.Since(revoked); took > 2*time.Second {
+		t.Fatalf("the revoked key was refused only after %s", took)
+	}
+	out, _ = g.keyCommand(t, "", "list")
+	if !strings.Contains(out, "ci-bot") || !strings.Contains(out, "revoked") || strings.Contains(out, rotated.Key) || strings.Contains(out, key) {
+		t.Fatalf("key list: %s", out)
+	}
+}
+
+// waitTrue waits for cond, failing the test with what when it never holds.
+func waitTrue(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	if err := testkit.WaitFor(within, func() error {
+		if cond() {
+			return nil
+		}
+		return errors.New("not yet")
+	}); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// errText is an error's text with the JSON quotes of its body unescaped.
+func errText(err error) string { return strings.ReplaceAll(err.Error(), `\"`, `"`) }
+
+func isStatus(err error, status int) bool {
+	code, _ := apiStatus(err)
+	return code == status
+}
+
+// A key's limits answer 429 with the key's own wait: the request over its
+// rate is refused, not the one before it (Retry-After: until the oldest
+// of the minute leaves it); a request past its running limit is refused
+// while the others run; the answer that crosses its daily tokens finishes
+// whole, streamed, and the next is refused until midnight UTC.
+func TestKeyLimits(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	g.up.Respond(func(r testkit.Request) testkit.Reply {
+		reply := testkit.Reply{Text: "counted answer", Usage: testkit.Usage{InputTokens: 30, OutputTokens: 40}}
+		if strings.Contains(r.LastUserText(), "slow") {
+			reply.Delay = 2 * time.Second
+		}
+		return reply
+	})
+	rate := g.addKey(t, "", "rate", "--rpm", "3")
+	running := g.addKey(t, "", "running", "--concurrent", "2")
+	budget := g.addKey(t, "", "budget", "--tokens-per-day", "50")
+	g.start("--spares", "0")
+
+	c := keyedAnthropic(g.url, rate)
+	for i := range 3 {
+		if _, err := ask(c, "test-model"); err != nil {
+			t.Fatalf("request %d of 3 a minute: %v", i+1, err)
+		}
+	}
+	_, err := ask(c, "test-model")
+	code, resp := apiStatus(err)
+	if code != http.StatusTooManyRequests {
+		t.Fatalf("the 4th request of 3 a minute: %v", err)
+	}
+	if wait, _ := strconv.Atoi(resp.Header.Get("Retry-After")); wait < 50 || wait > 60 || !strings.Contains(errText(err), "3 requests a minute") {
+		t.Fatalf("Retry-After %q for the rate: %v", resp.Header.Get("Retry-After"), err)
+	}
+
+	slow := func(c sdk.Client) <-chan error {
+		done := make(chan error, 1)
+		go func() {
+			_, err := c.Messages.New(context.Background(), sdk.MessageNewParams{Model: "test-model", MaxTokens: 100,
+				Messages: []sdk.MessageParam{sdk.NewUserMessage(sdk.NewTextBlock("slow"))}})
+			done <- err
+		}()
+		return done
+	}
+	c = keyedAnthropic(g.url, running)
+	first, second := slow(c), slow(c)
+	waitTrue(t, 20*time.Second, "two slow turns at the upstream", func() bool {
+		n := 0
+		for _, r := range g.up.Requests() {
+			if r.LastUserText() == "slow" {
+				n++
+			}
+		}
+		return n >= 2
+	})
+	_, err = ask(c, "test-model")
+	if code, resp := apiStatus(err); code != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "1" || !strings.Contains(errText(err), "2 requests at once") {
+		t.Fatalf("a third request while two run: %v", err)
+	}
+	for _, done := range []<-chan error{first, second} {
+		if err := <-done; err != nil {
+			t.Fatalf("a running request of the key: %v", err)
+		}
+	}
+	if _, err := ask(c, "test-model"); err != nil {
+		t.Fatalf("once they ended: %v", err)
+	}
+
+	c = keyedAnthropic(g.url, budget)
+	stream := c.Messages.NewStreaming(context.Background(), sdk.MessageNewParams{Model: "test-model", MaxTokens: 100,
+		Messages: []sdk.MessageParam{sdk.NewUserMessage(sdk.NewTextBlock("stream it"))}})
+	var msg sdk.Message
+	for stream.Next() {
+		if err := msg.Accumulate(stream.Current()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := stream.Err(); err != nil || messageText(&msg) != "counted answer" {
+		t.Fatalf("the answer that crosses the budget: %q, %v", messageText(&msg), err)
+	}
+	waitTrue(t, 5*time.Second, "the budget's next request refused", func() bool {
+		_, err := ask(c, "test-model")
+		return isStatus(err, http.StatusTooManyRequests)
+	})
+	_, err = ask(c, "test-model")
+	_, resp = apiStatus(err)
+	midnight := time.Now().UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
+	if wait, _ := strconv.Atoi(resp.Header.Get("Retry-After")); absDuration(time.Duration(wait)*time.Second-time.Until(midnight)) > 5*time.Second ||
+		!strings.Contains(errText(err), "50 tokens a day") {
+		t.Fatalf("over the budget: Retry-After %q, %v", resp.Header.Get("Retry-After"), err)
+	}
+}
+
+func absDuration(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}

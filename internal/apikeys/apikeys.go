@@ -1,0 +1,179 @@
+// Package apikeys manages the API keys of people and tools: a new or
+// rotated key is shown once and only its digest is stored; each key has
+// a scope (profiles, models) and limits that every host sharing the store
+// enforces.
+package apikeys
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/meridian-gw/meridian/internal/keyrule"
+	"github.com/meridian-gw/meridian/internal/store"
+)
+
+// Spec is a key to create.
+type Spec struct {
+	Name             string
+	Profiles, Models []string
+	RPM, Concurrent  int
+	TokensPerDay     int64
+	Expires          time.Time
+}
+
+// View is a key as the commands print it: the key itself only when it
+// was just made.
+type View struct {
+	Name   string `json:"name"`
+	Status string `json:"status"` // active, revoked, expired
+	// Key is the key, shown once: at creation and rotation.
+	Key          string     `json:"key,omitempty"`
+	Profiles     []string   `json:"profiles"`
+	Models       []string   `json:"models"`
+	RPM          int        `json:"rpm"`
+	Concurrent   int        `json:"concurrent"`
+	TokensPerDay int64      `json:"tokens_per_day"`
+	Expires      *time.Time `json:"expires,omitempty"`
+	Created      time.Time  `json:"created"`
+	Revoked      *time.Time `json:"revoked,omitempty"`
+	Rotated      *time.Time `json:"rotated,omitempty"`
+}
+
+func view(k store.Key, now time.Time) View {
+	v := View{Name: k.Name, Status: "active", Profiles: k.Profiles, Models: k.Models, RPM: k.RPM, Concurrent: k.Concurrent,
+		TokensPerDay: k.TokensPerDay, Created: k.Created.UTC(), Expires: when(k.Expires), Revoked: when(k.Revoked), Rotated: when(k.Rotated)}
+	switch {
+	case !k.Revoked.IsZero():
+		v.Status = "revoked"
+	case !k.Expires.IsZero() && !now.Before(k.Expires):
+		v.Status = "expired"
+	}
+	if v.Profiles == nil {
+		v.Profiles = []string{}
+	}
+	if v.Models == nil {
+		v.Models = []string{}
+	}
+	return v
+}
+
+func when(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// newSecret is a key: the prefix and 130 random bits.
+func newSecret() string { return keyrule.Prefix + rand.Text() }
+
+// Add creates a key and returns it with the key shown.
+func Add(ctx context.Context, keys store.Keys, s Spec, now time.Time) (View, error) {
+	if err := keyrule.CheckName(s.Name); err != nil {
+		return View{}, err
+	}
+	if err := keyrule.CheckModels(s.Models); err != nil {
+		return View{}, err
+	}
+	if s.RPM < 0 || s.Concurrent < 0 || s.TokensPerDay < 0 {
+		return View{}, errors.New("--rpm, --concurrent and --tokens-per-day are counts: 0 for no limit, else positive")
+	}
+	if !s.Expires.IsZero() && !s.Expires.After(now) {
+		return View{}, fmt.Errorf("--expires %s is not in the future", s.Expires.UTC().Format(time.DateOnly))
+	}
+	secret := newSecret()
+	k := store.Key{Name: s.Name, Digest: keyrule.Digest(secret), Profiles: s.Profiles, Models: s.Models,
+		RPM: s.RPM, Concurrent: s.Concurrent, TokensPerDay: s.TokensPerDay, Expires: s.Expires, Created: now}
+	if err := keys.Add(ctx, k); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return View{}, fmt.Errorf("a key named %q exists: choose another name, or `meridian key rotate %s`", s.Name, s.Name)
+		}
+		return View{}, err
+	}
+	v := view(k, now)
+	v.Key = secret
+	return v, nil
+}
+
+// List returns every key, revoked and expired ones included.
+func List(ctx context.Context, keys store.Keys, now time.Time) ([]View, error) {
+	list, err := keys.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]View, 0, len(list))
+	for _, k := range list {
+		out = append(out, view(k, now))
+	}
+	return out, nil
+}
+
+// Show returns one key.
+func Show(ctx context.Context, keys store.Keys, name string, now time.Time) (View, error) {
+	k, err := keys.Get(ctx, name)
+	if err != nil {
+		return View{}, notFound(name, err)
+	}
+	return view(k, now), nil
+}
+
+// Revoke ends a key on every host (within a second or two).
+func Revoke(ctx context.Context, keys store.Keys, name string, now time.Time) (View, error) {
+	if err := keys.Revoke(ctx, name, now); err != nil {
+		return View{}, notFound(name, err)
+	}
+	return Show(ctx, keys, name, now)
+}
+
+// Rotate gives a key a new secret, shown once; the old one stops working.
+// A revoked key stays revoked: make a new one.
+func Rotate(ctx context.Context, keys store.Keys, name string, now time.Time) (View, error) {
+	k, err := keys.Get(ctx, name)
+	if err != nil {
+		return View{}, notFound(name, err)
+	}
+	if !k.Revoked.IsZero() {
+		return View{}, fmt.Errorf("the key %q is revoked: add a new one", name)
+	}
+	secret := newSecret()
+	if err := keys.Rotate(ctx, name, keyrule.Digest(secret), now); err != nil {
+		return View{}, notFound(name, err)
+	}
+	v, err := Show(ctx, keys, name, now)
+	v.Key = secret
+	return v, err
+}
+
+func notFound(name string, err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("no key named %q (`meridian key list` shows them)", name)
+	}
+	return err
+}
+
+// ParseExpiry reads --expires: a date (the key ends at its start, UTC), a
+// time in RFC 3339, or a span from now in days or a Go duration ("30d",
+// "12h").
+func ParseExpiry(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	var days int
+	if n, err := fmt.Sscanf(s, "%dd", &days); err == nil && n == 1 && fmt.Sprintf("%dd", days) == s && days > 0 {
+		return now.AddDate(0, 0, days), nil
+	}
+	if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		return now.Add(d), nil
+	}
+	return time.Time{}, fmt.Errorf("--expires %q: want a date (2027-01-31), an RFC 3339 time, or a span such as 30d or 12h", s)
+}

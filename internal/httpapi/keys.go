@@ -1,0 +1,311 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/meridian-gw/meridian/internal/anthropic"
+	"github.com/meridian-gw/meridian/internal/gateway"
+	"github.com/meridian-gw/meridian/internal/keyrule"
+	"github.com/meridian-gw/meridian/internal/retryafter"
+	"github.com/meridian-gw/meridian/internal/store"
+	"github.com/meridian-gw/meridian/internal/telemetry"
+)
+
+// keyTTL is how long the keys read from the store are trusted: a key
+// added, revoked or rotated on any host takes effect here within it (and
+// the time one List takes).
+const keyTTL = time.Second
+
+// keyLease is how long a key's running request counts when its host stops
+// renewing it (it died holding it); running requests renew it at half.
+const keyLease = 2 * time.Minute
+
+// keyring is the store's keys by digest, read again on the first request
+// after keyTTL: a map lookup per request, one query a second at most, and
+// nothing at all while no request comes.
+type keyring struct {
+	keys store.Keys
+	mu   sync.Mutex
+	read time.Time
+	by   map[string]store.Key // by digest
+}
+
+// lookup finds the key with a digest; any reports whether any key exists.
+// When the store cannot be read the keys last read stand; with none read
+// yet the error is returned.
+func (kr *keyring) lookup(ctx context.Context, digest string, now time.Time) (k store.Key, found, any bool, err error) {
+	kr.mu.Lock()
+	defer kr.mu.Unlock()
+	if err := kr.fresh(ctx, now); err != nil {
+		return k, false, false, err
+	}
+	k, found = kr.by[digest]
+	return k, found, len(kr.by) > 0, nil
+}
+
+// named finds a key by its name: a request another host forwarded names
+// the key it came with.
+func (kr *keyring) named(ctx context.Context, name string, now time.Time) (store.Key, bool, error) {
+	kr.mu.Lock()
+	defer kr.mu.Unlock()
+	if err := kr.fresh(ctx, now); err != nil {
+		return store.Key{}, false, err
+	}
+	for _, k := range kr.by {
+		if k.Name == name {
+			return k, true, nil
+		}
+	}
+	return store.Key{}, false, nil
+}
+
+// fresh reads the keys again when those read are older than keyTTL.
+// Called with mu held.
+func (kr *keyring) fresh(ctx context.Context, now time.Time) error {
+	if kr.by != nil && now.Sub(kr.read) < keyTTL {
+		return nil
+	}
+	list, err := kr.keys.List(ctx)
+	if err != nil {
+		if kr.by != nil {
+			return nil
+		}
+		return err
+	}
+	kr.by, kr.read = make(map[string]store.Key, len(list)), now
+	for _, k := range list {
+		kr.by[k.Digest] = k
+	}
+	return nil
+}
+
+// callerKey carries the key a request authenticated with.
+type callerKey struct{}
+
+// keyCaller is that key; counted says another host already counted the
+// request against its limits and forwarded it here.
+type keyCaller struct {
+	key     store.Key
+	counted bool
+}
+
+func withCaller(ctx context.Context, k store.Key, counted bool) context.Context {
+	return context.WithValue(ctx, callerKey{}, &keyCaller{key: k, counted: counted})
+}
+
+// caller is the key a request came with; nil for the admin key or an
+// open gateway.
+func caller(ctx context.Context) *store.Key {
+	if c, _ := ctx.Value(callerKey{}).(*keyCaller); c != nil {
+		return &c.key
+	}
+	return nil
+}
+
+// counted reports whether the request's limits were checked by the host
+// that forwarded it.
+func counted(ctx context.Context) bool {
+	c, _ := ctx.Value(callerKey{}).(*keyCaller)
+	return c != nil && c.counted
+}
+
+func scopeOf(k *store.Key) keyrule.Scope { return keyrule.Scope{Profiles: k.Profiles, Models: k.Models} }
+
+// allowedProfile is nil (every profile) unless the caller's key is scoped.
+func allowedProfile(ctx context.Context) func(string) bool {
+	k := caller(ctx)
+	if k == nil || len(k.Profiles) == 0 {
+		return nil
+	}
+	return scopeOf(k).AllowsProfile
+}
+
+// authenticate lets a request through that carries the admin key, a key
+// in force (noted in its context), or no key where nothing needs one. It
+// answers the others and reports false.
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
+	if s.hasKey && (s.keyOK(r) || s.cookieOK(r)) {
+		return r, true
+	}
+	presented := presentedKey(r)
+	anyKey := false
+	if s.keys != nil && (presented != "" || !s.hasKey) {
+		now := time.Now()
+		k, found, exist, err := s.keys.lookup(r.Context(), keyrule.Digest(presented), now)
+		if err != nil {
+			s.log.Error("store: could not read the API keys", "err", err)
+			writeError(w, r, gateway.Unavailable("could not check the API key: the store is not answering; send it again"))
+			return nil, false
+		}
+		anyKey = exist
+		if found {
+			if e := keyRefusal(k, r, now); e != nil {
+				writeError(w, r, e)
+				return nil, false
+			}
+			telemetry.From(r.Context()).Keyed(k.Name)
+			return r.WithContext(withCaller(r.Context(), k, false)), true
+		}
+	}
+	// Without an admin key the routes other than the model routes stay
+	// open (the listener is loopback then), and so do the model routes
+	// until a key exists.
+	if !s.hasKey && (!modelRoute(r) || !anyKey) {
+		return r, true
+	}
+	if s.hasKey && wantsHTML(r) {
+		s.signInPage(w, r)
+		return nil, false
+	}
+	writeError(w, r, &gateway.Error{Status: http.StatusUnauthorized, Type: anthropic.ErrAuthentication,
+		Message: "invalid or missing API key: send it as x-api-key or Authorization: Bearer"})
+	return nil, false
+}
+
+// keyRefusal is why a known key may not make this request: revoked,
+// expired, or a route only the admin key reaches.
+func keyRefusal(k store.Key, r *http.Request, now time.Time) *gateway.Error {
+	switch {
+	case !k.Revoked.IsZero():
+		return &gateway.Error{Status: http.StatusUnauthorized, Type: anthropic.ErrAuthentication,
+			Message: fmt.Sprintf("the API key %q was revoked on %s", k.Name, k.Revoked.UTC().Format(time.DateTime+" UTC"))}
+	case !k.Expires.IsZero() && !now.Before(k.Expires):
+		return &gateway.Error{Status: http.StatusUnauthorized, Type: anthropic.ErrAuthentication,
+			Message: fmt.Sprintf("the API key %q expired on %s", k.Name, k.Expires.UTC().Format(time.DateTime+" UTC"))}
+	case !modelRoute(r):
+		return &gateway.Error{Status: http.StatusForbidden, Type: anthropic.ErrPermission,
+			Message: fmt.Sprintf("the API key %q reaches the model routes only; %s needs the admin key", k.Name, r.URL.Path)}
+	}
+	return nil
+}
+
+// modelRoute: what a person's or tool's key may call (the model APIs and
+// the model list, under a mounted backend's prefix too); the rest (pages,
+// telemetry, sessions, quota) is the admin's.
+func modelRoute(r *http.Request) bool {
+	p := r.URL.Path
+	if rest, ok := strings.CutPrefix(p, "/antigravity"); ok && strings.HasPrefix(rest, "/") {
+		p = rest
+	}
+	p = strings.TrimPrefix(p, "/v1")
+	switch {
+	case p == "/messages", p == "/messages/count_tokens", p == "/chat/completions", p == "/models",
+		strings.HasPrefix(p, "/models/"), p == "/responses", strings.HasPrefix(p, "/responses/"):
+		return true
+	}
+	return false
+}
+
+// admitKey checks a model request against its key: the profile it names
+// and the model it asks for must be in the key's scope (403 naming what
+// it may use), and its limits must leave room (429 with the key's own
+// wait). done ends the request's count and adds its tokens; ok false means
+// the refusal is answered.
+func (s *Server) admitKey(w http.ResponseWriter, r *http.Request, model string) (done func(), ok bool) {
+	k := caller(r.Context())
+	if k == nil {
+		return func() {}, true
+	}
+	scope := scopeOf(k)
+	if gw := named(r.Context()); gw != nil && !scope.AllowsProfile(gw.Profile()) {
+		writeError(w, r, &gateway.Error{Status: http.StatusForbidden, Type: anthropic.ErrPermission, Param: headerProfile,
+			Message: fmt.Sprintf("the API key %q may not use the profile %q; it may use: %s", k.Name, gw.Profile(), strings.Join(k.Profiles, ", "))})
+		return nil, false
+	}
+	if model != "" && !scope.AllowsModel(model) {
+		writeError(w, r, &gateway.Error{Status: http.StatusForbidden, Type: anthropic.ErrPermission, Param: "model",
+			Message: fmt.Sprintf("the API key %q may not use the model %q; it may use: %s", k.Name, model, strings.Join(k.Models, ", "))})
+		return nil, false
+	}
+	lim := keyrule.Limits{RPM: k.RPM, Concurrent: k.Concurrent, TokensPerDay: k.TokensPerDay}
+	if lim == (keyrule.Limits{}) {
+		return func() {}, true
+	}
+	if counted(r.Context()) {
+		// The host that forwarded it counts it running; the tokens are
+		// known here, where it runs.
+		return s.keyTokens(r.Context(), k.Name), true
+	}
+	now := time.Now()
+	run := store.KeyRun{ID: gateway.NewMessageID(), Host: s.cfg.Host, At: now, Until: now.Add(keyLease)}
+	var verdict keyrule.Verdict
+	admitted, err := s.cfg.Keys.Admit(r.Context(), k.Name, run, now.Add(-keyrule.Window), keyrule.Day(now),
+		func(u store.KeyUse) bool {
+			verdict = keyrule.Decide(lim, keyrule.Use{Hits: u.Hits, Running: u.Running, TokensToday: u.TokensToday}, now)
+			return verdict.OK
+		})
+	if err != nil {
+		s.log.Error("store: could not count a request of an API key", "key", k.Name, "err", err)
+		writeError(w, r, gateway.Unavailable("could not check the API key's limits: the store is not answering; send it again"))
+		return nil, false
+	}
+	if !admitted {
+		writeError(w, r, overLimit(k, verdict))
+		return nil, false
+	}
+	release, tokens := s.keyRunning(r.Context(), k.Name, run.ID), s.keyTokens(r.Context(), k.Name)
+	return func() { release(); tokens() }, true
+}
+
+// overLimit is the 429 for a key over one of its limits, with its wait.
+func overLimit(k *store.Key, v keyrule.Verdict) *gateway.Error {
+	var what string
+	switch v.Limit {
+	case "rpm":
+		what = fmt.Sprintf("its %d requests a minute", k.RPM)
+	case "concurrent":
+		what = fmt.Sprintf("its %d requests at once", k.Concurrent)
+	default:
+		what = fmt.Sprintf("its %d tokens a day (the budget resets at 00:00 UTC)", k.TokensPerDay)
+	}
+	return &gateway.Error{Status: http.StatusTooManyRequests, Type: anthropic.ErrRateLimit, RetryAfter: v.Wait, WaitSource: retryafter.FromKey,
+		Message: fmt.Sprintf("the API key %q is at %s; send it again in %s", k.Name, what, v.Wait.Round(time.Second))}
+}
+
+// keyRunning keeps an admitted request counted while it runs (renewing
+// its lease) and returns what releases it.
+func (s *Server) keyRunning(ctx context.Context, name, id string) func() {
+	stop, renewed := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(renewed)
+		t := time.NewTicker(keyLease / 2)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case now := <-t.C:
+				if err := s.cfg.Keys.Renew(context.WithoutCancel(ctx), name, id, now.Add(keyLease)); err != nil {
+					s.log.Warn("store: could not renew a key's running request", "key", name, "err", err)
+				}
+			}
+		}
+	}()
+	return func() {
+		close(stop)
+		<-renewed
+		if err := s.cfg.Keys.Release(context.WithoutCancel(ctx), name, id); err != nil {
+			s.log.Warn("store: could not release a key's running request; its lease lapses instead", "key", name, "err", err)
+		}
+	}
+}
+
+// keyTokens returns what adds the tokens the request's answers used from
+// now to the key's day. A request forwarded to another host has none
+// here: that host adds them.
+func (s *Server) keyTokens(ctx context.Context, name string) func() {
+	tr := telemetry.From(ctx)
+	before := tr.TokenTotal()
+	return func() {
+		if used := tr.TokenTotal() - before; used > 0 {
+			if err := s.cfg.Keys.AddTokens(context.WithoutCancel(ctx), name, keyrule.Day(time.Now()), used); err != nil {
+				s.log.Warn("store: could not count a key's tokens", "key", name, "err", err)
+			}
+		}
+	}
+}

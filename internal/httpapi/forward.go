@@ -21,9 +21,9 @@ import (
 // client's credential scope, so the host that answers it treats it as the
 // client's own.
 const (
-	headerClusterKey   = "X-Meridian-Cluster-Key"
-	headerForwardedBy  = "X-Meridian-Forwarded-By"
-	headerClientScope  = "X-Meridian-Client-Scope"
+	headerClusterKey  = "X-Meridian-Cluster-Key"
+	headerForwardedBy = "X-Meridian-Forwarded-By"
+	headerClientScope = "X-Meridian-Client-Scope"
 	// headerForwardedKey names (never holds) the API key a forwarded
 	// request came with: the host that forwarded it counted it against
 	// the key's limits; the holder keeps to the key's scope.

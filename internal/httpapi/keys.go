@@ -114,7 +114,9 @@ func counted(ctx context.Context) bool {
 	return c != nil && c.counted
 }
 
-func scopeOf(k *store.Key) keyrule.Scope { return keyrule.Scope{Profiles: k.Profiles, Models: k.Models} }
+func scopeOf(k *store.Key) keyrule.Scope {
+	return keyrule.Scope{Profiles: k.Profiles, Models: k.Models}
+}
 
 // allowedProfile is nil (every profile) unless the caller's key is scoped.
 func allowedProfile(ctx context.Context) func(string) bool {

@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -276,4 +279,91 @@ func absDuration(d time.Duration) time.Duration {
 		return -d
 	}
 	return d
+}
+
+// Two hosts on one PostgreSQL store keep one key's running limit between
+// them: under a burst of 50 new conversations split across the hosts, the
+// turns the upstream saw at once never outnumber the limit (each upstream
+// call lies within its request's admission), the others are refused with
+// the key's 1 s wait, and a revoked key is refused on both hosts within
+// 2 s.
+func TestKeyLimitsHoldAcrossHosts(t *testing.T) {
+	t.Parallel()
+	const limit, burst, delay = 3, 50, 300 * time.Millisecond
+	dsn := testkit.PostgresServer(t).NewDatabase(t)
+	up := testkit.NewUpstream(t)
+	var mu sync.Mutex
+	var calls []time.Time
+	up.Respond(func(testkit.Request) testkit.Reply {
+		mu.Lock()
+		calls = append(calls, time.Now())
+		mu.Unlock()
+		return testkit.Reply{Text: "shared answer", Delay: delay}
+	})
+	ips := []string{"127.0.0.2", "127.0.0.3"}
+	hosts := []*gatewayProc{newHost(t, up), newHost(t, up)}
+	key := hosts[0].addKey(t, dsn, "shared-bot", "--concurrent", strconv.Itoa(limit))
+	for i, g := range hosts {
+		g.startOn(ips[i], dsn, "--cluster-key", "test-cluster-SECRET", "--max-live", "2")
+	}
+
+	var wg sync.WaitGroup
+	var answered, refused, other atomic.Int32
+	for i := range burst {
+		time.Sleep(40 * time.Millisecond) // 50 over two seconds: slots free and fill again
+		wg.Go(func() {
+			c := sdk.NewClient(option.WithBaseURL(hosts[i%2].url), option.WithAPIKey(key), option.WithMaxRetries(0),
+				option.WithHeader("X-Claude-Code-Session-Id", fmt.Sprint("burst-", i)))
+			_, err := ask(c, "test-model")
+			code, resp := apiStatus(err)
+			switch {
+			case err == nil:
+				answered.Add(1)
+			case code == http.StatusTooManyRequests && resp.Header.Get("Retry-After") == "1":
+				refused.Add(1)
+			default:
+				other.Add(1)
+				t.Errorf("request %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	mu.Lock()
+	most := mostAtOnce(calls, delay)
+	mu.Unlock()
+	t.Logf("%d answered, %d refused at the limit; at most %d upstream turns at once (limit %d)", answered.Load(), refused.Load(), most, limit)
+	if most > limit || answered.Load() < limit || refused.Load() == 0 || other.Load() > 0 {
+		t.Fatalf("%d answered, %d refused, %d other; %d at once at the upstream, over the limit of %d",
+			answered.Load(), refused.Load(), other.Load(), most, limit)
+	}
+
+	if out, code := hosts[1].keyCommand(t, dsn, "revoke", "shared-bot"); code != 0 {
+		t.Fatalf("revoke: %s", out)
+	}
+	revoked := time.Now()
+	for _, g := range hosts {
+		c := keyedAnthropic(g.url, key)
+		waitTrue(t, 3*time.Second, "the revoked key refused on "+g.url, func() bool {
+			_, err := ask(c, "test-model")
+			return isStatus(err, http.StatusUnauthorized)
+		})
+	}
+	if took := time.Since(revoked); took > 2*time.Second {
+		t.Fatalf("both hosts refused the revoked key only after %s", took)
+	}
+}
+
+// mostAtOnce is the most intervals [start, start+d) that overlap.
+func mostAtOnce(starts []time.Time, d time.Duration) int {
+	most := 0
+	for _, s := range starts {
+		n := 0
+		for _, o := range starts {
+			if !o.After(s) && s.Before(o.Add(d)) {
+				n++
+			}
+		}
+		most = max(most, n)
+	}
+	return most
 }

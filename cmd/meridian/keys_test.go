@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os/exec"
 	"strconv"
@@ -18,6 +19,9 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/openai/openai-go/v3"
 	oaioption "github.com/openai/openai-go/v3/option"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/meridian-gw/meridian/internal/testkit"
 )
@@ -272,6 +276,99 @@ func TestKeyLimits(t *testing.T) {
 		!strings.Contains(errText(err), "50 tokens a day") {
 		t.Fatalf("over the budget: Retry-After %q, %v", resp.Header.Get("Retry-After"), err)
 	}
+
+	// Usage is attributed to each key's name: /v1/usage/keys, /metrics
+	// (per-key series, by the Prometheus parser) and the request records.
+	var usage struct {
+		Keys []struct {
+			Name     string
+			Status   string
+			Requests int64
+			Errors   int64
+			Tokens   struct{ Input, Output int64 }
+		}
+	}
+	got := map[string][3]int64{}
+	// The records are written in batches, a moment after their answers.
+	waitTrue(t, 5*time.Second, "the budget key's records written", func() bool {
+		g.getJSON("/v1/usage/keys?window=1h", &usage)
+		for _, k := range usage.Keys {
+			got[k.Name] = [3]int64{k.Requests, k.Errors, k.Tokens.Output}
+		}
+		return got["budget"][0] >= 2
+	})
+	if r := got["rate"]; r[0] != 4 || r[1] != 1 || r[2] != 3*40 {
+		t.Errorf("usage of key rate: %v (requests, errors, output tokens), want 4 requests, 1 refused, 120 output tokens; all: %+v", r, usage.Keys)
+	}
+	if r := got["running"]; r[0] < 4 || r[1] != 1 {
+		t.Errorf("usage of key running: %v", r)
+	}
+	if r := got["budget"]; r[0] < 2 || r[2] < 40 {
+		t.Errorf("usage of key budget: %v", r)
+	}
+	metrics := g.scrape(t)
+	perKey := map[string]float64{}
+	for _, m := range metrics["meridian_requests_total"].GetMetric() {
+		perKey[metricLabel(m, "key")] += m.GetCounter().GetValue()
+	}
+	if perKey["rate"] != 4 || perKey["running"] < 4 || perKey["budget"] < 2 {
+		t.Errorf("meridian_requests_total by key: %v", perKey)
+	}
+	tokens := map[string]float64{}
+	for _, m := range metrics["meridian_tokens_total"].GetMetric() {
+		if metricLabel(m, "kind") == "output" {
+			tokens[metricLabel(m, "key")] += m.GetCounter().GetValue()
+		}
+	}
+	if tokens["rate"] != 120 {
+		t.Errorf("meridian_tokens_total{kind=output} by key: %v", tokens)
+	}
+	var records struct{ Requests []struct{ Key string } }
+	g.getJSON("/telemetry/requests?key=budget", &records)
+	if len(records.Requests) < 2 || records.Requests[0].Key != "budget" {
+		t.Errorf("the request records of key budget: %+v", records)
+	}
+
+	// No key anywhere: not in the log, the metrics, the usage or records.
+	for _, where := range []string{g.log.String(), g.get(t, "/metrics"), g.get(t, "/v1/usage/keys"), g.get(t, "/telemetry/requests")} {
+		for _, k := range []string{rate, running, budget} {
+			if strings.Contains(where, k) || strings.Contains(where, strings.TrimPrefix(k, "mk-")) {
+				t.Fatalf("a key shows in what meridian wrote: %.200s", where)
+			}
+		}
+	}
+}
+
+// get returns the body of a GET (any status).
+func (g *gatewayProc) get(t *testing.T, path string) string {
+	t.Helper()
+	resp, err := http.Get(g.url + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// scrape parses /metrics with the Prometheus text parser.
+func (g *gatewayProc) scrape(t *testing.T) map[string]*dto.MetricFamily {
+	t.Helper()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(strings.NewReader(g.get(t, "/metrics")))
+	if err != nil {
+		t.Fatalf("/metrics does not parse: %v", err)
+	}
+	return families
+}
+
+func metricLabel(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
 }
 
 func absDuration(d time.Duration) time.Duration {

@@ -252,6 +252,7 @@ func (s *Server) table() []route {
 		route{"POST /v1/sessions/{key}/cancel", s.cancelSession},
 		route{"GET /inflight", s.inflight},
 		route{"GET /v1/usage/quota", s.quota},
+		route{"GET /v1/usage/keys", s.usageKeys},
 		route{"GET /health", s.health},
 		route{"GET /ready", s.ready},
 		route{"GET /cluster", s.cluster},

@@ -105,15 +105,10 @@ func (s *Server) telemetrySummary(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, telemetryOff())
 		return
 	}
-	window := defaultWindow
-	if v := r.URL.Query().Get("window"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 || d > maxWindow {
-			s.fail(w, r, &gateway.Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: "window",
-				Message: "window must be a duration such as 1h, 24h or 168h, at most 2160h"})
-			return
-		}
-		window = d
+	window, werr := windowParam(r)
+	if werr != nil {
+		s.fail(w, r, werr)
+		return
 	}
 	now := time.Now()
 	from := now.Add(-window)
@@ -162,7 +157,7 @@ func (s *Server) telemetryRequests(w http.ResponseWriter, r *http.Request) {
 		}
 		before = n
 	}
-	f := history.Filter{API: q.Get("api"), Client: q.Get("client"), Model: q.Get("model"), Verdict: q.Get("verdict"),
+	f := history.Filter{API: q.Get("api"), Client: q.Get("client"), Model: q.Get("model"), Verdict: q.Get("verdict"), Key: q.Get("key"),
 		Status: q.Get("status"), MissedCache: q.Get("missed_cache") == "1" || q.Get("missed_cache") == "true"}
 	if f.Status != "" && f.Status != "ok" && f.Status != "error" {
 		if _, err := strconv.Atoi(f.Status); err != nil {
@@ -211,4 +206,18 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 
 func telemetryOff() *gateway.Error {
 	return &gateway.Error{Status: http.StatusNotFound, Type: "not_found_error", Message: "telemetry is not kept by this meridian"}
+}
+
+// windowParam reads ?window= (defaultWindow when absent).
+func windowParam(r *http.Request) (time.Duration, *gateway.Error) {
+	v := r.URL.Query().Get("window")
+	if v == "" {
+		return defaultWindow, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 || d > maxWindow {
+		return 0, &gateway.Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: "window",
+			Message: "window must be a duration such as 1h, 24h or 168h, at most 2160h"}
+	}
+	return d, nil
 }

@@ -61,8 +61,8 @@ func New(load func(context.Context) Load) *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
 	labels := []string{"api", "client", "model", "status"}
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "meridian_requests_total", Help: "Model requests answered, by API, client, model that answered and HTTP status.",
-	}, labels)
+		Name: "meridian_requests_total", Help: "Model requests answered, by API, client, model that answered, HTTP status and API key (its name; none for the admin key or no key).",
+	}, append(labels, "key"))
 	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "meridian_request_duration_seconds", Help: "Time from a model request's arrival to its last byte.", Buckets: latencyBuckets,
 	}, labels)
@@ -74,11 +74,11 @@ func New(load func(context.Context) Load) *Metrics {
 		Buckets: []float64{0.001, 0.01, 0.1, 1, 5, 10, 30},
 	})
 	m.tokens = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "meridian_tokens_total", Help: "Tokens of answered requests, by kind (input, output, cache_read, cache_write) and model.",
-	}, []string{"kind", "model"})
+		Name: "meridian_tokens_total", Help: "Tokens of answered requests, by kind (input, output, cache_read, cache_write), model and API key name.",
+	}, []string{"kind", "model", "key"})
 	m.cost = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "meridian_api_equivalent_cost_dollars_total", Help: "Estimated cost of the tokens at API list prices (an estimate; subscriptions are not billed so).",
-	}, []string{"model"})
+		Name: "meridian_api_equivalent_cost_dollars_total", Help: "Estimated cost of the tokens at API list prices (an estimate; subscriptions are not billed so), by model and API key name.",
+	}, []string{"model", "key"})
 	m.reg.MustRegister(m.requests, m.duration, m.ttft, m.queue, m.tokens, m.cost,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if load != nil {
@@ -92,7 +92,8 @@ func (m *Metrics) Observe(r telemetry.Record) {
 	model := cmp.Or(r.Effective, "none")
 	client := cmp.Or(r.Client, "unknown")
 	status := strconv.Itoa(r.Status)
-	m.requests.WithLabelValues(r.API, client, model, status).Inc()
+	key := cmp.Or(r.Key, "none")
+	m.requests.WithLabelValues(r.API, client, model, status, key).Inc()
 	m.duration.WithLabelValues(r.API, client, model, status).Observe(r.Total.Seconds())
 	if r.TTFT > 0 {
 		m.ttft.WithLabelValues(r.API, client, model).Observe(r.TTFT.Seconds())
@@ -105,11 +106,11 @@ func (m *Metrics) Observe(r telemetry.Record) {
 		n    int64
 	}{{"input", r.Tokens.Input}, {"output", r.Tokens.Output}, {"cache_read", r.Tokens.CacheRead}, {"cache_write", r.Tokens.CacheWrite}} {
 		if k.n > 0 {
-			m.tokens.WithLabelValues(k.kind, model).Add(float64(k.n))
+			m.tokens.WithLabelValues(k.kind, model, key).Add(float64(k.n))
 		}
 	}
 	if r.Cost > 0 {
-		m.cost.WithLabelValues(model).Add(r.Cost)
+		m.cost.WithLabelValues(model, key).Add(r.Cost)
 	}
 }
 

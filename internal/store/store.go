@@ -328,6 +328,7 @@ type Request struct {
 	API, Client, Conversation       string
 	Profile, Model, Effective       string
 	Verdict                         string
+	Key                             string // the API key's name
 	Live, Replay, Stream            bool
 	Queue, TTFT, Total              time.Duration
 	Input, Output, CacheRead, Cache int64
@@ -338,7 +339,7 @@ type Request struct {
 
 // RequestFilter selects records for a page of the request list.
 type RequestFilter struct {
-	API, Client, Model, Verdict string
+	API, Client, Model, Verdict, Key string
 	// Status is "ok", "error" or an HTTP status code.
 	Status string
 	// MissedCache keeps only continuations that read nothing from the
@@ -352,6 +353,16 @@ type RequestTotals struct {
 	Input, Output, CacheRead, Cache     int64
 	Cost                                float64
 	Since                               time.Time
+}
+
+// KeyRequests sum one API key's records (Key "" for requests without
+// one: the admin key or an open gateway).
+type KeyRequests struct {
+	Key                             string
+	Requests, Errors                int64
+	Input, Output, CacheRead, Cache int64
+	Cost                            float64
+	Last                            time.Time
 }
 
 // HostRequests counts one host's records by API and status.
@@ -375,6 +386,8 @@ type Telemetry interface {
 	Totals(ctx context.Context) (RequestTotals, error)
 	// ByHost counts the records kept per host, API and status.
 	ByHost(ctx context.Context) ([]HostRequests, error)
+	// ByKey sums the records since a time per API key, by key name.
+	ByKey(ctx context.Context, since time.Time) ([]KeyRequests, error)
 }
 
 // Bench keeps until when each profile is benched for its rate limit.

@@ -173,7 +173,8 @@ func migrations() []string {
 		PRIMARY KEY (profile, contract)
 	);`,
 		// 4: API keys for people and tools (digests only), and what
-		// their limits count: admissions, running requests, daily tokens.
+		// their limits count (admissions, running requests, daily tokens), and
+		// the key each request record came with.
 		`CREATE TABLE api_keys (
 		name           TEXT    PRIMARY KEY,
 		digest         TEXT    NOT NULL UNIQUE,
@@ -204,7 +205,9 @@ func migrations() []string {
 		day    BIGINT  NOT NULL,
 		tokens BIGINT  NOT NULL,
 		PRIMARY KEY (name, day)
-	);`,
+	);
+	ALTER TABLE requests ADD COLUMN key_name TEXT NOT NULL DEFAULT '';
+	CREATE INDEX requests_key_at ON requests (key_name, at);`,
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 type telemetry struct{ s *DB }
 
 const requestColumns = `host, at, api, client, conversation, profile, model, effective, verdict, live, replay, stream,
-	queue_ns, ttft_ns, total_ns, input, output, cache_read, cache_write, cost, status, error_type`
+	queue_ns, ttft_ns, total_ns, input, output, cache_read, cache_write, cost, status, error_type, key_name`
 
 // Insert writes a batch in one transaction.
 func (t telemetry) Insert(ctx context.Context, recs []store.Request) error {
@@ -22,7 +22,7 @@ func (t telemetry) Insert(ctx context.Context, recs []store.Request) error {
 	ctx, cancel := t.s.call(ctx)
 	defer cancel()
 	return wrap("write telemetry records", t.s.tx(ctx, 0, func(tx *Tx) error {
-		stmt, err := tx.tx.PrepareContext(ctx, t.s.q(`INSERT INTO requests (`+requestColumns+`) VALUES (`+in(22)+`)`))
+		stmt, err := tx.tx.PrepareContext(ctx, t.s.q(`INSERT INTO requests (`+requestColumns+`) VALUES (`+in(23)+`)`))
 		if err != nil {
 			return err
 		}
@@ -30,7 +30,7 @@ func (t telemetry) Insert(ctx context.Context, recs []store.Request) error {
 		for _, r := range recs {
 			if _, err := stmt.ExecContext(ctx, r.Host, r.At.UnixNano(), r.API, r.Client, r.Conversation, r.Profile, r.Model, r.Effective,
 				r.Verdict, r.Live, r.Replay, r.Stream, int64(r.Queue), int64(r.TTFT), int64(r.Total),
-				r.Input, r.Output, r.CacheRead, r.Cache, r.Cost, r.Status, r.ErrorType); err != nil {
+				r.Input, r.Output, r.CacheRead, r.Cache, r.Cost, r.Status, r.ErrorType, r.Key); err != nil {
 				return err
 			}
 		}
@@ -63,6 +63,9 @@ func where(f store.RequestFilter) (string, []any) {
 	}
 	if f.Verdict != "" {
 		add("verdict = ?", f.Verdict)
+	}
+	if f.Key != "" {
+		add("key_name = ?", f.Key)
 	}
 	switch f.Status {
 	case "":
@@ -149,11 +152,37 @@ func (t telemetry) list(ctx context.Context, q string, args ...any) ([]store.Req
 		var at, queue, ttft, total int64
 		if err := rows.Scan(&r.ID, &r.Host, &at, &r.API, &r.Client, &r.Conversation, &r.Profile, &r.Model, &r.Effective, &r.Verdict,
 			&r.Live, &r.Replay, &r.Stream, &queue, &ttft, &total, &r.Input, &r.Output, &r.CacheRead,
-			&r.Cache, &r.Cost, &r.Status, &r.ErrorType); err != nil {
+			&r.Cache, &r.Cost, &r.Status, &r.ErrorType, &r.Key); err != nil {
 			return nil, wrap("read telemetry records", err)
 		}
 		r.At, r.Queue, r.TTFT, r.Total = time.Unix(0, at), time.Duration(queue), time.Duration(ttft), time.Duration(total)
 		out = append(out, r)
 	}
 	return out, wrap("read telemetry records", rows.Err())
+}
+
+func (t telemetry) ByKey(ctx context.Context, since time.Time) ([]store.KeyRequests, error) {
+	ctx, cancel := t.s.call(ctx)
+	defer cancel()
+	rows, err := t.s.query(ctx, `SELECT key_name, count(*),
+		CAST(coalesce(sum(CASE WHEN status >= 400 OR status = 0 THEN 1 ELSE 0 END), 0) AS BIGINT),
+		CAST(coalesce(sum(input), 0) AS BIGINT), CAST(coalesce(sum(output), 0) AS BIGINT),
+		CAST(coalesce(sum(cache_read), 0) AS BIGINT), CAST(coalesce(sum(cache_write), 0) AS BIGINT),
+		coalesce(sum(CASE WHEN cost > 0 THEN cost ELSE 0 END), 0), max(at)
+		FROM requests WHERE at >= ? GROUP BY key_name ORDER BY key_name`, since.UnixNano())
+	if err != nil {
+		return nil, wrap("sum telemetry records by key", err)
+	}
+	defer rows.Close()
+	var out []store.KeyRequests
+	for rows.Next() {
+		var k store.KeyRequests
+		var last int64
+		if err := rows.Scan(&k.Key, &k.Requests, &k.Errors, &k.Input, &k.Output, &k.CacheRead, &k.Cache, &k.Cost, &last); err != nil {
+			return nil, wrap("sum telemetry records by key", err)
+		}
+		k.Last = time.Unix(0, last)
+		out = append(out, k)
+	}
+	return out, wrap("sum telemetry records by key", rows.Err())
 }

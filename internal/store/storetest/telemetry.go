@@ -24,6 +24,8 @@ func testTelemetry(t *testing.T, e Engine) {
 	failed := request("b", 6)
 	failed.Status, failed.ErrorType, failed.Cost, failed.API = 529, "overloaded_error", -1, "chat"
 	recs = append(recs, failed)
+	recs[1].Key, recs[2].Key, failed.Key = "ci", "ci", "laptop"
+	recs[len(recs)-1] = failed
 	must(t, s.Telemetry.Insert(c, recs))
 	page, err := s.Telemetry.Page(c, store.RequestFilter{}, 0, 3)
 	must(t, err)
@@ -75,6 +77,18 @@ func testTelemetry(t *testing.T, e Engine) {
 	if len(by) != 2 || by[0] != (store.HostRequests{Host: "a", API: "messages", Status: 200, Count: 6}) ||
 		by[1] != (store.HostRequests{Host: "b", API: "chat", Status: 529, Count: 1}) {
 		t.Fatalf("by host %+v", by)
+	}
+	keys, err := s.Telemetry.ByKey(c, at(2*time.Second))
+	must(t, err)
+	// Since 2 s: records 2..5 (2 of key ci) and the failed one of laptop.
+	if len(keys) != 3 || keys[0].Key != "" || keys[0].Requests != 3 ||
+		keys[1] != (store.KeyRequests{Key: "ci", Requests: 1, Input: 10, Output: 20, CacheRead: 0, Cache: 1, Cost: 0.5, Last: at(2 * time.Second)}) ||
+		keys[2].Key != "laptop" || keys[2].Errors != 1 || keys[2].Cost != 0 || !keys[2].Last.Equal(at(6*time.Second)) {
+		t.Fatalf("by key %+v", keys)
+	}
+	page, _ = s.Telemetry.Page(c, store.RequestFilter{Key: "ci"}, 0, 10)
+	if len(page) != 2 || page[0].Key != "ci" {
+		t.Fatalf("the records of key ci: %+v", page)
 	}
 }
 

@@ -200,7 +200,7 @@ func (h *History) prune() error {
 
 func toRow(host string, r telemetry.Record) store.Request {
 	return store.Request{Host: host, At: r.Time, API: r.API, Client: r.Client, Conversation: r.Conversation, Profile: r.Profile,
-		Model: r.Model, Effective: r.Effective, Verdict: r.Verdict, Live: r.Live, Replay: r.Replay, Stream: r.Stream,
+		Model: r.Model, Effective: r.Effective, Verdict: r.Verdict, Key: r.Key, Live: r.Live, Replay: r.Replay, Stream: r.Stream,
 		Queue: r.QueueWait, TTFT: r.TTFT, Total: r.Total, Input: r.Tokens.Input, Output: r.Tokens.Output,
 		CacheRead: r.Tokens.CacheRead, Cache: r.Tokens.CacheWrite, Cost: r.Cost, Status: r.Status, ErrorType: r.ErrorType}
 }
@@ -209,7 +209,7 @@ func fromRows(rows []store.Request) []telemetry.Record {
 	out := make([]telemetry.Record, len(rows))
 	for i, r := range rows {
 		out[i] = telemetry.Record{ID: r.ID, Host: r.Host, Time: r.At, API: r.API, Client: r.Client, Conversation: r.Conversation,
-			Profile: r.Profile, Model: r.Model, Effective: r.Effective, Verdict: r.Verdict, Live: r.Live, Replay: r.Replay,
+			Profile: r.Profile, Model: r.Model, Effective: r.Effective, Verdict: r.Verdict, Key: r.Key, Live: r.Live, Replay: r.Replay,
 			Stream: r.Stream, QueueWait: r.Queue, TTFT: r.TTFT, Total: r.Total,
 			Tokens: telemetry.Tokens{Input: r.Input, Output: r.Output, CacheRead: r.CacheRead, CacheWrite: r.Cache},
 			Cost:   r.Cost, Status: r.Status, ErrorType: r.ErrorType}
@@ -253,6 +253,15 @@ func (h *History) Cumulative(ctx context.Context) (telemetry.Totals, time.Time, 
 // ByHost counts the records kept per host, API and status.
 func (h *History) ByHost(ctx context.Context) ([]store.HostRequests, error) {
 	rows, err := h.rows.ByHost(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	return rows, nil
+}
+
+// ByKey sums the records since a time per API key.
+func (h *History) ByKey(ctx context.Context, since time.Time) ([]store.KeyRequests, error) {
+	rows, err := h.rows.ByKey(ctx, since)
 	if err != nil {
 		return nil, fmt.Errorf("history: %w", err)
 	}

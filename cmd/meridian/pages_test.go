@@ -269,9 +269,10 @@ func TestPagesInABrowser(t *testing.T) {
 	b.clean(t)
 }
 
-// With --api-key the pages refuse a browser without the key, show the
-// sign-in page, and work after ?key= (which sets a cookie and leaves the
-// address bar); a page request from a foreign origin is refused.
+// With --api-key the pages refuse a browser without the key and show the
+// sign-in form, which posts the key (a wrong one is said so, a key in the
+// URL signs nothing in) and goes on to the page asked for with a cookie;
+// a page request from a foreign origin is refused.
 func TestPagesNeedTheKey(t *testing.T) {
 	g := servedTraffic(t, "sekrit-key", "--api-key", "sekrit-key")
 	b := newBrowser(t)
@@ -279,13 +280,20 @@ func TestPagesNeedTheKey(t *testing.T) {
 	if title := text(t, b, "h1"); title != "Sign in" {
 		t.Fatalf("without the key the dashboard showed %q", title)
 	}
-	b.do(t, chromedp.Navigate(g.url+"/telemetry?key=wrong"))
+	b.do(t, chromedp.Navigate(g.url+"/telemetry?key=sekrit-key"))
+	if title := text(t, b, "h1"); title != "Sign in" {
+		t.Fatalf("a key in the URL showed %q", title)
+	}
+	b.do(t, chromedp.Navigate(g.url+"/telemetry"))
+	b.do(t, chromedp.SendKeys(`form.sign-in input[name=key]`, "wrong"), chromedp.Submit(`form.sign-in`), chromedp.WaitVisible(`p.refused`))
 	if title := text(t, b, "h1"); title != "Sign in" {
 		t.Fatalf("a wrong key showed %q", title)
 	}
-	b.forget() // the two refusals above, as the browser logged them
-	b.do(t, chromedp.Navigate(g.url+"/telemetry?key=sekrit-key"))
-	if requests, location := text(t, b, "#card-requests .value"), get(t, b, chromedp.Location()); requests != "4" || strings.Contains(location, "key=") {
+	b.screenshot(t, "sign-in")
+	b.forget() // the refusals above, as the browser logged them
+	b.do(t, chromedp.SendKeys(`form.sign-in input[name=key]`, "sekrit-key"), chromedp.Submit(`form.sign-in`), chromedp.WaitVisible(`#card-requests`))
+	if requests, location := text(t, b, "#card-requests .value"), get(t, b, chromedp.Location()); requests != "4" || strings.Contains(location, "key") ||
+		!strings.HasSuffix(location, "/telemetry") {
 		t.Fatalf("after signing in: requests %q at %s", requests, location)
 	}
 	b.do(t, chromedp.Navigate(g.url+"/providers"))

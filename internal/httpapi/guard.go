@@ -32,9 +32,6 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			}
 			return
 		}
-		if s.hasKey && s.signIn(w, r) {
-			return
-		}
 		if needsKey(r) && (s.hasKey || s.keys != nil) {
 			var ok bool
 			if r, ok = s.authenticate(w, r); !ok {
@@ -93,7 +90,7 @@ func needsKey(r *http.Request) bool {
 	switch p := r.URL.Path; {
 	case p == "/":
 		return wantsHTML(r)
-	case p == "/health", p == "/ready", strings.HasPrefix(p, "/static/"):
+	case p == "/health", p == "/ready", p == "/sign-in", strings.HasPrefix(p, "/static/"):
 		return false
 	}
 	return true

@@ -20,10 +20,12 @@ import (
 	"github.com/meridian-gw/meridian/internal/web"
 )
 
-// A browser signs in once with ?key=…: the answer sets an HttpOnly,
-// SameSite=Strict cookie holding a digest of the key (never the key) and
-// sends the browser to the same page without it. The cookie is honoured
-// for GET requests only: pages and their JSON, never a model request.
+// A browser signs in once by posting the admin key from the sign-in form
+// (never in a URL, which history and access logs keep): the answer sets
+// an HttpOnly, SameSite=Strict cookie holding a digest of the key (never
+// the key) and sends the browser on to the page it asked for. The cookie
+// is honoured for GET requests only: pages and their JSON, never a model
+// request.
 const sessionCookie = "meridian_session"
 
 func browserToken(key [32]byte) string {
@@ -43,25 +45,45 @@ func (s *Server) cookieOK(r *http.Request) bool {
 	return subtle.ConstantTimeCompare([]byte(c.Value), []byte(want)) == 1
 }
 
-// signIn handles GET …?key=: a right key sets the cookie and redirects to
-// the page without the key; it reports whether it answered.
-func (s *Server) signIn(w http.ResponseWriter, r *http.Request) bool {
-	if r.Method != http.MethodGet || !r.URL.Query().Has("key") {
-		return false
+// maxSignInBytes bounds the sign-in form: a key and a path.
+const maxSignInBytes = 8 << 10
+
+// signIn serves POST /sign-in, the form's key and the page to go on to:
+// the admin key sets the cookie and sends the browser on; anything else
+// answers the form again, saying so.
+func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxSignInBytes)
+	if err := r.ParseForm(); err != nil {
+		writeError(w, r, gateway.InvalidRequest("the sign-in form could not be read"))
+		return
 	}
-	d := digest(r.URL.Query().Get("key"))
+	next := onwardPath(r.PostForm.Get("next"))
+	if !s.hasKey {
+		http.Redirect(w, r, next, http.StatusSeeOther) // nothing to sign in to
+		return
+	}
+	d := digest(r.PostForm.Get("key"))
 	if subtle.ConstantTimeCompare(d[:], s.apiKey[:]) != 1 {
-		return false
+		s.page(w, r, http.StatusUnauthorized, func(b *bytes.Buffer) error {
+			return s.pages.RenderSignIn(b, s.cfg.Version, web.SignIn{Next: next, Wrong: true})
+		})
+		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: browserToken(s.apiKey), Path: "/",
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: int((30 * 24 * time.Hour).Seconds())})
-	q := r.URL.Query()
-	q.Del("key")
-	// Only ever to a path here: "//host/" (or "/\host/", which browsers
-	// read the same) would send the signed-in browser elsewhere.
-	to := url.URL{Path: "/" + strings.TrimLeft(r.URL.Path, "/\\"), RawQuery: q.Encode()}
-	http.Redirect(w, r, to.String(), http.StatusSeeOther)
-	return true
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// onwardPath is where a signed-in browser goes: only ever a path here.
+// "//host/" (or "/\host/", which browsers read the same) would send it
+// elsewhere, so leading slashes and backslashes collapse to one.
+func onwardPath(next string) string {
+	u, err := url.Parse(next)
+	if err != nil {
+		return "/"
+	}
+	to := url.URL{Path: "/" + strings.TrimLeft(u.Path, "/\\"), RawQuery: u.RawQuery}
+	return to.String()
 }
 
 // wantsHTML: a browser's navigation asks for HTML first; probes and
@@ -90,9 +112,16 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, status int, render
 	_, _ = w.Write(buf.Bytes())
 }
 
+// signInPage answers a page asked for without the admin key with the
+// sign-in form, which goes on to that page (less any key put in its URL,
+// which the form must not echo).
 func (s *Server) signInPage(w http.ResponseWriter, r *http.Request) {
-	_, port, _ := net.SplitHostPort(s.cfg.Addr)
-	s.page(w, r, http.StatusUnauthorized, func(b *bytes.Buffer) error { return s.pages.RenderSignIn(b, s.cfg.Version, port) })
+	q := r.URL.Query()
+	q.Del("key")
+	next := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
+	s.page(w, r, http.StatusUnauthorized, func(b *bytes.Buffer) error {
+		return s.pages.RenderSignIn(b, s.cfg.Version, web.SignIn{Next: next.String()})
+	})
 }
 
 // landingBackend is one CLI's card on the landing page.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -187,30 +188,38 @@ func TestPagesNeedTheKeyProbesDoNot(t *testing.T) {
 	if resp, _ := do(t, http.MethodGet, s.URL+"/", "", nil); resp.StatusCode != 200 {
 		t.Errorf("the root's JSON needs the key: %d", resp.StatusCode)
 	}
-	// ?key= signs in: a cookie (a digest, not the key) and a redirect
-	// without the key.
+	// A key in the URL signs nothing in: history and access logs keep it.
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := client.Get(s.URL + "/providers?key=k1")
-	if err != nil {
-		t.Fatal(err)
+	if resp, body := do(t, http.MethodGet, s.URL+"/providers?key=k1", "", html); resp.StatusCode != 401 || resp.Header.Get("Set-Cookie") != "" ||
+		strings.Contains(string(body), "k1") {
+		t.Fatalf("?key= in the URL: %d, cookie %q", resp.StatusCode, resp.Header.Get("Set-Cookie"))
 	}
-	resp.Body.Close()
+	// The form posts the key: a cookie (a digest, not the key) and on to
+	// the page asked for; a wrong key answers the form again.
+	signIn := func(key, next string) *http.Response {
+		t.Helper()
+		resp, err := client.PostForm(s.URL+"/sign-in", url.Values{"key": {key}, "next": {next}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	if resp := signIn("wrong", "/providers"); resp.StatusCode != 401 || resp.Header.Get("Set-Cookie") != "" {
+		t.Fatalf("a wrong key: %d, cookie %q", resp.StatusCode, resp.Header.Get("Set-Cookie"))
+	}
+	resp := signIn("k1", "/providers?window=1h")
 	cookie := resp.Header.Get("Set-Cookie")
-	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/providers" ||
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/providers?window=1h" ||
 		!strings.Contains(cookie, "HttpOnly") || !strings.Contains(cookie, "SameSite=Strict") || strings.Contains(cookie, "k1") {
 		t.Fatalf("sign-in: %d to %q, cookie %q", resp.StatusCode, resp.Header.Get("Location"), cookie)
 	}
 	// The sign-in sends a browser only to a path on this server, never to
 	// another host named by a path that begins with two slashes.
-	for _, p := range []string{"//evil.example/", "/\\evil.example/", "///evil.example"} {
-		resp, err := client.Get(s.URL + p + "?key=k1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		loc := resp.Header.Get("Location")
-		if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, "/") || strings.HasPrefix(loc, "//") || strings.HasPrefix(loc, "/\\") {
-			t.Fatalf("sign-in at %q sends the browser to %q", p, loc)
+	for _, p := range []string{"//evil.example/", "/\\evil.example/", "///evil.example", "https://evil.example/"} {
+		loc := signIn("k1", p).Header.Get("Location")
+		if !strings.HasPrefix(loc, "/") || strings.HasPrefix(loc, "//") || strings.HasPrefix(loc, "/\\") {
+			t.Fatalf("sign-in going on to %q sends the browser to %q", p, loc)
 		}
 	}
 	value := strings.SplitN(strings.SplitN(cookie, ";", 2)[0], "=", 2)[1]

@@ -263,6 +263,7 @@ func (s *Server) table() []route {
 		route{"GET /telemetry", s.dashboard},
 		route{"GET /providers", s.providersPage},
 		route{"GET /providers/status", s.providersStatus},
+		route{"POST /sign-in", s.signIn},
 		route{"GET /{$}", s.root},
 	)
 }

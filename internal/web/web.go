@@ -185,9 +185,16 @@ func (p *Pages) RenderCluster(w io.Writer, version string, c ClusterPage) error 
 	return p.render(w, "cluster", "Cluster", version, "cluster", c)
 }
 
-// RenderSignIn writes the page that explains the browser sign-in.
-func (p *Pages) RenderSignIn(w io.Writer, version string, port string) error {
-	return p.render(w, "signin", "Sign in", version, "", port)
+// SignIn is the sign-in form: the page to go on to, and whether a wrong
+// key was just sent.
+type SignIn struct {
+	Next  string
+	Wrong bool
+}
+
+// RenderSignIn writes the sign-in form, which posts the admin key.
+func (p *Pages) RenderSignIn(w io.Writer, version string, s SignIn) error {
+	return p.render(w, "signin", "Sign in", version, "", s)
 }
 
 // Link is a tab or a window choice.

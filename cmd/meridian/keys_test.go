@@ -16,6 +16,7 @@ import (
 	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/chromedp/chromedp"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/openai/openai-go/v3"
 	oaioption "github.com/openai/openai-go/v3/option"
@@ -463,4 +464,53 @@ func mostAtOnce(starts []time.Time, d time.Duration) int {
 		most = max(most, n)
 	}
 	return most
+}
+
+// The dashboard, in headless Chromium after signing in with the admin
+// key, groups the window's requests by key (the admin's apart) and links
+// each key to its requests; the page shows no key, only names.
+func TestDashboardGroupsByKey(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	g.up.Always(testkit.Reply{Text: "ok", Usage: testkit.Usage{InputTokens: 11, OutputTokens: 7}})
+	laptop := g.addKey(t, "", "laptop-codex")
+	ci := g.addKey(t, "", "ci-bot")
+	g.env = append(g.env, "MERIDIAN_API_KEY="+adminKey)
+	g.start("--spares", "0")
+	for key, n := range map[string]int{laptop: 3, ci: 1, adminKey: 2} {
+		for range n {
+			if _, err := ask(keyedAnthropic(g.url, key), "test-model"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	b := newBrowser(t)
+	b.do(t, chromedp.Navigate(g.url+"/telemetry"))
+	b.do(t, chromedp.SendKeys(`form.sign-in input[name=key]`, adminKey), chromedp.Submit(`form.sign-in`), chromedp.WaitVisible(`#card-requests`))
+	b.forget() // the sign-in page's 401, as the browser logged it
+	waitTrue(t, 5*time.Second, "the records written", func() bool {
+		b.do(t, chromedp.Reload(), chromedp.WaitVisible(`#card-requests`))
+		return text(t, b, "#card-requests .value") == "6"
+	})
+	rows := map[string]string{}
+	for _, tr := range count(t, b, "#keys tbody tr") {
+		name := get(t, b, chromedp.Text(chromedp.CSS("td:nth-child(1)"), chromedp.FromNode(tr)))
+		rows[strings.TrimSpace(name)] = strings.TrimSpace(get(t, b, chromedp.Text(chromedp.CSS("td:nth-child(2)"), chromedp.FromNode(tr))))
+	}
+	if rows["laptop-codex"] != "3" || rows["ci-bot"] != "1" || rows["admin key or none"] != "2" {
+		t.Fatalf("the by-key table: %v", rows)
+	}
+	b.screenshot(t, "telemetry-keys")
+	html := get(t, b, chromedp.OuterHTML("html"))
+	for _, k := range []string{laptop, ci, adminKey} {
+		if strings.Contains(html, k) {
+			t.Fatal("a key shows on the dashboard")
+		}
+	}
+	b.do(t, chromedp.Click(`#keys a[href*="key=laptop-codex"]`))
+	b.waitLocation(t, "key=laptop-codex")
+	if n := len(count(t, b, "#requests tr.request")); n != 3 {
+		t.Fatalf("the requests of laptop-codex: %d rows", n)
+	}
+	b.clean(t)
 }

@@ -248,7 +248,7 @@ func (s *Server) dashboard(w http.ResponseWriter, r *http.Request) {
 		}
 		d.Cumulative, d.Since = tot, since
 	case "requests":
-		d.F = history.Filter{Client: q.Get("client"), Model: q.Get("model"), Verdict: q.Get("verdict"),
+		d.F = history.Filter{Client: q.Get("client"), Model: q.Get("model"), Verdict: q.Get("verdict"), Key: q.Get("key"),
 			MissedCache: q.Get("missed_cache") == "1"}
 		if st := q.Get("status"); st == "ok" || st == "error" {
 			d.F.Status = st
@@ -261,6 +261,11 @@ func (s *Server) dashboard(w http.ResponseWriter, r *http.Request) {
 		}
 		for _, g := range d.S.Verdicts {
 			d.Options.Verdicts = append(d.Options.Verdicts, g.Name)
+		}
+		for _, g := range d.S.ByKey {
+			if g.Name != "" {
+				d.Options.Keys = append(d.Options.Keys, g.Name)
+			}
 		}
 		var before int64
 		if v := q.Get("before"); v != "" {

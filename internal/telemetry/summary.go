@@ -82,6 +82,8 @@ type Summary struct {
 	ByModel       []Group  `json:"by_model"`
 	ByClient      []Group  `json:"by_client"`
 	ByAPI         []Group  `json:"by_api"`
+	// ByKey groups by the API key's name ("" for the admin key or none).
+	ByKey []Group `json:"by_key"`
 	// ByHost groups by the host that served each request: every host
 	// sharing the store.
 	ByHost   []Group `json:"by_host"`
@@ -111,7 +113,7 @@ func Summarize(records []Record, from, to time.Time, buckets int, loc *time.Loca
 		s.Series[i].Start = from.Add(time.Duration(i) * size)
 	}
 	var allTTFT, allTotal []float64
-	days, models, clients, apis, hosts, errs, verdicts := groups{}, groups{}, groups{}, groups{}, groups{}, groups{}, groups{}
+	days, models, clients, apis, hosts, errs, verdicts, keys := groups{}, groups{}, groups{}, groups{}, groups{}, groups{}, groups{}, groups{}
 	var continued, live int
 	var prompt, cached int64
 	for _, r := range records {
@@ -145,6 +147,7 @@ func Summarize(records []Record, from, to time.Time, buckets int, loc *time.Loca
 		models.add(cmp.Or(r.Effective, r.Model, "unknown"), r)
 		clients.add(cmp.Or(r.Client, "unknown"), r)
 		apis.add(r.API, r)
+		keys.add(r.Key, r)
 		hosts.add(cmp.Or(r.Host, "unknown"), r)
 		if r.Verdict != "" {
 			verdicts.add(r.Verdict, r)
@@ -172,7 +175,7 @@ func Summarize(records []Record, from, to time.Time, buckets int, loc *time.Loca
 		s.LiveRatio = float64(live) / float64(continued)
 	}
 	s.ByDay = days.byName()
-	s.ByModel, s.ByClient, s.ByAPI, s.ByHost = models.byCost(), clients.byCost(), apis.byCost(), hosts.byCost()
+	s.ByModel, s.ByClient, s.ByAPI, s.ByHost, s.ByKey = models.byCost(), clients.byCost(), apis.byCost(), hosts.byCost(), keys.byCost()
 	s.Errors, s.Verdicts = errs.byCount(), verdicts.byCount()
 	return s
 }

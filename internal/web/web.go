@@ -66,6 +66,11 @@ func funcMap() template.FuncMap {
 			return fmt.Sprintf("%.2f s", d.Seconds())
 		},
 		"usd": USD,
+		// keyed: some request in the window came with a person's or
+		// tool's key, so the by-key table is worth showing.
+		"keyed": func(groups []telemetry.Group) bool {
+			return slices.ContainsFunc(groups, func(g telemetry.Group) bool { return g.Name != "" })
+		},
 		"mib": func(b int64) string { return fmt.Sprintf("%d MiB", b>>20) },
 		"clock": func(t time.Time) string {
 			lt := t.Local()
@@ -204,7 +209,7 @@ type Link struct {
 }
 
 // Options are the values the request filters offer.
-type Options struct{ Clients, Models, Verdicts []string }
+type Options struct{ Clients, Models, Verdicts, Keys []string }
 
 // Charts are a dashboard's rendered charts.
 type Charts struct {

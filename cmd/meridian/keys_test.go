@@ -16,8 +16,8 @@ import (
 	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
-	"github.com/chromedp/chromedp"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/chromedp/chromedp"
 	"github.com/openai/openai-go/v3"
 	oaioption "github.com/openai/openai-go/v3/option"
 	dto "github.com/prometheus/client_model/go"

@@ -34,6 +34,7 @@ func newHost(t testing.TB, up *testkit.Upstream) *gatewayProc {
 			_ = g.cmd.Wait()
 		}
 		testkit.WaitNoProcesses(t, marker, 5*time.Second)
+		noSecretLogged(t, g.log.String())
 	})
 	return g
 }

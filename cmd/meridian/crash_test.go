@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -73,13 +74,24 @@ func newGateway(t testing.TB) *gatewayProc {
 		for _, pid := range testkit.Processes(marker) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
-		for line := range strings.Lines(g.log.String()) {
-			if strings.Contains(line, "SECRET") {
-				t.Errorf("meridian logged a secret: %s", line)
-			}
-		}
+		noSecretLogged(t, g.log.String())
 	})
 	return g
+}
+
+// issuedKey matches a key `meridian key` made: its prefix and 26 base32
+// characters.
+var issuedKey = regexp.MustCompile(`mk-[A-Z2-7]{26}`)
+
+// noSecretLogged fails the test for a log line holding a test's secret
+// (spelled with SECRET) or any key `meridian key` issued.
+func noSecretLogged(t testing.TB, log string) {
+	t.Helper()
+	for line := range strings.Lines(log) {
+		if strings.Contains(line, "SECRET") || issuedKey.MatchString(line) {
+			t.Errorf("meridian logged a secret: %s", line)
+		}
+	}
 }
 
 // start runs meridian on a free port (again, after a crash: same data dir).

@@ -330,6 +330,28 @@ func TestKeyLimits(t *testing.T) {
 		t.Errorf("the request records of key budget: %+v", records)
 	}
 
+	// Each key sees its own figures, and only with itself.
+	var own struct {
+		Name string
+		RPM  int
+		Now  struct {
+			RequestsLastMinute int   `json:"requests_last_minute"`
+			TokensToday        int64 `json:"tokens_today"`
+		}
+		Usage struct{ Requests int64 }
+	}
+	req, _ := http.NewRequest(http.MethodGet, g.url+"/v1/usage/key", nil)
+	req.Header.Set("Authorization", "Bearer "+rate)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 || json.NewDecoder(resp.Body).Decode(&own) != nil {
+		t.Fatalf("GET /v1/usage/key: %v %v", err, resp)
+	}
+	if own.Name != "rate" || own.RPM != 3 || own.Now.RequestsLastMinute != 3 || own.Now.TokensToday != 3*70 || own.Usage.Requests != 4 {
+		t.Errorf("the rate key's own figures: %+v", own)
+	}
+	if resp, err := http.Get(g.url + "/v1/usage/key"); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET /v1/usage/key without a key: %v %v", err, resp)
+	}
+
 	// No key anywhere: not in the log, the metrics, the usage or records.
 	for _, where := range []string{g.log.String(), g.get(t, "/metrics"), g.get(t, "/v1/usage/keys"), g.get(t, "/telemetry/requests")} {
 		for _, k := range []string{rate, running, budget} {
@@ -402,7 +424,8 @@ func TestKeyLimitsHoldAcrossHosts(t *testing.T) {
 	hosts := []*gatewayProc{newHost(t, up), newHost(t, up)}
 	key := hosts[0].addKey(t, dsn, "shared-bot", "--concurrent", strconv.Itoa(limit))
 	for i, g := range hosts {
-		g.startOn(ips[i], dsn, "--cluster-key", "test-cluster-SECRET", "--max-live", "2")
+		g.env = append(g.env, "MERIDIAN_CLUSTER_KEY=test-cluster-SECRET")
+		g.startOn(ips[i], dsn, "--max-live", "2")
 	}
 
 	var wg sync.WaitGroup

@@ -197,7 +197,7 @@ func modelRoute(r *http.Request) bool {
 	p = strings.TrimPrefix(p, "/v1")
 	switch {
 	case p == "/messages", p == "/messages/count_tokens", p == "/chat/completions", p == "/models",
-		strings.HasPrefix(p, "/models/"), p == "/responses", strings.HasPrefix(p, "/responses/"):
+		strings.HasPrefix(p, "/models/"), p == "/responses", strings.HasPrefix(p, "/responses/"), p == "/usage/key":
 		return true
 	}
 	return false

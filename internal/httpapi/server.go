@@ -253,6 +253,7 @@ func (s *Server) table() []route {
 		route{"GET /inflight", s.inflight},
 		route{"GET /v1/usage/quota", s.quota},
 		route{"GET /v1/usage/keys", s.usageKeys},
+		route{"GET /v1/usage/key", s.usageOwnKey},
 		route{"GET /health", s.health},
 		route{"GET /ready", s.ready},
 		route{"GET /cluster", s.cluster},

@@ -6,6 +6,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/meridian-gw/meridian/internal/gateway"
+	"github.com/meridian-gw/meridian/internal/keyrule"
+	"github.com/meridian-gw/meridian/internal/store"
 	"github.com/meridian-gw/meridian/internal/telemetry"
 )
 
@@ -83,6 +86,84 @@ func (s *Server) usageKeys(w http.ResponseWriter, r *http.Request) {
 	for _, name := range slices.Sorted(maps.Keys(used)) {
 		if name != "" {
 			out.Keys = append(out.Keys, used[name])
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// ownKey is GET /v1/usage/key: the key a request carries, its scope and
+// limits, where its limits stand now, and its use over the window.
+type ownKey struct {
+	Name         string     `json:"name"`
+	Profiles     []string   `json:"profiles"`
+	Models       []string   `json:"models"`
+	RPM          int        `json:"rpm"`
+	Concurrent   int        `json:"concurrent"`
+	TokensPerDay int64      `json:"tokens_per_day"`
+	Expires      *time.Time `json:"expires,omitempty"`
+	// Now is what its limits count at this moment.
+	Now struct {
+		RequestsLastMinute int   `json:"requests_last_minute"`
+		Running            int   `json:"running"`
+		TokensToday        int64 `json:"tokens_today"`
+	} `json:"now"`
+	Usage keyUsage `json:"usage"`
+}
+
+// usageOwnKey serves GET /v1/usage/key to a person's or tool's key: its
+// own figures only.
+func (s *Server) usageOwnKey(w http.ResponseWriter, r *http.Request) {
+	k := caller(r.Context())
+	if k == nil {
+		s.fail(w, r, gateway.InvalidRequest("this route reports the API key a request carries, made by `meridian key`; the admin key is none: GET /v1/usage/keys reports them all"))
+		return
+	}
+	window, werr := windowParam(r)
+	if werr != nil {
+		s.fail(w, r, werr)
+		return
+	}
+	now := time.Now()
+	out := ownKey{Name: k.Name, Profiles: k.Profiles, Models: k.Models, RPM: k.RPM, Concurrent: k.Concurrent,
+		TokensPerDay: k.TokensPerDay, Usage: keyUsage{Name: k.Name, Status: "active"}}
+	if !k.Expires.IsZero() {
+		e := k.Expires.UTC()
+		out.Expires = &e
+	}
+	if out.Profiles == nil {
+		out.Profiles = []string{}
+	}
+	if out.Models == nil {
+		out.Models = []string{}
+	}
+	// A dry admission: it reads the key's use in the same transaction the
+	// limits are counted in, and records nothing.
+	_, err := s.cfg.Keys.Admit(r.Context(), k.Name, store.KeyRun{At: now}, now.Add(-keyrule.Window), keyrule.Day(now),
+		func(u store.KeyUse) bool {
+			for _, h := range u.Hits {
+				if now.Sub(h) < keyrule.Window {
+					out.Now.RequestsLastMinute++
+				}
+			}
+			out.Now.Running, out.Now.TokensToday = u.Running, u.TokensToday
+			return false
+		})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if s.cfg.History != nil {
+		rows, err := s.cfg.History.ByKey(r.Context(), now.Add(-window))
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		for _, row := range rows {
+			if row.Key == k.Name {
+				last := row.Last.UTC()
+				out.Usage = keyUsage{Name: k.Name, Status: "active", Requests: row.Requests, Errors: row.Errors, CostUSD: row.Cost, LastUsed: &last,
+					Tokens: telemetry.Tokens{Input: row.Input, Output: row.Output, CacheRead: row.CacheRead, CacheWrite: row.Cache}}
+			}
 		}
 	}
 	writeJSON(w, http.StatusOK, out)

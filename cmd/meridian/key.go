@@ -3,14 +3,11 @@ package main
 import (
 	"context"
 	"log/slog"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/meridian-gw/meridian/internal/apikeys"
-	"github.com/meridian-gw/meridian/internal/keyrule"
 	"github.com/meridian-gw/meridian/internal/serve"
-	"github.com/meridian-gw/meridian/internal/store"
 )
 
 // newKeyCommand wires `meridian key`.
@@ -30,36 +27,28 @@ the key's name, never the key.`,
 	cmd.PersistentFlags().StringVar(&dsn, "store", env["MERIDIAN_STORE"], "the shared store: empty for SQLite in the data dir, or a postgres:// DSN (MERIDIAN_STORE)")
 	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print JSON")
 	// run opens the store for one command and prints what it returns.
-	run := func(c *cobra.Command, f func(ctx context.Context, keys store.Keys, now time.Time) (any, error)) error {
-		ctx := c.Context()
-		st, closeStore, err := serve.OpenShared(ctx, dataDir, dsn, slog.New(slog.DiscardHandler))
+	run := func(c *cobra.Command, f func(m *apikeys.Manager) (any, error)) error {
+		m, closeStore, err := serve.OpenKeys(c.Context(), dataDir, dsn, slog.New(slog.DiscardHandler))
 		if err != nil {
 			return err
 		}
 		defer closeStore()
-		v, err := f(ctx, st.Keys, time.Now())
-		if err != nil {
+		v, err := f(m)
+		switch {
+		case err != nil:
 			return err
+		case asJSON:
+			return printJSON(c, v)
 		}
-		switch v := v.(type) {
-		case []apikeys.View:
-			if asJSON {
-				return printJSON(c, v)
-			}
-			return apikeys.PrintTable(c.OutOrStdout(), v)
-		default:
-			if asJSON {
-				return printJSON(c, v)
-			}
-			return apikeys.PrintOne(c.OutOrStdout(), v.(apikeys.View))
+		if list, ok := v.([]apikeys.View); ok {
+			return apikeys.PrintTable(c.OutOrStdout(), list)
 		}
+		return apikeys.PrintOne(c.OutOrStdout(), v.(apikeys.View))
 	}
-	one := func(use, short string, f func(context.Context, store.Keys, string, time.Time) (apikeys.View, error)) *cobra.Command {
+	one := func(use, short string, f func(*apikeys.Manager, context.Context, string) (apikeys.View, error)) *cobra.Command {
 		return &cobra.Command{Use: use + " NAME", Short: short, Args: cobra.ExactArgs(1),
 			RunE: func(c *cobra.Command, args []string) error {
-				return run(c, func(ctx context.Context, keys store.Keys, now time.Time) (any, error) {
-					return f(ctx, keys, args[0], now)
-				})
+				return run(c, func(m *apikeys.Manager) (any, error) { return f(m, c.Context(), args[0]) })
 			}}
 	}
 
@@ -70,14 +59,10 @@ the key's name, never the key.`,
 		Short: "Make a key (shown once) with its scope and limits",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			return run(c, func(ctx context.Context, keys store.Keys, now time.Time) (any, error) {
+			return run(c, func(m *apikeys.Manager) (any, error) {
 				s := spec
-				s.Name, s.Profiles, s.Models = args[0], keyrule.List(profiles), keyrule.List(models)
-				var err error
-				if s.Expires, err = apikeys.ParseExpiry(expires, now); err != nil {
-					return nil, err
-				}
-				return apikeys.Add(ctx, keys, s, now)
+				s.Name = args[0]
+				return m.Add(c.Context(), s, profiles, models, expires)
 			})
 		},
 	}
@@ -93,14 +78,12 @@ the key's name, never the key.`,
 		Short: "List the keys (never the keys themselves)",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			return run(c, func(ctx context.Context, keys store.Keys, now time.Time) (any, error) {
-				return apikeys.List(ctx, keys, now)
-			})
+			return run(c, func(m *apikeys.Manager) (any, error) { return m.List(c.Context()) })
 		},
 	}
 	cmd.AddCommand(add, list,
-		one("show", "Show a key's scope, limits and state", apikeys.Show),
-		one("revoke", "End a key on every host at once", apikeys.Revoke),
-		one("rotate", "Give a key a new secret (shown once); the old one stops working", apikeys.Rotate))
+		one("show", "Show a key's scope, limits and state", (*apikeys.Manager).Show),
+		one("revoke", "End a key on every host at once", (*apikeys.Manager).Revoke),
+		one("rotate", "Give a key a new secret (shown once); the old one stops working", (*apikeys.Manager).Rotate))
 	return cmd
 }

@@ -177,3 +177,33 @@ func ParseExpiry(s string, now time.Time) (time.Time, error) {
 	}
 	return time.Time{}, fmt.Errorf("--expires %q: want a date (2027-01-31), an RFC 3339 time, or a span such as 30d or 12h", s)
 }
+
+// Manager runs the commands on one store's keys at the time they run.
+type Manager struct{ keys store.Keys }
+
+// NewManager manages the keys of a store.
+func NewManager(keys store.Keys) *Manager { return &Manager{keys: keys} }
+
+// Add makes a key; its expiry is --expires as given (ParseExpiry), its
+// scope comma-separated lists.
+func (m *Manager) Add(ctx context.Context, s Spec, profiles, models, expires string) (View, error) {
+	now := time.Now()
+	var err error
+	if s.Expires, err = ParseExpiry(expires, now); err != nil {
+		return View{}, err
+	}
+	s.Profiles, s.Models = keyrule.List(profiles), keyrule.List(models)
+	return Add(ctx, m.keys, s, now)
+}
+
+// List, Show, Revoke and Rotate are those functions, now.
+func (m *Manager) List(ctx context.Context) ([]View, error) { return List(ctx, m.keys, time.Now()) }
+func (m *Manager) Show(ctx context.Context, name string) (View, error) {
+	return Show(ctx, m.keys, name, time.Now())
+}
+func (m *Manager) Revoke(ctx context.Context, name string) (View, error) {
+	return Revoke(ctx, m.keys, name, time.Now())
+}
+func (m *Manager) Rotate(ctx context.Context, name string) (View, error) {
+	return Rotate(ctx, m.keys, name, time.Now())
+}

@@ -18,6 +18,7 @@ func TestImportsFlowDownward(t *testing.T) {
 		"internal/dispatch",
 		"internal/gateway",
 		"internal/journal",
+		"internal/keyrule",
 		"internal/jsonbody",
 		"internal/logring",
 		"internal/metrics",

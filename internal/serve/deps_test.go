@@ -25,6 +25,7 @@ func TestImportsFlowDownward(t *testing.T) {
 		"internal/pricing",
 		"internal/probe",
 		"internal/procmem",
+		"internal/apikeys",
 		"internal/profile",
 		"internal/responses",
 		"internal/session",

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/meridian-gw/meridian/internal/apikeys"
 	"github.com/meridian-gw/meridian/internal/cluster"
 	"github.com/meridian-gw/meridian/internal/store"
 	"github.com/meridian-gw/meridian/internal/store/postgres"
@@ -68,10 +69,10 @@ func openStores(ctx context.Context, cfg Config, log *slog.Logger) (*stores, err
 	return nil, fmt.Errorf("--store: want nothing (SQLite in the data dir) or a postgres:// DSN")
 }
 
-// OpenShared opens the store a meridian with this data dir and --store
-// shares, for the commands that manage its records (meridian key) whether
-// or not one runs; close releases it.
-func OpenShared(ctx context.Context, dataDir, dsn string, log *slog.Logger) (shared *store.Store, close func(), err error) {
+// OpenKeys opens the keys of the store a meridian with this data dir and
+// --store shares, for `meridian key`, whether or not one runs; close
+// releases the store.
+func OpenKeys(ctx context.Context, dataDir, dsn string, log *slog.Logger) (keys *apikeys.Manager, close func(), err error) {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("data dir: %w", err)
 	}
@@ -79,5 +80,5 @@ func OpenShared(ctx context.Context, dataDir, dsn string, log *slog.Logger) (sha
 	if err != nil {
 		return nil, nil, err
 	}
-	return s.shared, s.close, nil
+	return apikeys.NewManager(s.shared.Keys), s.close, nil
 }

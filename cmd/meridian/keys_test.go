@@ -537,3 +537,41 @@ func TestDashboardGroupsByKey(t *testing.T) {
 	}
 	b.clean(t)
 }
+
+// A key's holder signs in with it to its own page, /key, which shows its
+// limits and use; that sign-in opens no other page.
+func TestAKeySeesItsOwnPage(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	g.up.Always(testkit.Reply{Text: "ok", Usage: testkit.Usage{InputTokens: 11, OutputTokens: 7}})
+	key := g.addKey(t, "", "pi-laptop", "--rpm", "60", "--tokens-per-day", "100000")
+	g.env = append(g.env, "MERIDIAN_API_KEY="+adminKey)
+	g.start("--spares", "0")
+	for range 2 {
+		if _, err := ask(keyedAnthropic(g.url, key), "test-model"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := newBrowser(t)
+	b.do(t, chromedp.Navigate(g.url+"/key"))
+	b.do(t, chromedp.SendKeys(`form.sign-in input[name=key]`, key), chromedp.Submit(`form.sign-in`), chromedp.WaitVisible(`#card-rate`))
+	b.forget() // the sign-in page's 401
+	waitTrue(t, 5*time.Second, "the records written", func() bool {
+		b.do(t, chromedp.Reload(), chromedp.WaitVisible(`#usage`))
+		return text(t, b, "#usage-requests") == "2"
+	})
+	if h1, rate, tokens := text(t, b, "h1"), text(t, b, "#card-rate .sub"), text(t, b, "#card-tokens .value"); h1 != "Key pi-laptop" ||
+		rate != "of 60 a minute" || tokens != "36" {
+		t.Fatalf("the key's page: %q, %q, tokens today %q", h1, rate, tokens)
+	}
+	b.screenshot(t, "key")
+	if html := get(t, b, chromedp.OuterHTML("html")); strings.Contains(html, key) {
+		t.Fatal("the key shows on its page")
+	}
+	b.do(t, chromedp.Navigate(g.url+"/telemetry"))
+	if title := text(t, b, "h1"); title != "Sign in" {
+		t.Fatalf("a key's sign-in opened the dashboard: %q", title)
+	}
+	b.forget()
+	b.clean(t)
+}

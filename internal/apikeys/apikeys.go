@@ -196,14 +196,20 @@ func (m *Manager) Add(ctx context.Context, s Spec, profiles, models, expires str
 	return Add(ctx, m.keys, s, now)
 }
 
-// List, Show, Revoke and Rotate are those functions, now.
+// List lists the keys now.
 func (m *Manager) List(ctx context.Context) ([]View, error) { return List(ctx, m.keys, time.Now()) }
+
+// Show shows one key now.
 func (m *Manager) Show(ctx context.Context, name string) (View, error) {
 	return Show(ctx, m.keys, name, time.Now())
 }
+
+// Revoke ends a key now.
 func (m *Manager) Revoke(ctx context.Context, name string) (View, error) {
 	return Revoke(ctx, m.keys, name, time.Now())
 }
+
+// Rotate gives a key a new secret now.
 func (m *Manager) Rotate(ctx context.Context, name string) (View, error) {
 	return Rotate(ctx, m.keys, name, time.Now())
 }

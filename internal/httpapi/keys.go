@@ -2,6 +2,9 @@ package httpapi
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"strings"
@@ -52,16 +55,13 @@ func (kr *keyring) lookup(ctx context.Context, digest string, now time.Time) (k 
 // the key it came with.
 func (kr *keyring) named(ctx context.Context, name string, now time.Time) (store.Key, bool, error) {
 	kr.mu.Lock()
-	defer kr.mu.Unlock()
-	if err := kr.fresh(ctx, now); err != nil {
+	err := kr.fresh(ctx, now)
+	kr.mu.Unlock()
+	if err != nil {
 		return store.Key{}, false, err
 	}
-	for _, k := range kr.by {
-		if k.Name == name {
-			return k, true, nil
-		}
-	}
-	return store.Key{}, false, nil
+	k, ok := kr.find(ctx, now, func(k store.Key) bool { return k.Name == name })
+	return k, ok, nil
 }
 
 // fresh reads the keys again when those read are older than keyTTL.
@@ -156,8 +156,9 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*http.Req
 	}
 	// Without an admin key the routes other than the model routes stay
 	// open (the listener is loopback then), and so do the model routes
-	// until a key exists.
-	if !s.hasKey && (!modelRoute(r) || !anyKey) {
+	// until a key exists. A key's own page finds its key by its cookie,
+	// or asks for it.
+	if !s.hasKey && (!modelRoute(r) || !anyKey) || r.URL.Path == "/key" {
 		return r, true
 	}
 	if s.hasKey && wantsHTML(r) {
@@ -179,7 +180,7 @@ func keyRefusal(k store.Key, r *http.Request, now time.Time) *gateway.Error {
 	case !k.Expires.IsZero() && !now.Before(k.Expires):
 		return &gateway.Error{Status: http.StatusUnauthorized, Type: anthropic.ErrAuthentication,
 			Message: fmt.Sprintf("the API key %q expired on %s", k.Name, k.Expires.UTC().Format(time.DateTime+" UTC"))}
-	case !modelRoute(r):
+	case !modelRoute(r) && r.URL.Path != "/key":
 		return &gateway.Error{Status: http.StatusForbidden, Type: anthropic.ErrPermission,
 			Message: fmt.Sprintf("the API key %q reaches the model routes only; %s needs the admin key", k.Name, r.URL.Path)}
 	}
@@ -310,4 +311,54 @@ func (s *Server) keyTokens(ctx context.Context, name string) func() {
 			}
 		}
 	}
+}
+
+// keyCookie holds, for a browser signed in with a person's or tool's key,
+// a token derived from the key's digest (never the key); it opens that
+// key's own page, /key, and nothing else.
+const keyCookie = "meridian_key_session"
+
+func keyToken(digest string) string {
+	sum := sha256.Sum256([]byte("meridian key session\x00" + digest))
+	return hex.EncodeToString(sum[:])
+}
+
+// keyInForce finds an active key by its secret.
+func (s *Server) keyInForce(r *http.Request, secret string) (store.Key, bool) {
+	if s.keys == nil || secret == "" {
+		return store.Key{}, false
+	}
+	now := time.Now()
+	k, found, _, err := s.keys.lookup(r.Context(), keyrule.Digest(secret), now)
+	if err != nil || !found || keyStatus(k, now) != "active" {
+		return store.Key{}, false
+	}
+	return k, true
+}
+
+// keyOfCookie finds the active key whose token the request's cookie holds.
+func (s *Server) keyOfCookie(r *http.Request) (store.Key, bool) {
+	c, err := r.Cookie(keyCookie)
+	if err != nil || s.keys == nil {
+		return store.Key{}, false
+	}
+	now := time.Now()
+	return s.keys.find(r.Context(), now, func(k store.Key) bool {
+		return subtle.ConstantTimeCompare([]byte(keyToken(k.Digest)), []byte(c.Value)) == 1 && keyStatus(k, now) == "active"
+	})
+}
+
+// find returns the first key that match accepts.
+func (kr *keyring) find(ctx context.Context, now time.Time, match func(store.Key) bool) (store.Key, bool) {
+	kr.mu.Lock()
+	defer kr.mu.Unlock()
+	if err := kr.fresh(ctx, now); err != nil {
+		return store.Key{}, false
+	}
+	for _, k := range kr.by {
+		if match(k) {
+			return k, true
+		}
+	}
+	return store.Key{}, false
 }

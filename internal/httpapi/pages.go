@@ -57,21 +57,27 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, gateway.InvalidRequest("the sign-in form could not be read"))
 		return
 	}
-	next := onwardPath(r.PostForm.Get("next"))
-	if !s.hasKey {
+	next, key := onwardPath(r.PostForm.Get("next")), r.PostForm.Get("key")
+	if d := digest(key); s.hasKey && subtle.ConstantTimeCompare(d[:], s.apiKey[:]) == 1 {
+		http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: browserToken(s.apiKey), Path: "/",
+			HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: int((30 * 24 * time.Hour).Seconds())})
+		http.Redirect(w, r, next, http.StatusSeeOther)
+		return
+	}
+	// A person's or tool's key signs in to its own page only.
+	if k, ok := s.keyInForce(r, key); ok {
+		http.SetCookie(w, &http.Cookie{Name: keyCookie, Value: keyToken(k.Digest), Path: "/key",
+			HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: int((30 * 24 * time.Hour).Seconds())})
+		http.Redirect(w, r, "/key", http.StatusSeeOther)
+		return
+	}
+	if !s.hasKey && s.keys == nil {
 		http.Redirect(w, r, next, http.StatusSeeOther) // nothing to sign in to
 		return
 	}
-	d := digest(r.PostForm.Get("key"))
-	if subtle.ConstantTimeCompare(d[:], s.apiKey[:]) != 1 {
-		s.page(w, r, http.StatusUnauthorized, func(b *bytes.Buffer) error {
-			return s.pages.RenderSignIn(b, s.cfg.Version, web.SignIn{Next: next, Wrong: true})
-		})
-		return
-	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: browserToken(s.apiKey), Path: "/",
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: int((30 * 24 * time.Hour).Seconds())})
-	http.Redirect(w, r, next, http.StatusSeeOther)
+	s.page(w, r, http.StatusUnauthorized, func(b *bytes.Buffer) error {
+		return s.pages.RenderSignIn(b, s.cfg.Version, web.SignIn{Next: next, Wrong: true})
+	})
 }
 
 // onwardPath is where a signed-in browser goes: only ever a path here.

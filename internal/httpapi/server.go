@@ -265,6 +265,7 @@ func (s *Server) table() []route {
 		route{"GET /providers", s.providersPage},
 		route{"GET /providers/status", s.providersStatus},
 		route{"POST /sign-in", s.signIn},
+		route{"GET /key", s.keyPage},
 		route{"GET /{$}", s.root},
 	)
 }

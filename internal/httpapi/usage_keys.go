@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"bytes"
+	"context"
 	"maps"
 	"net/http"
 	"slices"
@@ -10,6 +12,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/keyrule"
 	"github.com/meridian-gw/meridian/internal/store"
 	"github.com/meridian-gw/meridian/internal/telemetry"
+	"github.com/meridian-gw/meridian/internal/web"
 )
 
 // keyUsage is one API key's use over the window of GET /v1/usage/keys.
@@ -71,13 +74,7 @@ func (s *Server) usageKeys(w http.ResponseWriter, r *http.Request) {
 		}
 		for _, k := range list {
 			u := used[k.Name]
-			u.Name, u.Status = k.Name, "active"
-			switch {
-			case !k.Revoked.IsZero():
-				u.Status = "revoked"
-			case !k.Expires.IsZero() && !now.Before(k.Expires):
-				u.Status = "expired"
-			}
+			u.Name, u.Status = k.Name, keyStatus(k, now)
 			out.Keys = append(out.Keys, u)
 			delete(used, k.Name)
 		}
@@ -123,9 +120,20 @@ func (s *Server) usageOwnKey(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, werr)
 		return
 	}
+	out, err := s.ownFigures(r.Context(), *k, window)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// ownFigures are one key's scope, limits, where they stand and its use
+// over the window.
+func (s *Server) ownFigures(ctx context.Context, k store.Key, window time.Duration) (ownKey, error) {
 	now := time.Now()
 	out := ownKey{Name: k.Name, Profiles: k.Profiles, Models: k.Models, RPM: k.RPM, Concurrent: k.Concurrent,
-		TokensPerDay: k.TokensPerDay, Usage: keyUsage{Name: k.Name, Status: "active"}}
+		TokensPerDay: k.TokensPerDay, Usage: keyUsage{Name: k.Name, Status: keyStatus(k, now)}}
 	if !k.Expires.IsZero() {
 		e := k.Expires.UTC()
 		out.Expires = &e
@@ -138,7 +146,7 @@ func (s *Server) usageOwnKey(w http.ResponseWriter, r *http.Request) {
 	}
 	// A dry admission: it reads the key's use in the same transaction the
 	// limits are counted in, and records nothing.
-	_, err := s.cfg.Keys.Admit(r.Context(), k.Name, store.KeyRun{At: now}, now.Add(-keyrule.Window), keyrule.Day(now),
+	_, err := s.cfg.Keys.Admit(ctx, k.Name, store.KeyRun{At: now}, now.Add(-keyrule.Window), keyrule.Day(now),
 		func(u store.KeyUse) bool {
 			for _, h := range u.Hits {
 				if now.Sub(h) < keyrule.Window {
@@ -149,22 +157,65 @@ func (s *Server) usageOwnKey(w http.ResponseWriter, r *http.Request) {
 			return false
 		})
 	if err != nil {
+		return out, err
+	}
+	if s.cfg.History == nil {
+		return out, nil
+	}
+	rows, err := s.cfg.History.ByKey(ctx, now.Add(-window))
+	if err != nil {
+		return out, err
+	}
+	for _, row := range rows {
+		if row.Key == k.Name {
+			last := row.Last.UTC()
+			out.Usage = keyUsage{Name: k.Name, Status: out.Usage.Status, Requests: row.Requests, Errors: row.Errors, CostUSD: row.Cost,
+				LastUsed: &last, Tokens: telemetry.Tokens{Input: row.Input, Output: row.Output, CacheRead: row.CacheRead, CacheWrite: row.Cache}}
+		}
+	}
+	return out, nil
+}
+
+// keyStatus is a key's state at now.
+func keyStatus(k store.Key, now time.Time) string {
+	switch {
+	case !k.Revoked.IsZero():
+		return "revoked"
+	case !k.Expires.IsZero() && !now.Before(k.Expires):
+		return "expired"
+	}
+	return "active"
+}
+
+// keyPage serves GET /key: the page of the key a browser signed in with
+// (its cookie) or a request carries; otherwise the sign-in form.
+func (s *Server) keyPage(w http.ResponseWriter, r *http.Request) {
+	k := caller(r.Context())
+	if k == nil {
+		if found, ok := s.keyOfCookie(r); ok {
+			k = &found
+		}
+	}
+	if k == nil || s.cfg.Keys == nil {
+		s.page(w, r, http.StatusUnauthorized, func(b *bytes.Buffer) error {
+			return s.pages.RenderSignIn(b, s.cfg.Version, web.SignIn{Next: "/key"})
+		})
+		return
+	}
+	f, err := s.ownFigures(r.Context(), *k, defaultWindow)
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	if s.cfg.History != nil {
-		rows, err := s.cfg.History.ByKey(r.Context(), now.Add(-window))
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		for _, row := range rows {
-			if row.Key == k.Name {
-				last := row.Last.UTC()
-				out.Usage = keyUsage{Name: k.Name, Status: "active", Requests: row.Requests, Errors: row.Errors, CostUSD: row.Cost, LastUsed: &last,
-					Tokens: telemetry.Tokens{Input: row.Input, Output: row.Output, CacheRead: row.CacheRead, CacheWrite: row.Cache}}
-			}
-		}
+	p := web.KeyPage{Name: f.Name, Status: f.Usage.Status, Profiles: f.Profiles, Models: f.Models, RPM: f.RPM, Concurrent: f.Concurrent,
+		TokensPerDay: f.TokensPerDay, LastMinute: f.Now.RequestsLastMinute, Running: f.Now.Running, TokensToday: f.Now.TokensToday,
+		Requests: f.Usage.Requests, Errors: f.Usage.Errors, Input: f.Usage.Tokens.Input, Output: f.Usage.Tokens.Output,
+		CacheRead: f.Usage.Tokens.CacheRead, CacheWrite: f.Usage.Tokens.CacheWrite, Cost: f.Usage.CostUSD}
+	if f.Expires != nil {
+		p.Expires = f.Expires.Format(time.DateTime + " UTC")
 	}
-	writeJSON(w, http.StatusOK, out)
+	if f.Usage.LastUsed != nil {
+		p.LastUsed = f.Usage.LastUsed.Format(time.DateTime + " UTC")
+	}
+	s.page(w, r, http.StatusOK, func(b *bytes.Buffer) error { return s.pages.RenderKey(b, s.cfg.Version, p) })
 }

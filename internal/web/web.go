@@ -104,7 +104,7 @@ func USD(f float64) string {
 // Parse reads the embedded templates.
 func Parse() (*Pages, error) {
 	p := &Pages{sets: map[string]*template.Template{}}
-	for _, name := range []string{"landing", "telemetry", "providers", "cluster", "signin"} {
+	for _, name := range []string{"landing", "telemetry", "providers", "cluster", "signin", "key"} {
 		t, err := template.New(name).Funcs(funcMap()).ParseFS(files, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("web: %s: %w", name, err)
@@ -195,6 +195,22 @@ func (p *Pages) RenderCluster(w io.Writer, version string, c ClusterPage) error 
 type SignIn struct {
 	Next  string
 	Wrong bool
+}
+
+// KeyPage is what /key shows the holder of one API key: its own figures.
+type KeyPage struct {
+	Name, Status, Expires, LastUsed      string
+	Profiles, Models                     []string
+	RPM, Concurrent, LastMinute, Running int
+	TokensPerDay, TokensToday            int64
+	Requests, Errors                     int64
+	Input, Output, CacheRead, CacheWrite int64
+	Cost                                 float64
+}
+
+// RenderKey writes one key's own page.
+func (p *Pages) RenderKey(w io.Writer, version string, k KeyPage) error {
+	return p.render(w, "key", "Key "+k.Name, version, "", k)
 }
 
 // RenderSignIn writes the sign-in form, which posts the admin key.

@@ -101,13 +101,8 @@ type telemetrySummary struct {
 const costNote = "API-equivalent cost: an estimate at API list prices; a subscription is not billed per token"
 
 func (s *Server) telemetrySummary(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.History == nil {
-		s.fail(w, r, telemetryOff())
-		return
-	}
-	window, werr := windowParam(r)
-	if werr != nil {
-		s.fail(w, r, werr)
+	window, ok := s.historyWindow(w, r)
+	if !ok {
 		return
 	}
 	now := time.Now()
@@ -206,6 +201,22 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request) {
 
 func telemetryOff() *gateway.Error {
 	return &gateway.Error{Status: http.StatusNotFound, Type: "not_found_error", Message: "telemetry is not kept by this meridian"}
+}
+
+// historyWindow is the ?window= of a request for the request history's
+// figures; ok is false, and the refusal answered, without a history or
+// with a bad window.
+func (s *Server) historyWindow(w http.ResponseWriter, r *http.Request) (time.Duration, bool) {
+	if s.cfg.History == nil {
+		s.fail(w, r, telemetryOff())
+		return 0, false
+	}
+	window, werr := windowParam(r)
+	if werr != nil {
+		s.fail(w, r, werr)
+		return 0, false
+	}
+	return window, true
 }
 
 // windowParam reads ?window= (defaultWindow when absent).

@@ -41,13 +41,8 @@ type keysUsage struct {
 // (?window=, 24h by default), from every host's records; keys unused in
 // it are listed with zeros.
 func (s *Server) usageKeys(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.History == nil {
-		s.fail(w, r, telemetryOff())
-		return
-	}
-	window, werr := windowParam(r)
-	if werr != nil {
-		s.fail(w, r, werr)
+	window, ok := s.historyWindow(w, r)
+	if !ok {
 		return
 	}
 	now := time.Now()

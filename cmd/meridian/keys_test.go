@@ -113,6 +113,11 @@ func TestKeysKeepToTheirScope(t *testing.T) {
 	if !errors.As(err, &oe) || oe.StatusCode != http.StatusForbidden || !strings.Contains(oe.Message, `may not use the model "gpt-5"`) {
 		t.Fatalf("chat completions outside its models: %v", err)
 	}
+	_, err = c.Messages.CountTokens(context.Background(), sdk.MessageCountTokensParams{Model: "claude-opus-4",
+		Messages: []sdk.MessageParam{sdk.NewUserMessage(sdk.NewTextBlock("hello"))}})
+	if !isStatus(err, http.StatusForbidden) {
+		t.Fatalf("count_tokens for a model outside its patterns: %v", err)
+	}
 	if _, err := ask(keyedAnthropic(g.url, "mk-NOTAKEY"), "test-model"); !isStatus(err, http.StatusUnauthorized) {
 		t.Fatalf("an unknown key: %v", err)
 	}

@@ -94,6 +94,11 @@ func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	// A key's scope holds here too; its limits count the turns it runs,
+	// and an estimate runs none.
+	if k := caller(r.Context()); k != nil && !inScope(w, r, k, req.Model) {
+		return
+	}
 	w.Header().Set(headerTokenEstimate, "true")
 	writeJSON(w, http.StatusOK, map[string]int{"input_tokens": gateway.EstimateTokens(req)})
 }

@@ -214,15 +214,7 @@ func (s *Server) admitKey(w http.ResponseWriter, r *http.Request, model string) 
 	if k == nil {
 		return func() {}, true
 	}
-	scope := scopeOf(k)
-	if gw := named(r.Context()); gw != nil && !scope.AllowsProfile(gw.Profile()) {
-		writeError(w, r, &gateway.Error{Status: http.StatusForbidden, Type: anthropic.ErrPermission, Param: headerProfile,
-			Message: fmt.Sprintf("the API key %q may not use the profile %q; it may use: %s", k.Name, gw.Profile(), strings.Join(k.Profiles, ", "))})
-		return nil, false
-	}
-	if model != "" && !scope.AllowsModel(model) {
-		writeError(w, r, &gateway.Error{Status: http.StatusForbidden, Type: anthropic.ErrPermission, Param: "model",
-			Message: fmt.Sprintf("the API key %q may not use the model %q; it may use: %s", k.Name, model, strings.Join(k.Models, ", "))})
+	if !inScope(w, r, k, model) {
 		return nil, false
 	}
 	lim := keyrule.Limits{RPM: k.RPM, Concurrent: k.Concurrent, TokensPerDay: k.TokensPerDay}
@@ -253,6 +245,23 @@ func (s *Server) admitKey(w http.ResponseWriter, r *http.Request, model string) 
 	}
 	release, tokens := s.keyRunning(r.Context(), k.Name, run.ID), s.keyTokens(r.Context(), k.Name)
 	return func() { release(); tokens() }, true
+}
+
+// inScope answers a 403 naming what the key may use when the profile the
+// request names or the model it asks for is outside its scope.
+func inScope(w http.ResponseWriter, r *http.Request, k *store.Key, model string) bool {
+	scope := scopeOf(k)
+	if gw := named(r.Context()); gw != nil && !scope.AllowsProfile(gw.Profile()) {
+		writeError(w, r, &gateway.Error{Status: http.StatusForbidden, Type: anthropic.ErrPermission, Param: headerProfile,
+			Message: fmt.Sprintf("the API key %q may not use the profile %q; it may use: %s", k.Name, gw.Profile(), strings.Join(k.Profiles, ", "))})
+		return false
+	}
+	if model != "" && !scope.AllowsModel(model) {
+		writeError(w, r, &gateway.Error{Status: http.StatusForbidden, Type: anthropic.ErrPermission, Param: "model",
+			Message: fmt.Sprintf("the API key %q may not use the model %q; it may use: %s", k.Name, model, strings.Join(k.Models, ", "))})
+		return false
+	}
+	return true
 }
 
 // overLimit is the 429 for a key over one of its limits, with its wait.

@@ -43,14 +43,9 @@ type View struct {
 }
 
 func view(k store.Key, now time.Time) View {
-	v := View{Name: k.Name, Status: "active", Profiles: k.Profiles, Models: k.Models, RPM: k.RPM, Concurrent: k.Concurrent,
-		TokensPerDay: k.TokensPerDay, Created: k.Created.UTC(), Expires: when(k.Expires), Revoked: when(k.Revoked), Rotated: when(k.Rotated)}
-	switch {
-	case !k.Revoked.IsZero():
-		v.Status = "revoked"
-	case !k.Expires.IsZero() && !now.Before(k.Expires):
-		v.Status = "expired"
-	}
+	v := View{Name: k.Name, Status: keyrule.State(k.Revoked, k.Expires, now), Profiles: k.Profiles, Models: k.Models, RPM: k.RPM,
+		Concurrent: k.Concurrent, TokensPerDay: k.TokensPerDay, Created: k.Created.UTC(), Expires: when(k.Expires),
+		Revoked: when(k.Revoked), Rotated: when(k.Rotated)}
 	if v.Profiles == nil {
 		v.Profiles = []string{}
 	}

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -54,14 +55,7 @@ func (kr *keyring) lookup(ctx context.Context, digest string, now time.Time) (k 
 // named finds a key by its name: a request another host forwarded names
 // the key it came with.
 func (kr *keyring) named(ctx context.Context, name string, now time.Time) (store.Key, bool, error) {
-	kr.mu.Lock()
-	err := kr.fresh(ctx, now)
-	kr.mu.Unlock()
-	if err != nil {
-		return store.Key{}, false, err
-	}
-	k, ok := kr.find(ctx, now, func(k store.Key) bool { return k.Name == name })
-	return k, ok, nil
+	return kr.find(ctx, now, func(k store.Key) bool { return k.Name == name })
 }
 
 // fresh reads the keys again when those read are older than keyTTL.
@@ -173,14 +167,15 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*http.Req
 // keyRefusal is why a known key may not make this request: revoked,
 // expired, or a route only the admin key reaches.
 func keyRefusal(k store.Key, r *http.Request, now time.Time) *gateway.Error {
-	switch {
-	case !k.Revoked.IsZero():
+	switch keyrule.State(k.Revoked, k.Expires, now) {
+	case keyrule.Revoked:
 		return &gateway.Error{Status: http.StatusUnauthorized, Type: anthropic.ErrAuthentication,
 			Message: fmt.Sprintf("the API key %q was revoked on %s", k.Name, k.Revoked.UTC().Format(time.DateTime+" UTC"))}
-	case !k.Expires.IsZero() && !now.Before(k.Expires):
+	case keyrule.Expired:
 		return &gateway.Error{Status: http.StatusUnauthorized, Type: anthropic.ErrAuthentication,
 			Message: fmt.Sprintf("the API key %q expired on %s", k.Name, k.Expires.UTC().Format(time.DateTime+" UTC"))}
-	case !modelRoute(r) && r.URL.Path != "/key":
+	}
+	if !modelRoute(r) && r.URL.Path != "/key" {
 		return &gateway.Error{Status: http.StatusForbidden, Type: anthropic.ErrPermission,
 			Message: fmt.Sprintf("the API key %q reaches the model routes only; %s needs the admin key", k.Name, r.URL.Path)}
 	}
@@ -227,7 +222,7 @@ func (s *Server) admitKey(w http.ResponseWriter, r *http.Request, model string) 
 		return s.keyTokens(r.Context(), k.Name), true
 	}
 	now := time.Now()
-	run := store.KeyRun{ID: gateway.NewMessageID(), Host: s.cfg.Host, At: now, Until: now.Add(keyLease)}
+	run := store.KeyRun{ID: rand.Text(), Host: s.cfg.Host, At: now, Until: now.Add(keyLease)}
 	var verdict keyrule.Verdict
 	admitted, err := s.cfg.Keys.Admit(r.Context(), k.Name, run, now.Add(-keyrule.Window), keyrule.Day(now),
 		func(u store.KeyUse) bool {
@@ -339,7 +334,7 @@ func (s *Server) keyInForce(r *http.Request, secret string) (store.Key, bool) {
 	}
 	now := time.Now()
 	k, found, _, err := s.keys.lookup(r.Context(), keyrule.Digest(secret), now)
-	if err != nil || !found || keyStatus(k, now) != "active" {
+	if err != nil || !found || keyrule.State(k.Revoked, k.Expires, now) != keyrule.Active {
 		return store.Key{}, false
 	}
 	return k, true
@@ -352,22 +347,23 @@ func (s *Server) keyOfCookie(r *http.Request) (store.Key, bool) {
 		return store.Key{}, false
 	}
 	now := time.Now()
-	return s.keys.find(r.Context(), now, func(k store.Key) bool {
-		return subtle.ConstantTimeCompare([]byte(keyToken(k.Digest)), []byte(c.Value)) == 1 && keyStatus(k, now) == "active"
+	k, ok, _ := s.keys.find(r.Context(), now, func(k store.Key) bool {
+		return subtle.ConstantTimeCompare([]byte(keyToken(k.Digest)), []byte(c.Value)) == 1 && keyrule.State(k.Revoked, k.Expires, now) == keyrule.Active
 	})
+	return k, ok
 }
 
 // find returns the first key that match accepts.
-func (kr *keyring) find(ctx context.Context, now time.Time, match func(store.Key) bool) (store.Key, bool) {
+func (kr *keyring) find(ctx context.Context, now time.Time, match func(store.Key) bool) (store.Key, bool, error) {
 	kr.mu.Lock()
 	defer kr.mu.Unlock()
 	if err := kr.fresh(ctx, now); err != nil {
-		return store.Key{}, false
+		return store.Key{}, false, err
 	}
 	for _, k := range kr.by {
 		if match(k) {
-			return k, true
+			return k, true, nil
 		}
 	}
-	return store.Key{}, false
+	return store.Key{}, false, nil
 }

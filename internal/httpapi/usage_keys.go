@@ -69,7 +69,7 @@ func (s *Server) usageKeys(w http.ResponseWriter, r *http.Request) {
 		}
 		for _, k := range list {
 			u := used[k.Name]
-			u.Name, u.Status = k.Name, keyStatus(k, now)
+			u.Name, u.Status = k.Name, keyrule.State(k.Revoked, k.Expires, now)
 			out.Keys = append(out.Keys, u)
 			delete(used, k.Name)
 		}
@@ -128,7 +128,7 @@ func (s *Server) usageOwnKey(w http.ResponseWriter, r *http.Request) {
 func (s *Server) ownFigures(ctx context.Context, k store.Key, window time.Duration) (ownKey, error) {
 	now := time.Now()
 	out := ownKey{Name: k.Name, Profiles: k.Profiles, Models: k.Models, RPM: k.RPM, Concurrent: k.Concurrent,
-		TokensPerDay: k.TokensPerDay, Usage: keyUsage{Name: k.Name, Status: keyStatus(k, now)}}
+		TokensPerDay: k.TokensPerDay, Usage: keyUsage{Name: k.Name, Status: keyrule.State(k.Revoked, k.Expires, now)}}
 	if !k.Expires.IsZero() {
 		e := k.Expires.UTC()
 		out.Expires = &e
@@ -169,17 +169,6 @@ func (s *Server) ownFigures(ctx context.Context, k store.Key, window time.Durati
 		}
 	}
 	return out, nil
-}
-
-// keyStatus is a key's state at now.
-func keyStatus(k store.Key, now time.Time) string {
-	switch {
-	case !k.Revoked.IsZero():
-		return "revoked"
-	case !k.Expires.IsZero() && !now.Before(k.Expires):
-		return "expired"
-	}
-	return "active"
 }
 
 // keyPage serves GET /key: the page of the key a browser signed in with

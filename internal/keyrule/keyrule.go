@@ -88,6 +88,25 @@ func Decide(l Limits, u Use, now time.Time) Verdict {
 	return Verdict{OK: true}
 }
 
+// A key's states.
+const (
+	Active  = "active"
+	Revoked = "revoked"
+	Expired = "expired"
+)
+
+// State is a key's state at now, from when it was revoked and when it
+// expires (zero: never).
+func State(revoked, expires, now time.Time) string {
+	switch {
+	case !revoked.IsZero():
+		return Revoked
+	case !expires.IsZero() && !now.Before(expires):
+		return Expired
+	}
+	return Active
+}
+
 // Day is the UTC day a time falls in, as the store counts tokens.
 func Day(t time.Time) int64 { return t.UTC().Unix() / 86400 }
 

@@ -61,6 +61,23 @@ func TestNoLimitsAdmitEverything(t *testing.T) {
 	}
 }
 
+func TestStates(t *testing.T) {
+	var never time.Time
+	for _, c := range []struct {
+		revoked, expires time.Time
+		want             string
+	}{
+		{never, never, Active},
+		{never, t0.Add(time.Second), Active},
+		{never, t0, Expired},
+		{t0.Add(-time.Hour), t0.Add(time.Hour), Revoked},
+	} {
+		if got := State(c.revoked, c.expires, t0); got != c.want {
+			t.Errorf("State(%v, %v) = %s, want %s", c.revoked, c.expires, got, c.want)
+		}
+	}
+}
+
 func TestDays(t *testing.T) {
 	late := time.Date(2026, 12, 2, 23, 59, 59, 0, time.FixedZone("x", -5*3600))
 	if got, want := NextDay(late), time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC); !got.Equal(want) {

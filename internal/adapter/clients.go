@@ -139,7 +139,9 @@ func openCodeAgent(h http.Header, req *anthropic.MessagesRequest) string {
 	return ""
 }
 
-// crush: X-Session-Id (a hash of its session UUID) on every API.
+// crush: X-Session-Id (a hash of its session UUID) on every API. Its
+// title and summary requests carry the same id, so they are scoped apart
+// as OpenCode's helper agents are.
 type crush struct{}
 
 func (crush) Name() string { return Crush }
@@ -147,7 +149,26 @@ func (crush) Name() string { return Crush }
 func (crush) Identify(h http.Header, req *anthropic.MessagesRequest) Identity {
 	id := Identity{Client: Crush, Cwd: findCwd(req, cwdWorking, cwdCurrent)}
 	id.Key = strings.TrimSpace(h.Get("X-Session-Id"))
+	if agent := crushHelper(req); agent != "" {
+		id.Mode, id.Agent = Subagent, agent
+		id = scoped(id)
+	}
 	return fingerprinted(id, req)
+}
+
+// crushHelper names Crush's one-shot agents by their system prompts,
+// which may follow a configured prefix of their own.
+func crushHelper(req *anthropic.MessagesRequest) string {
+	for _, s := range req.System {
+		s = strings.TrimSpace(s)
+		switch {
+		case strings.HasPrefix(s, "You will generate a short title"):
+			return "title"
+		case strings.HasPrefix(s, "You are summarizing a conversation to preserve context"):
+			return "summary"
+		}
+	}
+	return ""
 }
 
 // pi sends a session_id header on its Responses models only; elsewhere

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"sync"
 	"time"
 
@@ -57,6 +58,7 @@ type Gateway struct {
 	closing context.Context
 	stop    context.CancelFunc
 	pool    *pool.Pool
+	hushMu  sync.Mutex // orders hush decisions, so the last one reads the latest count
 	tree    *sessiontree.Tree
 	spares  spares
 	planned int // the spares last planned, for the log (the worker's own)
@@ -324,7 +326,8 @@ func (g *Gateway) admit(ctx context.Context) (func(), error) {
 	release, err := g.slots.Acquire(ctx)
 	telemetry.From(ctx).Queued(g.cfg.Now().Sub(began))
 	if err == nil {
-		return release, nil
+		g.hush()
+		return func() { release(); g.hush() }, nil
 	}
 	if errors.Is(err, admission.ErrTimeout) {
 		_, waiting, size := g.slots.Stats()
@@ -333,6 +336,15 @@ func (g *Gateway) admit(ctx context.Context) (func(), error) {
 			size, g.cfg.CLI.Name, g.cfg.QueueTimeout, waiting), factsNow(g))
 	}
 	return nil, err
+}
+
+// hush holds idle processes still while turns run on every core (see
+// pool.Hush), and lets them go on once fewer do.
+func (g *Gateway) hush() {
+	g.hushMu.Lock()
+	defer g.hushMu.Unlock()
+	running, _, _ := g.slots.Stats()
+	g.pool.Hush(running >= runtime.NumCPU())
 }
 
 func (g *Gateway) startError(ctx context.Context, err error) error {

@@ -150,3 +150,68 @@ func TestIdleSessionsFreezeAndThaw(t *testing.T) {
 		p.Discard(l)
 	})
 }
+
+// While hushed, idle sessions freeze at once, those already idle and
+// those put back; unhushed, the ones it froze wake for their idle time
+// and freeze as usual after it, while one frozen by its own idle time
+// stays frozen. A session in use is never frozen.
+func TestHushFreezesIdleSessionsUntilQuiet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(Config{Max: 4, FreezeAfter: 5 * time.Second})
+		defer p.Close()
+		old, olds := heavy("old", 1)
+		put(t, p, old)
+		time.Sleep(settleAfterStart + time.Second)
+		synctest.Wait()
+		if !olds.frozen.Load() {
+			t.Fatal("not frozen once settled")
+		}
+		awake, awakes := heavy("awake", 1)
+		put(t, p, awake)
+		busy, busys := heavy("busy", 1)
+		put(t, p, busy)
+		if p.Take("busy") != busy {
+			t.Fatal("busy not idle")
+		}
+		p.Hush(true)
+		if !awakes.frozen.Load() || busys.frozen.Load() {
+			t.Fatalf("hushed: awake frozen %v, in use frozen %v", awakes.frozen.Load(), busys.frozen.Load())
+		}
+		p.Put(busy)
+		if !busys.frozen.Load() {
+			t.Fatal("put back while hushed, but not frozen at once")
+		}
+		p.Hush(false)
+		if awakes.frozen.Load() || busys.frozen.Load() || !olds.frozen.Load() {
+			t.Fatalf("quiet: awake %v busy %v (want both thawed), old %v (want still frozen)",
+				awakes.frozen.Load(), busys.frozen.Load(), olds.frozen.Load())
+		}
+		time.Sleep(settleAfterStart)
+		synctest.Wait()
+		if !awakes.frozen.Load() || !busys.frozen.Load() {
+			t.Fatal("not frozen again after their idle time")
+		}
+		// A hushed session taken for a turn is thawed, and stays so.
+		p.Hush(true)
+		if p.Take("old") != old || olds.frozen.Load() {
+			t.Fatal("taken while hushed, but still frozen")
+		}
+		p.Hush(false)
+		if olds.frozen.Load() {
+			t.Fatal("frozen in use")
+		}
+		p.Discard(old)
+	})
+}
+
+// With freezing off, Hush does nothing.
+func TestHushNeedsFreezing(t *testing.T) {
+	p := New(Config{Max: 2, FreezeAfter: -1})
+	defer p.Close()
+	l, s := heavy("a", 1)
+	put(t, p, l)
+	p.Hush(true)
+	if s.frozen.Load() {
+		t.Fatal("frozen with freezing off")
+	}
+}

@@ -55,6 +55,7 @@ type Live struct {
 	born     time.Time   // when the pool first had it
 	memory   int64       // bytes, measured when it last became idle
 	frozen   bool        // stopped while idle: it costs no CPU
+	hushed   bool        // frozen by Hush, not by its idle time: Hush(false) wakes it
 	freeze   *time.Timer // freezes it once idle a while
 }
 
@@ -88,6 +89,7 @@ type Pool struct {
 	inUse  map[string]*Live // taken or newly started, until Put or Discard
 	count  int              // idle + in use + reserved
 	closed bool             // Close ran: what is put back is closed
+	hush   bool             // Hush(true): idle processes freeze at once
 	done   chan struct{}
 	wg     sync.WaitGroup
 	// closers are the closes Reserve left running; Close joins them.

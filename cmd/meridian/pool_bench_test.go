@@ -88,10 +88,21 @@ func (g *gatewayProc) spares() int {
 }
 
 // fresh starts a gateway of one side for one phase of the measurement.
-func fresh(b *testing.B, args []string) *gatewayProc {
+// benchSide is how one side of the benchmark runs meridian: its flags, and
+// its binary when not the one under test.
+type benchSide struct {
+	name string
+	args []string
+	bin  string
+}
+
+func fresh(b *testing.B, sd benchSide) *gatewayProc {
 	g := newGateway(b)
+	if sd.bin != "" {
+		g.bin = sd.bin
+	}
 	g.up.Always(testkit.Reply{Text: "ok"})
-	g.start(args...)
+	g.start(sd.args...)
 	return g
 }
 

@@ -59,9 +59,9 @@ func windows(series []int, w int) []float64 {
 
 // onePhase are the first turns at low load, and the one-off prompts with
 // the memory and CPU after them.
-func onePhase(b *testing.B, args []string, runs, oneOffs, idle int, f *poolFigures) {
+func onePhase(b *testing.B, sd benchSide, runs, oneOffs, idle int, f *poolFigures) {
 	settle := settleTime()
-	g := fresh(b, args)
+	g := fresh(b, sd)
 	g.timed(b, prompt("warm-up"), "X-Claude-Code-Session-Id", "warm-up")
 	var firsts []time.Duration
 	for i := range runs {
@@ -75,7 +75,7 @@ func onePhase(b *testing.B, args []string, runs, oneOffs, idle int, f *poolFigur
 	// One-off prompts (no session id, each its own first message), then
 	// the tree's CPU second by second: the first window holds the refill
 	// after the burst, the later ones are idle.
-	g = fresh(b, args)
+	g = fresh(b, sd)
 	for i := range oneOffs {
 		g.timed(b, prompt(fmt.Sprintf("one-off %d", i)))
 	}
@@ -83,6 +83,7 @@ func onePhase(b *testing.B, args []string, runs, oneOffs, idle int, f *poolFigur
 	series := g.cpuSeries(wait)
 	f.pss, f.alive = g.treePSS(), len(g.claudes())
 	series = append(series, g.cpuSeries(2*idle)...)
+	b.Logf("%s, after %d one-offs: the tree's CPU each second (ticks): %v", sd.name, oneOffs, series)
 	f.cpuRefill = windows(series, idle)[0]
 	f.cpuIdle = slices.Max(windows(series[wait:], idle))
 	stop(g)
@@ -92,7 +93,7 @@ func onePhase(b *testing.B, args []string, runs, oneOffs, idle int, f *poolFigur
 // that each side idles `idle` seconds before each of its own: ten new
 // conversations at once after idle, then ten more at once right after
 // them (cold: no idle for spares to be made in).
-func burstPhase(b *testing.B, sides map[string][]string, order []string, n, runs, idle int, got map[string]*poolFigures) {
+func burstPhase(b *testing.B, sides map[string]benchSide, order []string, n, runs, idle int, got map[string]*poolFigures) {
 	gs := map[string]*gatewayProc{}
 	last := map[string]time.Time{}
 	for i, side := range order {
@@ -127,9 +128,9 @@ func burstPhase(b *testing.B, sides map[string][]string, order []string, n, runs
 // send their next turns at once, round after round; a conversation whose
 // answering session changes was closed (by the memory bound) and resumed.
 // Then an 11th new conversation.
-func workingPhase(b *testing.B, args []string, n, rounds int, f *poolFigures) {
+func workingPhase(b *testing.B, sd benchSide, n, rounds int, f *poolFigures) {
 	settle := settleTime()
-	g := fresh(b, args)
+	g := fresh(b, sd)
 	defer stop(g)
 	g.timed(b, prompt("warm-up"), "X-Claude-Code-Session-Id", "warm-up")
 	waitSpares(g, 1)
@@ -140,7 +141,18 @@ func workingPhase(b *testing.B, args []string, n, rounds int, f *poolFigures) {
 	time.Sleep(3 * settle)
 	for r := range rounds {
 		time.Sleep(settle * 6 / 10) // the user reads
+		t0 := g.treeTicks()
 		wall, _, now := g.burst(b, "work", n, r+2)
+		t1 := g.treeTicks()
+		own, cli := 0, 0
+		for pid, t := range t1 {
+			if pid == g.cmd.Process.Pid {
+				own += t - t0[pid]
+			} else {
+				cli += t - t0[pid]
+			}
+		}
+		b.Logf("%s, round %d: %v wall; CPU: meridian %d ticks, its claudes %d", sd.name, r+1, wall.Round(time.Millisecond), own, cli)
 		f.working = append(f.working, wall)
 		for j := range now {
 			if now[j] != sessions[j] {
@@ -157,9 +169,9 @@ func workingPhase(b *testing.B, args []string, n, rounds int, f *poolFigures) {
 // data dir that has served one before. Without recall (the "today" side:
 // nothing read the start log before it) each restart gets an empty data
 // dir instead, which is what the start log then holds.
-func restartPhase(b *testing.B, args []string, runs int, recall bool, f *poolFigures) {
+func restartPhase(b *testing.B, sd benchSide, runs int, recall bool, f *poolFigures) {
 	settle := settleTime()
-	g := fresh(b, args)
+	g := fresh(b, sd)
 	g.timed(b, prompt("before the restarts"), "X-Claude-Code-Session-Id", "seed")
 	time.Sleep(2 * time.Second) // the start is recorded off the request path
 	stop(g)
@@ -168,7 +180,7 @@ func restartPhase(b *testing.B, args []string, runs int, recall bool, f *poolFig
 		if !recall {
 			g.dataDir = b.TempDir()
 		}
-		g.start(args...)
+		g.start(sd.args...)
 		time.Sleep(settle / 2) // a spare, if any, has booted
 		firsts = append(firsts, g.timed(b, prompt(fmt.Sprintf("after restart %d", i)), "X-Claude-Code-Session-Id", fmt.Sprintf("restart-%d", i)))
 		stop(g)
@@ -190,16 +202,20 @@ func restartPhase(b *testing.B, args []string, runs int, recall bool, f *poolFig
 // (default 10) are its pauses between phases. MERIDIAN_BENCH_NOW_ARGS adds
 // flags to the "now" side, to try settings; MERIDIAN_BENCH_PHASES names
 // the phases to run (one-offs, bursts, working, restart; default all);
-// MERIDIAN_BENCH_BURST is a burst's size (default 10).
+// MERIDIAN_BENCH_BURST is a burst's size (default 10);
+// MERIDIAN_BENCH_TODAY_BIN runs the "today" side on another meridian
+// binary (./scripts/bench builds the commit before idle processes yielded
+// to turns), where the flags alone cannot bring back the old behaviour.
 func BenchmarkPool(b *testing.B) {
 	runs, idle := benchEnv("MERIDIAN_BENCH_RUNS", 1), benchEnv("MERIDIAN_BENCH_IDLE", 3)
 	oneOffs := benchEnv("MERIDIAN_BENCH_ONE_OFFS", 8)
 	n := benchEnv("MERIDIAN_BENCH_BURST", 10)
-	sides := map[string][]string{
-		"now":   strings.Fields(os.Getenv("MERIDIAN_BENCH_NOW_ARGS")),
-		"today": {"--spares", "1", "--spares-max", "1", "--live-memory", "1024"},
+	sides := map[string]benchSide{
+		"now":   {name: "now", args: strings.Fields(os.Getenv("MERIDIAN_BENCH_NOW_ARGS"))},
+		"today": {name: "today", args: []string{"--spares", "1", "--spares-max", "1", "--live-memory", "1024"}, bin: os.Getenv("MERIDIAN_BENCH_TODAY_BIN")},
 	}
 	order := []string{"today", "now"}
+
 	got := map[string]*poolFigures{"now": {}, "today": {}}
 	phases := strings.Fields(strings.ReplaceAll(os.Getenv("MERIDIAN_BENCH_PHASES"), ",", " "))
 	run := func(name string) bool { return len(phases) == 0 || slices.Contains(phases, name) }

@@ -59,6 +59,8 @@ type Gateway struct {
 	stop    context.CancelFunc
 	pool    *pool.Pool
 	hushMu  sync.Mutex // orders hush decisions, so the last one reads the latest count
+	busy    bool       // turns run on every core; under hushMu
+	busyAt  time.Time  // when they last did; under hushMu
 	tree    *sessiontree.Tree
 	spares  spares
 	planned int // the spares last planned, for the log (the worker's own)
@@ -344,7 +346,19 @@ func (g *Gateway) hush() {
 	g.hushMu.Lock()
 	defer g.hushMu.Unlock()
 	running, _, _ := g.slots.Stats()
-	g.pool.Hush(running >= runtime.NumCPU())
+	busy := running >= runtime.NumCPU()
+	if busy || g.busy {
+		g.busyAt = g.cfg.Now() // busy until now
+	}
+	g.busy = busy
+	g.pool.Hush(busy)
+}
+
+// lastBusy is when turns last ran on every core.
+func (g *Gateway) lastBusy() time.Time {
+	g.hushMu.Lock()
+	defer g.hushMu.Unlock()
+	return g.busyAt
 }
 
 func (g *Gateway) startError(ctx context.Context, err error) error {

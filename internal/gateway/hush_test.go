@@ -6,9 +6,14 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
+	"github.com/meridian-gw/meridian/internal/backend"
 	"github.com/meridian-gw/meridian/internal/pool"
 )
+
+// calmWait is spareplan's wait after a busy moment, seen from here.
+const calmWait = time.Second
 
 // freezable is an idle session that can be frozen.
 type freezable struct {
@@ -53,6 +58,40 @@ func TestIdleProcessesYieldWhileEveryCoreHasATurn(t *testing.T) {
 		}
 		for _, r := range releases[1:] {
 			r()
+		}
+	})
+}
+
+// A spare waits a moment after turns ran on every core: the work that
+// follows a burst comes at once, and a spare's start would slow it.
+func TestASpareWaitsForCalmAfterABusyMoment(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cores := runtime.NumCPU()
+		b := &spareBackend{}
+		g := New(Config{Backend: b, SparesMin: 1, SparesMax: 4, MaxLive: 32, MaxConcurrent: cores})
+		defer g.Close()
+		var releases []func()
+		for range cores {
+			r, err := g.admit(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			releases = append(releases, r)
+		}
+		g.refill(backend.StartOptions{Model: "m"})
+		time.Sleep(5 * time.Second)
+		for _, r := range releases {
+			r()
+		}
+		time.Sleep(calmWait - 100*time.Millisecond)
+		synctest.Wait()
+		if n := b.started.Load(); n != 0 {
+			t.Fatalf("%d spares started right after every core had a turn", n)
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if n := spareCount(g); n != 1 {
+			t.Fatalf("%d spares once calm, want 1", n)
 		}
 	})
 }

@@ -341,7 +341,7 @@ func (g *Gateway) roomForSpare(belowMin bool) bool {
 func (g *Gateway) machine() spareplan.Machine {
 	running, waiting, _ := g.slots.Stats()
 	return spareplan.Machine{Running: running, Waiting: waiting, Cores: runtime.NumCPU(),
-		Available: available(), Need: minAvailable}
+		Available: available(), Need: minAvailable, LastBusy: g.lastBusy(), Now: g.cfg.Now()}
 }
 
 // mostUsed picks the start-time options used most among recent starts (the

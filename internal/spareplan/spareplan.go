@@ -169,7 +169,16 @@ type Machine struct {
 	// Available is the memory the system has free; Need what it must keep
 	// free with one more spare started.
 	Available, Need int64
+	// LastBusy is when turns last ran on every core (zero: never), Now the
+	// time it is.
+	LastBusy, Now time.Time
 }
+
+// calmAfterBusy is how long after turns ran on every core a spare still
+// waits: a burst's last turns end raggedly, and the work that follows a
+// burst (a harness's next fan-out) comes at once, before a spare started
+// in that gap could be ready.
+const calmAfterBusy = time.Second
 
 // MayStart says whether a spare may be started now, and if not why. A
 // spare is started in idle time only: its start costs most of a second of
@@ -180,6 +189,8 @@ func MayStart(m Machine) (bool, string) {
 		return false, "requests are waiting for a process slot"
 	case m.Running >= max(m.Cores, 1):
 		return false, "turns are running on every core"
+	case !m.LastBusy.IsZero() && m.Now.Sub(m.LastBusy) < calmAfterBusy:
+		return false, "turns ran on every core a moment ago"
 	case m.Available < m.Need:
 		return false, "the machine is short of memory"
 	}

@@ -111,10 +111,17 @@ func TestMayStart(t *testing.T) {
 	if ok, _ := MayStart(one); !ok {
 		t.Fatal("one turn on two cores refused a spare")
 	}
+	calm := one
+	calm.LastBusy, calm.Now = time.Unix(100, 0), time.Unix(100, 0).Add(calmAfterBusy)
+	if ok, why := MayStart(calm); !ok {
+		t.Fatalf("refused a second after the cores were busy: %s", why)
+	}
 	for name, m := range map[string]Machine{
 		"a request waits":       {Waiting: 1, Cores: 2, Available: 4 << 30, Need: 1 << 30},
 		"every core has a turn": {Running: 2, Cores: 2, Available: 4 << 30, Need: 1 << 30},
 		"memory is short":       {Cores: 2, Available: 512 << 20, Need: 1 << 30},
+		"every core had a turn a moment ago": {Running: 1, Cores: 2, Available: 4 << 30, Need: 1 << 30,
+			LastBusy: time.Unix(100, 0), Now: time.Unix(100, 0).Add(calmAfterBusy - time.Millisecond)},
 	} {
 		if ok, why := MayStart(m); ok || why == "" {
 			t.Errorf("%s: a spare may start (%q)", name, why)

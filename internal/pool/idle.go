@@ -121,8 +121,8 @@ func (p *Pool) sleepLater(l *Live) {
 	})
 }
 
-// Hush(true) freezes every idle process still awake, and each that goes
-// idle after, at once; Hush(false) wakes those it froze for the rest of
+// Hush freezes (on) every idle process still awake, and each that goes
+// idle after, at once; off, it wakes those it froze for the rest of
 // their idle time. The gateway hushes while turns run on every core: a
 // CLI's own work in the seconds after a turn (~0.3 s of CPU, measured)
 // then waits for idle time instead of slowing the turns and starts that

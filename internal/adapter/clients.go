@@ -129,12 +129,34 @@ func openCodeAgent(h http.Header, req *anthropic.MessagesRequest) string {
 	if name != "" && mode != "" && mode != "primary" {
 		return name
 	}
-	system := strings.TrimSpace(strings.Join(req.System, "\n"))
-	switch {
-	case strings.HasPrefix(system, "You are a title generator"):
-		return "title"
-	case strings.HasPrefix(system, "You are a helpful AI assistant tasked with summarizing conversations"):
-		return "compaction"
+	return helperByPrompt([]string{strings.Join(req.System, "\n")}, openCodeHelpers)
+}
+
+// helperPrompt names a client's one-shot agent by how its system prompt
+// begins.
+type helperPrompt struct{ prefix, agent string }
+
+var (
+	openCodeHelpers = []helperPrompt{
+		{"You are a title generator", "title"},
+		{"You are a helpful AI assistant tasked with summarizing conversations", "compaction"},
+	}
+	crushHelpers = []helperPrompt{
+		{"You will generate a short title", "title"},
+		{"You are summarizing a conversation to preserve context", "summary"},
+	}
+)
+
+// helperByPrompt names the helper agent whose prompt one of systems
+// begins with, or "".
+func helperByPrompt(systems []string, helpers []helperPrompt) string {
+	for _, s := range systems {
+		s = strings.TrimSpace(s)
+		for _, h := range helpers {
+			if strings.HasPrefix(s, h.prefix) {
+				return h.agent
+			}
+		}
 	}
 	return ""
 }
@@ -149,26 +171,12 @@ func (crush) Name() string { return Crush }
 func (crush) Identify(h http.Header, req *anthropic.MessagesRequest) Identity {
 	id := Identity{Client: Crush, Cwd: findCwd(req, cwdWorking, cwdCurrent)}
 	id.Key = strings.TrimSpace(h.Get("X-Session-Id"))
-	if agent := crushHelper(req); agent != "" {
+	// Its helpers' prompts may follow a configured prefix of the user's.
+	if agent := helperByPrompt(req.System, crushHelpers); agent != "" {
 		id.Mode, id.Agent = Subagent, agent
 		id = scoped(id)
 	}
 	return fingerprinted(id, req)
-}
-
-// crushHelper names Crush's one-shot agents by their system prompts,
-// which may follow a configured prefix of their own.
-func crushHelper(req *anthropic.MessagesRequest) string {
-	for _, s := range req.System {
-		s = strings.TrimSpace(s)
-		switch {
-		case strings.HasPrefix(s, "You will generate a short title"):
-			return "title"
-		case strings.HasPrefix(s, "You are summarizing a conversation to preserve context"):
-			return "summary"
-		}
-	}
-	return ""
 }
 
 // pi sends a session_id header on its Responses models only; elsewhere

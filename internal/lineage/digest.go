@@ -9,7 +9,9 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/meridian-gw/meridian/internal/anthropic"
 )
@@ -38,12 +40,13 @@ const (
 )
 
 // MessageDigest digests a message: its role and every block in order, each
-// with its boundary. Thinking blocks and cache_control hints do not count:
-// the API itself treats them as outside the conversation's content.
+// with its boundary. Thinking blocks, cache_control hints and whitespace
+// around text do not count: the API itself treats the first two as outside
+// the conversation's content, and clients trim the last.
 func MessageDigest(m anthropic.Message) Digest {
 	buf := appendField([]byte{domainMessage}, m.Role)
 	for _, b := range m.Content {
-		if !ignored(b.Type) {
+		if !ignored(b) {
 			buf = appendBlock(buf, b)
 		}
 	}
@@ -62,7 +65,7 @@ func sum(buf []byte) Digest {
 func BlockDigests(m anthropic.Message) []Digest {
 	var out []Digest
 	for _, b := range m.Content {
-		if ignored(b.Type) {
+		if ignored(b) {
 			continue
 		}
 		out = append(out, sum(appendBlock([]byte{domainBlock}, b)))
@@ -79,8 +82,17 @@ func Digests(msgs []anthropic.Message) []Digest {
 	return out
 }
 
-func ignored(blockType string) bool {
-	return blockType == anthropic.BlockThinking || blockType == anthropic.BlockRedactedThinking
+// ignored says a block is outside the conversation's content: thinking,
+// and text that is only whitespace, which clients drop when they send the
+// history back (the API refuses empty text blocks).
+func ignored(b anthropic.ContentBlock) bool {
+	switch b.Type {
+	case anthropic.BlockThinking, anthropic.BlockRedactedThinking:
+		return true
+	case anthropic.BlockText:
+		return strings.TrimSpace(b.Text) == ""
+	}
+	return false
 }
 
 // appendBlock writes a block's canonical form: a type tag, then the fields
@@ -90,7 +102,10 @@ func appendBlock(buf []byte, b anthropic.ContentBlock) []byte {
 	buf = appendField(buf, b.Type)
 	switch b.Type {
 	case anthropic.BlockText:
-		buf = appendField(buf, b.Text)
+		// Clients trim what they send back (Crush trims every text; the
+		// API refuses an assistant turn that ends in whitespace), so the
+		// text's surrounding whitespace does not count.
+		buf = appendField(buf, strings.TrimSpace(b.Text))
 	case anthropic.BlockToolUse, anthropic.BlockServerToolUse:
 		buf = appendField(buf, b.ID)
 		buf = appendField(buf, b.Name)
@@ -108,11 +123,10 @@ func appendBlock(buf []byte, b anthropic.ContentBlock) []byte {
 		} else {
 			buf = append(buf, 0)
 		}
-		buf = binary.AppendUvarint(buf, uint64(len(b.Content)))
-		for _, c := range b.Content {
-			if !ignored(c.Type) {
-				buf = appendBlock(buf, c)
-			}
+		kept := slices.DeleteFunc(slices.Clone(b.Content), ignored)
+		buf = binary.AppendUvarint(buf, uint64(len(kept)))
+		for _, c := range kept {
+			buf = appendBlock(buf, c)
 		}
 	default:
 		// Media and block types this package does not model: the whole

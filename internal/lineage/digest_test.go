@@ -26,6 +26,16 @@ func TestDigestEquivalences(t *testing.T) {
 		// Key order and spacing of tool arguments do not count.
 		{`[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"n","input":{"a":1,"b":[1,2]}}]}]`,
 			`[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"n","input":{ "b":[1, 2], "a":1 }}]}]`},
+		// Whitespace around a text does not: clients trim what they send
+		// back (Crush, every text; the API refuses an assistant turn that
+		// ends in whitespace).
+		{`[{"role":"assistant","content":"done: ran\n\n<cwd>/p</cwd>\n"}]`, `[{"role":"assistant","content":"done: ran\n\n<cwd>/p</cwd>"}]`},
+		{`[{"role":"user","content":"  hi \t"}]`, `[{"role":"user","content":"hi"}]`},
+		// A text of whitespace alone is no block, as clients drop it.
+		{`[{"role":"assistant","content":[{"type":"text","text":"\n"},{"type":"tool_use","id":"t","name":"n","input":{}}]}]`,
+			`[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"n","input":{}}]}]`},
+		{`[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":" "},{"type":"text","text":"x"}]}]}]`,
+			`[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"x"}]}]`},
 		// Nor of media blocks.
 		{`[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AA"}}]}]`,
 			`[{"role":"user","content":[{"source":{"data":"AA","media_type":"image/png","type":"base64"},"type":"image","cache_control":{"type":"ephemeral"}}]}]`},
@@ -44,6 +54,9 @@ func TestDigestEquivalences(t *testing.T) {
 		{`[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"n","input":{"a":1}}]}]`, `[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"n","input":{"a":2}}]}]`},
 		{`[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"x"}]}]`, `[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"x","is_error":true}]}]`},
 		{`[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"x"}]}]`, `[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"y"}]}]`},
+		// Whitespace inside a text counts.
+		{`[{"role":"user","content":"a b"}]`, `[{"role":"user","content":"a  b"}]`},
+		{`[{"role":"user","content":"a\nb"}]`, `[{"role":"user","content":"a b"}]`},
 	}
 	for _, c := range different {
 		a, b := msgs(t, c[0])[0], msgs(t, c[1])[0]

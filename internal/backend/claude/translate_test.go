@@ -3,6 +3,7 @@ package claude
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -210,7 +211,8 @@ func TestArgsAndEnv(t *testing.T) {
 		"MERIDIAN_API_KEY=gateway-secret",
 	}})
 	env := strings.Join(d.env(backend.StartOptions{MaxOutputTokens: 77}), " ")
-	for _, want := range []string{"PATH=/bin", "CLAUDE_CODE_ENTRYPOINT=sdk-go", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "CLAUDE_CODE_MAX_OUTPUT_TOKENS=77"} {
+	for _, want := range []string{"PATH=/bin", "CLAUDE_CODE_ENTRYPOINT=sdk-go", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "CLAUDE_CODE_MAX_OUTPUT_TOKENS=77",
+		"BUN_IDLE_GC_SECONDS=0"} {
 		if !strings.Contains(env, want) {
 			t.Errorf("env lacks %s: %s", want, env)
 		}
@@ -220,9 +222,13 @@ func TestArgsAndEnv(t *testing.T) {
 			t.Errorf("env keeps %s: %s", banned, env)
 		}
 	}
-	other := New(Config{SelfAddr: "127.0.0.1:3456", Env: []string{"ANTHROPIC_BASE_URL=http://127.0.0.1:9999"}})
-	if !strings.Contains(strings.Join(other.env(backend.StartOptions{}), " "), "ANTHROPIC_BASE_URL=http://127.0.0.1:9999") {
+	other := New(Config{SelfAddr: "127.0.0.1:3456", Env: []string{"ANTHROPIC_BASE_URL=http://127.0.0.1:9999", "BUN_IDLE_GC_SECONDS=10,110"}})
+	otherEnv := other.env(backend.StartOptions{})
+	if !slices.Contains(otherEnv, "ANTHROPIC_BASE_URL=http://127.0.0.1:9999") {
 		t.Error("a base URL pointing elsewhere was dropped")
+	}
+	if slices.Contains(otherEnv, "BUN_IDLE_GC_SECONDS=0") || !slices.Contains(otherEnv, "BUN_IDLE_GC_SECONDS=10,110") {
+		t.Errorf("the user's idle collections were not kept: %s", otherEnv)
 	}
 }
 

@@ -205,14 +205,22 @@ func restartPhase(b *testing.B, sd benchSide, runs int, recall bool, f *poolFigu
 // MERIDIAN_BENCH_BURST is a burst's size (default 10);
 // MERIDIAN_BENCH_TODAY_BIN runs the "today" side on another meridian
 // binary (./scripts/bench builds the commit before idle processes yielded
-// to turns), where the flags alone cannot bring back the old behaviour.
+// to turns), where the flags alone cannot bring back the old behaviour;
+// MERIDIAN_BENCH_TODAY_ARGS replaces its flags and MERIDIAN_BENCH_NOW_BIN
+// names the "now" side's binary, so that two builds with the same flags
+// can be measured side by side.
 func BenchmarkPool(b *testing.B) {
 	runs, idle := benchEnv("MERIDIAN_BENCH_RUNS", 1), benchEnv("MERIDIAN_BENCH_IDLE", 3)
 	oneOffs := benchEnv("MERIDIAN_BENCH_ONE_OFFS", 8)
 	n := benchEnv("MERIDIAN_BENCH_BURST", 10)
 	sides := map[string]benchSide{
-		"now":   {name: "now", args: strings.Fields(os.Getenv("MERIDIAN_BENCH_NOW_ARGS"))},
+		"now":   {name: "now", args: strings.Fields(os.Getenv("MERIDIAN_BENCH_NOW_ARGS")), bin: os.Getenv("MERIDIAN_BENCH_NOW_BIN")},
 		"today": {name: "today", args: []string{"--spares", "1", "--spares-max", "1", "--live-memory", "1024"}, bin: os.Getenv("MERIDIAN_BENCH_TODAY_BIN")},
+	}
+	if a, ok := os.LookupEnv("MERIDIAN_BENCH_TODAY_ARGS"); ok {
+		sd := sides["today"]
+		sd.args = strings.Fields(a)
+		sides["today"] = sd
 	}
 	order := []string{"today", "now"}
 

@@ -82,10 +82,13 @@ type Binder interface {
 
 // Freezer is a Session whose process can be stopped while it waits and
 // resumed before use: a stopped process wakes no timers. Close works on
-// a frozen session.
+// a frozen session. Settle is how long after its start the process should
+// stay awake before a first freeze, for start-up work its CLI does on a
+// timer that, frozen sooner, it would do in its next turn (0: none).
 type Freezer interface {
 	Freeze() error
 	Thaw() error
+	Settle() time.Duration
 }
 
 // Closer is a Backend with work of its own (a check it runs for its

@@ -21,8 +21,9 @@ type freezable struct {
 	frozen atomic.Bool
 }
 
-func (f *freezable) Freeze() error { f.frozen.Store(true); return nil }
-func (f *freezable) Thaw() error   { f.frozen.Store(false); return nil }
+func (f *freezable) Freeze() error         { f.frozen.Store(true); return nil }
+func (f *freezable) Thaw() error           { f.frozen.Store(false); return nil }
+func (f *freezable) Settle() time.Duration { return 0 }
 
 // While turns hold a slot on every core, an idle process is frozen at
 // once (its own post-turn work waits); when one of them ends it wakes.

@@ -83,11 +83,6 @@ func (p *Pool) overBounds() []*Live {
 	}
 }
 
-// settleAfterStart is how long a new process stays awake before its first
-// freeze (measured: the CLI wakes for ~0.1 s of CPU about 12 s after it
-// starts).
-const settleAfterStart = 30 * time.Second
-
 // sleepLater freezes an idle session's process once it has been idle a
 // while: a stopped process wakes no timers and costs no CPU. Called with
 // mu held.
@@ -95,7 +90,8 @@ func (p *Pool) sleepLater(l *Live) {
 	if p.cfg.FreezeAfter < 0 {
 		return
 	}
-	if _, ok := l.Session.(backend.Freezer); !ok {
+	f, ok := l.Session.(backend.Freezer)
+	if !ok {
 		return
 	}
 	p.stopTimer(l)
@@ -103,10 +99,7 @@ func (p *Pool) sleepLater(l *Live) {
 		p.hushOne(l)
 		return
 	}
-	// A new CLI finishes its own start-up work in its first seconds (a
-	// timer about 12 s after it starts): frozen before, it would do that
-	// work in its next turn instead, in front of the client.
-	after := max(p.cfg.FreezeAfter, l.born.Add(settleAfterStart).Sub(p.now()))
+	after := max(p.cfg.FreezeAfter, l.born.Add(f.Settle()).Sub(p.now()))
 	l.freeze = time.AfterFunc(after, func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()

@@ -14,14 +14,19 @@ type heavySession struct {
 	fakeSession
 	mem    int64
 	frozen atomic.Bool
+	settle time.Duration
 }
+
+// settle is how long a heavy session stays awake after its start.
+const settle = 30 * time.Second
 
 func (h *heavySession) Memory() (int64, error) { return h.mem, nil }
 func (h *heavySession) Freeze() error          { h.frozen.Store(true); return nil }
 func (h *heavySession) Thaw() error            { h.frozen.Store(false); return nil }
+func (h *heavySession) Settle() time.Duration  { return h.settle }
 
 func heavy(key string, mib int64) (*Live, *heavySession) {
-	s := &heavySession{fakeSession: fakeSession{id: key}, mem: mib << 20}
+	s := &heavySession{fakeSession: fakeSession{id: key}, mem: mib << 20, settle: settle}
 	return &Live{Key: key, Session: s}, s
 }
 
@@ -106,15 +111,15 @@ func TestOneOffsAreKeptBriefly(t *testing.T) {
 }
 
 // An idle session is frozen after FreezeAfter and thawed when taken; a
-// new one stays awake its first settleAfterStart, while the CLI does its
-// own start-up work, so that its next turn does not.
+// new one stays awake for as long as it says it settles, while the CLI
+// does its own start-up work, so that its next turn does not.
 func TestIdleSessionsFreezeAndThaw(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(Config{Max: 2, FreezeAfter: 5 * time.Second})
 		defer p.Close()
 		l, s := heavy("a", 1)
 		put(t, p, l)
-		time.Sleep(settleAfterStart - time.Second)
+		time.Sleep(settle - time.Second)
 		synctest.Wait()
 		if s.frozen.Load() {
 			t.Fatal("a new session was frozen before it settled")
@@ -151,6 +156,29 @@ func TestIdleSessionsFreezeAndThaw(t *testing.T) {
 	})
 }
 
+// A new session with no start-up work to finish is frozen after
+// FreezeAfter like any other.
+func TestANewSessionThatNeedNotSettleFreezesAfterItsIdleTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(Config{Max: 2, FreezeAfter: 5 * time.Second})
+		defer p.Close()
+		l, s := heavy("a", 1)
+		s.settle = 0
+		put(t, p, l)
+		time.Sleep(4 * time.Second)
+		synctest.Wait()
+		if s.frozen.Load() {
+			t.Fatal("frozen before its idle time")
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if !s.frozen.Load() {
+			t.Fatal("a new session that need not settle stayed awake past its idle time")
+		}
+		p.Discard(l)
+	})
+}
+
 // While hushed, idle sessions freeze at once, those already idle and
 // those put back; unhushed, the ones it froze wake for their idle time
 // and freeze as usual after it, while one frozen by its own idle time
@@ -161,7 +189,7 @@ func TestHushFreezesIdleSessionsUntilQuiet(t *testing.T) {
 		defer p.Close()
 		old, olds := heavy("old", 1)
 		put(t, p, old)
-		time.Sleep(settleAfterStart + time.Second)
+		time.Sleep(settle + time.Second)
 		synctest.Wait()
 		if !olds.frozen.Load() {
 			t.Fatal("not frozen once settled")
@@ -186,7 +214,7 @@ func TestHushFreezesIdleSessionsUntilQuiet(t *testing.T) {
 			t.Fatalf("quiet: awake %v busy %v (want both thawed), old %v (want still frozen)",
 				awakes.frozen.Load(), busys.frozen.Load(), olds.frozen.Load())
 		}
-		time.Sleep(settleAfterStart)
+		time.Sleep(settle)
 		synctest.Wait()
 		if !awakes.frozen.Load() || !busys.frozen.Load() {
 			t.Fatal("not frozen again after their idle time")

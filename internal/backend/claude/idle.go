@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"syscall"
+	"time"
 
 	"github.com/meridian-gw/meridian/internal/backend"
 	"github.com/meridian-gw/meridian/internal/procmem"
@@ -23,6 +24,16 @@ func (p *Process) Freeze() error {
 	}
 	p.frozen = true
 	return nil
+}
+
+// Settle implements backend.Freezer: the CLI's start-up work on a timer is
+// its runtime's first idle collection, off unless the user's environment
+// turns it on (see idleGCVar).
+func (p *Process) Settle() time.Duration {
+	if idleGCOn(p.d.cfg.Env) {
+		return settleAfterStart
+	}
+	return 0
 }
 
 // Thaw implements backend.Freezer.

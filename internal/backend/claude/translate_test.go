@@ -230,6 +230,14 @@ func TestArgsAndEnv(t *testing.T) {
 	if slices.Contains(otherEnv, "BUN_IDLE_GC_SECONDS=0") || !slices.Contains(otherEnv, "BUN_IDLE_GC_SECONDS=10,110") {
 		t.Errorf("the user's idle collections were not kept: %s", otherEnv)
 	}
+	// A new CLI settles before a first freeze only when its idle
+	// collections are on.
+	if got := (&Process{d: d}).Settle(); got != 0 {
+		t.Errorf("settles %v with the idle collections off", got)
+	}
+	if got := (&Process{d: other}).Settle(); got != settleAfterStart {
+		t.Errorf("settles %v with the user's idle collections on", got)
+	}
 }
 
 // Malformed block indices — negative, or absurdly large — are ignored,

@@ -87,8 +87,9 @@ const (
 
 // Driver starts claude CLI sessions. It implements backend.Backend.
 type Driver struct {
-	cfg Config
-	log *slog.Logger
+	cfg    Config
+	log    *slog.Logger
+	settle time.Duration // how long a new CLI stays awake before a first freeze
 }
 
 // New returns a Driver.
@@ -114,7 +115,11 @@ func New(cfg Config) *Driver {
 	if cfg.ToolTimeout <= 0 {
 		cfg.ToolTimeout = DefaultToolTimeout
 	}
-	return &Driver{cfg: cfg, log: cfg.Logger}
+	d := &Driver{cfg: cfg, log: cfg.Logger}
+	if idleGCOn(cfg.Env) {
+		d.settle = settleAfterStart
+	}
+	return d
 }
 
 // Locate finds the CLI binary, or returns an error wrapping

@@ -29,12 +29,7 @@ func (p *Process) Freeze() error {
 // Settle implements backend.Freezer: the CLI's start-up work on a timer is
 // its runtime's first idle collection, off unless the user's environment
 // turns it on (see idleGCVar).
-func (p *Process) Settle() time.Duration {
-	if idleGCOn(p.d.cfg.Env) {
-		return settleAfterStart
-	}
-	return 0
-}
+func (p *Process) Settle() time.Duration { return p.d.settle }
 
 // Thaw implements backend.Freezer.
 func (p *Process) Thaw() error {

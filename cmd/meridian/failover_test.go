@@ -57,12 +57,14 @@ func TestFailoverMovesToTheNextProfile(t *testing.T) {
 		t.Fatalf("first turn: %v %d %v %s", err, resp.StatusCode, resp.Header, body)
 	}
 	aRefuses.Store(true)
-	beforeABench := time.Now()
 	two := `{"model":"test-model","max_tokens":100,"messages":[{"role":"user","content":"first"},{"role":"assistant","content":"a answered"},{"role":"user","content":"and then?"}]}`
 	resp, body, err = g.post(two, "X-Claude-Code-Session-Id", "fo-1")
 	if err != nil || resp.StatusCode != 200 || resp.Header.Get("X-Meridian-Profile") != "b" || !strings.Contains(body, "b answered") {
 		t.Fatalf("second turn: %v %d %v %s", err, resp.StatusCode, resp.Header, body)
 	}
+	// a was benched before this answer came back (b's start included, which
+	// takes seconds on a loaded machine).
+	afterABench := time.Now()
 	if aCalls.Load() != 2 || bCalls.Load() != 1 {
 		t.Fatalf("upstream calls: a %d, b %d", aCalls.Load(), bCalls.Load())
 	}
@@ -99,7 +101,7 @@ func TestFailoverMovesToTheNextProfile(t *testing.T) {
 	// a reopens a minute after it was benched, b a minute after now: the
 	// wait is a's, shorter by the time between.
 	wait, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
-	aLeft := int(math.Ceil((time.Minute - beforeBBench.Sub(beforeABench)).Seconds())) + 1 // a second for the CLI's answers
+	aLeft := int(math.Ceil((time.Minute - beforeBBench.Sub(afterABench)).Seconds())) + 1 // a second for rounding
 	t.Logf("Retry-After %d, a's wait at most %d", wait, aLeft)
 	if wait <= 0 || wait > aLeft {
 		t.Fatalf("Retry-After %q, want a's reopening in at most %d s", resp.Header.Get("Retry-After"), aLeft)

@@ -170,3 +170,19 @@ func TestSignOutIsNoticedAtTheNextStart(t *testing.T) {
 		t.Fatalf("%d login checks, want the second start's own", n)
 	}
 }
+
+// An AGY_ERROR line agy writes while the driver's write of the prompt is
+// still blocked (a prompt larger than the pipe) belongs to that turn: it
+// explains the failure the result leaves vague.
+func TestAnAGYErrorReadBeforeThePromptIsWrittenCounts(t *testing.T) {
+	t.Parallel()
+	s := newStand(t, map[string]any{
+		"early_stderr": `AGY_ERROR: {"code":429,"status":"RESOURCE_EXHAUSTED","message":"Resource has been exhausted.","retryDelay":"17s"}`,
+		"turns":        []map[string]any{{"status": "ERROR", "error": "agent executor error: generating and executing"}},
+	})
+	sess := s.start(t, backend.StartOptions{})
+	res, _ := turn(t, sess, strings.Repeat("x", 1<<20))
+	if f := res.Failure; f == nil || f.Status != 429 || !strings.Contains(f.Message, "Resource has been exhausted") {
+		t.Fatalf("the early AGY_ERROR was lost: %+v", f)
+	}
+}

@@ -53,6 +53,15 @@ func (s *Session) Turn(ctx context.Context, in backend.Input, emit func(*backend
 		if f, err := s.awaitInit(ctx); err != nil || f != nil {
 			return &backend.Result{SessionID: s.ID(), Failure: f}, err
 		}
+		// The last turn's AGY_ERROR is forgotten before agy reads this
+		// one: agy may report this turn's error before the write returns.
+		s.mu.Lock()
+		s.agyError = ""
+		s.mu.Unlock()
+		select {
+		case <-s.agyErrorSeen:
+		default:
+		}
 		line, _ := json.Marshal(map[string]any{"event": "user", "message": map[string]any{
 			"role": "user", "content": []map[string]string{{"type": "text", "text": prompt}}}})
 		if err := s.sp.Write(ctx, append(line, '\n')); err != nil {
@@ -60,13 +69,6 @@ func (s *Session) Turn(ctx context.Context, in backend.Input, emit func(*backend
 				return nil, s.abort(ctx.Err())
 			}
 			return &backend.Result{SessionID: s.ID(), Failure: s.exitFailure()}, nil
-		}
-		s.mu.Lock()
-		s.agyError = ""
-		s.mu.Unlock()
-		select {
-		case <-s.agyErrorSeen:
-		default:
 		}
 		r = &relay{s: s}
 	}

@@ -33,6 +33,10 @@ type scenario struct {
 	Replay string `json:"replay"`
 	// Usage is the data of the /usage and /quota commands.
 	Usage json.RawMessage `json:"usage"`
+	// EarlyStderr is written to stderr as soon as a stdin line begins,
+	// before the rest of it is read 300 ms later: with a line larger than
+	// a pipe holds, the driver reads it while its write is still blocked.
+	EarlyStderr string `json:"early_stderr"`
 }
 
 type model struct {

@@ -98,6 +98,9 @@ func (s *session) run(stdin io.Reader) int {
 		os.Exit(1)
 	}()
 	s.start()
+	if s.sc.EarlyStderr != "" {
+		stdin = &earlyStderr{r: stdin, line: s.sc.EarlyStderr, atStart: true}
+	}
 	sc := bufio.NewScanner(stdin)
 	sc.Buffer(nil, 16<<20)
 	for sc.Scan() {
@@ -453,4 +456,24 @@ func attachmentParams(params json.RawMessage, prompt string) json.RawMessage {
 	}
 	path, _ := json.Marshal(m[1])
 	return bytes.ReplaceAll(params, []byte(`"{{attachment}}"`), path)
+}
+
+// earlyStderr writes its line to stderr when a stdin line begins to
+// arrive, and pauses before reading on.
+type earlyStderr struct {
+	r       io.Reader
+	line    string
+	atStart bool
+}
+
+func (e *earlyStderr) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if n > 0 {
+		if e.atStart {
+			fmt.Fprintln(os.Stderr, e.line)
+			time.Sleep(300 * time.Millisecond)
+		}
+		e.atStart = p[n-1] == '\n'
+	}
+	return n, err
 }

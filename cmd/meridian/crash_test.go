@@ -13,7 +13,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -33,25 +32,7 @@ type gatewayProc struct {
 	marker  string
 	cmd     *exec.Cmd
 	url     string
-	log     lockedLog // everything meridian logged, over every start
-}
-
-// lockedLog is a log written by one goroutine and read by the test.
-type lockedLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
+	log     testkit.Log // everything meridian logged, over every start
 }
 
 func newGateway(t testing.TB) *gatewayProc {

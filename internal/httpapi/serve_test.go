@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -53,10 +52,9 @@ func TestServeWaitsForHandlers(t *testing.T) {
 // ignores every signal), does not keep Serve from returning: it gives up
 // after its last wait and names the request in its log.
 func TestServeGivesUpOnAWedgedHandler(t *testing.T) {
-	var log strings.Builder
-	var mu sync.Mutex
+	var log testkit.Log
 	s, err := New(Config{Addr: "127.0.0.1:0", DrainTimeout: 20 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(lockedWriter{mu: &mu, w: &log}, nil))})
+		Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,8 +81,6 @@ func TestServeGivesUpOnAWedgedHandler(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Serve waited on for a wedged handler")
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	if !strings.Contains(log.String(), "GET /wedged") {
 		t.Fatalf("the log does not name the wedged request:\n%s", log.String())
 	}
@@ -208,8 +204,7 @@ func TestHurryEndsTheDrain(t *testing.T) {
 // paths hold secrets), no drain (agy holds a stream open on them), but the
 // host and origin guards, and only callers on this machine.
 func TestOpenMounts(t *testing.T) {
-	var log strings.Builder
-	var logMu sync.Mutex
+	var log testkit.Log
 	held := make(chan struct{})
 	open := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/secret-token/hold" {
@@ -221,7 +216,7 @@ func TestOpenMounts(t *testing.T) {
 	})
 	s, err := New(Config{Addr: "127.0.0.1:0", APIKey: "the-key", DrainTimeout: time.Minute,
 		Open:   []Mount{{Prefix: "/open", Handler: open}},
-		Logger: slog.New(slog.NewTextHandler(lockedWriter{&logMu, &log}, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+		Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,20 +277,7 @@ func TestOpenMounts(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("an open mount's stream held the drain")
 	}
-	logMu.Lock()
-	defer logMu.Unlock()
 	if strings.Contains(log.String(), "secret-token") {
 		t.Fatalf("an open mount's path reached the log:\n%s", log.String())
 	}
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

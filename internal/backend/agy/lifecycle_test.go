@@ -3,6 +3,7 @@ package agy_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -184,5 +185,34 @@ func TestAnAGYErrorReadBeforeThePromptIsWrittenCounts(t *testing.T) {
 	res, _ := turn(t, sess, strings.Repeat("x", 1<<20))
 	if f := res.Failure; f == nil || f.Status != 429 || !strings.Contains(f.Message, "Resource has been exhausted") {
 		t.Fatalf("the early AGY_ERROR was lost: %+v", f)
+	}
+}
+
+// A notice agy's stderr brings after a turn's result is not the next
+// turn's: the next turn succeeds.
+func TestALateNoticeDoesNotFailTheNextTurn(t *testing.T) {
+	t.Parallel()
+	path, env, _ := testkit.FakeAgy(t, map[string]any{"turns": []map[string]any{
+		{"match": "first", "steps": []any{answer("one\n", 1, 1)}, "stderr_after": `jetski: no output produced — a tool required the "command" permission`},
+		{"match": "second", "steps": []any{answer("two\n", 1, 1)}},
+	}})
+	var log testkit.Log
+	d := agy.New(agy.Config{Path: path, Env: env, SessionRoot: t.TempDir(), ExitGrace: 500 * time.Millisecond, KillGrace: 500 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	s := &stand{d: d, dir: t.TempDir()}
+	sess := s.start(t, backend.StartOptions{})
+	// The notice comes 200 ms after the first turn's result; only the
+	// next turn's outcome is asserted.
+	turn(t, sess, "first")
+	if err := testkit.WaitFor(10*time.Second, func() error {
+		if !strings.Contains(log.String(), "jetski: no output produced") {
+			return errors.New("the driver has not read the notice")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if res, got := turn(t, sess, "second"); res.Failure != nil || got != "two\n" {
+		t.Fatalf("second turn after a late notice: %+v %q", res.Failure, got)
 	}
 }

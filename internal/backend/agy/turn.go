@@ -53,8 +53,10 @@ func (s *Session) Turn(ctx context.Context, in backend.Input, emit func(*backend
 		if f, err := s.awaitInit(ctx); err != nil || f != nil {
 			return &backend.Result{SessionID: s.ID(), Failure: f}, err
 		}
-		// The last turn's AGY_ERROR is forgotten before agy reads this
-		// one: agy may report this turn's error before the write returns.
+		// What stderr said in the last turn is forgotten before agy reads
+		// this one (agy may answer before the write returns): a notice
+		// that came after its result must not fail this turn.
+		s.softDeny.Store(false)
 		s.mu.Lock()
 		s.agyError = ""
 		s.mu.Unlock()

@@ -65,6 +65,9 @@ type turn struct {
 	// AgyError is written to stderr as an AGY_ERROR line before the
 	// result, as agy reports model errors since 1.2.6.
 	AgyError string `json:"agy_error"`
+	// StderrAfter is a stderr line written 200 ms after the result: a
+	// line on the slower pipe, read after the turn ended.
+	StderrAfter string `json:"stderr_after"`
 	// LongLine writes a stdout line of that many bytes (not JSON) first;
 	// LongStderr a stderr line of that many bytes, then 256 KiB more
 	// stderr, more than a pipe holds unread.

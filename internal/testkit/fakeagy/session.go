@@ -248,6 +248,10 @@ func (s *session) turn(prompt string) int {
 	s.conv.Duration += time.Since(s.started).Seconds()
 	s.conv.save()
 	s.out.line(resultEvent{Event: "result", Result: s.result(status, response, errText)})
+	if t.StderrAfter != "" {
+		time.Sleep(200 * time.Millisecond)
+		fmt.Fprintln(os.Stderr, t.StderrAfter)
+	}
 	if t.Exit != nil {
 		return *t.Exit
 	}

@@ -91,6 +91,12 @@ type Freezer interface {
 	Settle() time.Duration
 }
 
+// Yielder is a Session whose process can be lowered to the least CPU
+// priority before a Close nothing waits for.
+type Yielder interface {
+	Yield()
+}
+
 // Closer is a Backend with work of its own (a check it runs for its
 // callers, say) that ends when its gateway closes.
 type Closer interface {

@@ -188,9 +188,10 @@ func (p *Pool) Put(l *Live) {
 }
 
 // Discard closes a session taken from the pool (or started under a
-// reservation) and frees its place. It returns once the session is gone.
+// reservation) and frees its place. It returns once the session is gone;
+// a turn waits on it, so the process keeps its priority as it exits.
 func (p *Pool) Discard(l *Live) {
-	p.closeLive(l)
+	p.close(l)
 	p.mu.Lock()
 	if p.inUse[l.Key] == l {
 		delete(p.inUse, l.Key)
@@ -359,7 +360,16 @@ func (p *Pool) reap() {
 	}
 }
 
+// closeLive closes a session no turn waits on, its exit yielding to
+// the processes at work.
 func (p *Pool) closeLive(l *Live) {
+	if y, ok := l.Session.(backend.Yielder); ok {
+		y.Yield()
+	}
+	p.close(l)
+}
+
+func (p *Pool) close(l *Live) {
 	if err := l.Session.Close(); err != nil {
 		p.log.Warn("closing a live session", "conversation", l.Key, "err", err)
 	}

@@ -16,14 +16,15 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 type fakeSession struct {
-	id     string
-	closed atomic.Bool
+	id              string
+	closed, yielded atomic.Bool
 }
 
 func (f *fakeSession) Turn(context.Context, backend.Input, func(*backend.Event) error) (*backend.Result, error) {
 	return &backend.Result{}, nil
 }
 func (f *fakeSession) Close() error                    { f.closed.Store(true); return nil }
+func (f *fakeSession) Yield()                          { f.yielded.Store(!f.closed.Load()) }
 func (f *fakeSession) ID() string                      { return f.id }
 func (f *fakeSession) Alive() bool                     { return !f.closed.Load() }
 func (f *fakeSession) Answer(backend.ToolResult) error { return nil }
@@ -50,6 +51,9 @@ func TestTakePutDiscard(t *testing.T) {
 	p.Discard(a)
 	if !as.closed.Load() {
 		t.Fatal("discarded session not closed")
+	}
+	if as.yielded.Load() {
+		t.Fatal("a discarded session, which its turn waits on, was closed at the least priority")
 	}
 	if n, idle := p.Stats(); n != 0 || idle != 0 {
 		t.Fatalf("stats %d/%d", n, idle)
@@ -80,6 +84,9 @@ func TestReserveReclaimsTheLeastRecentlyUsedIdle(t *testing.T) {
 	if !newS.closed.Load() || oldS.closed.Load() {
 		t.Fatal("reclaimed the wrong session")
 	}
+	if !newS.yielded.Load() {
+		t.Fatal("a reclaimed idle session was not lowered to the least priority before its close")
+	}
 	if n, _ := p.Stats(); n != 2 {
 		t.Fatalf("count %d", n)
 	}
@@ -109,8 +116,8 @@ func TestIdleSessionsExpire(t *testing.T) {
 		}
 		time.Sleep(11 * time.Millisecond)
 		synctest.Wait()
-		if !s.closed.Load() {
-			t.Fatal("idle session never expired")
+		if !s.closed.Load() || !s.yielded.Load() {
+			t.Fatalf("idle session never expired, or not at the least priority: closed %v, yielded %v", s.closed.Load(), s.yielded.Load())
 		}
 		if n, idle := p.Stats(); n != 0 || idle != 0 {
 			t.Fatalf("stats %d/%d", n, idle)

@@ -345,6 +345,9 @@ func (s *Session) exitFailure() *backend.Failure {
 	return &backend.Failure{Kind: backend.FailBackend, Message: msg}
 }
 
+// Yield lowers agy to the least CPU priority: see subproc.
+func (s *Session) Yield() { s.sp.Yield() }
+
 // Close ends the session and joins its process: stdin is closed, so agy
 // exits on its own; if it does not within ExitGrace its group gets
 // SIGTERM, then SIGKILL after KillGrace. Its session folder goes too.

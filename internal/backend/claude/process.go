@@ -316,6 +316,9 @@ func (p *Process) Close() error {
 	return nil
 }
 
+// Yield lowers the process to the least CPU priority: see subproc.
+func (p *Process) Yield() { p.sp.Yield() }
+
 func truncate(b []byte, n int) string {
 	if len(b) <= n {
 		return string(b)

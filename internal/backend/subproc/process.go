@@ -214,11 +214,6 @@ func (p *Process) ExitReport() string {
 // stopped process, end a paused turn).
 func (p *Process) Close(before func()) {
 	p.closeOnce.Do(func() {
-		if pid := p.proc.Pid(); pid > 0 {
-			// The CLI's own clean-up as it exits (~0.15 s of CPU) yields
-			// to the processes still at work. Its group is its own.
-			_ = syscall.Setpriority(syscall.PRIO_PGRP, pid, 19)
-		}
 		if before != nil {
 			before()
 		}
@@ -243,6 +238,18 @@ func (p *Process) Close(before func()) {
 		_ = p.proc.Stdout().Close()
 		_ = p.proc.Stderr().Close()
 	})
+}
+
+// Yield lowers the process's group to the least CPU priority, for good:
+// called before a Close nothing waits for, so that the CLI's clean-up as
+// it exits (~0.15 s of CPU) yields to the processes still at work. A
+// Close something waits for (a turn's conversation, or its subagents'
+// answers) must not: on a busy machine a process at the least priority
+// takes seconds to exit, even killed. Its group is its own.
+func (p *Process) Yield() {
+	if pid := p.proc.Pid(); pid > 0 {
+		_ = syscall.Setpriority(syscall.PRIO_PGRP, pid, 19)
+	}
 }
 
 // Kill ends the process's group at once; Close still joins it.

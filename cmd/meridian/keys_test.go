@@ -75,6 +75,12 @@ func ask(c sdk.Client, model string, opts ...option.RequestOption) (*sdk.Message
 		Messages: []sdk.MessageParam{sdk.NewUserMessage(sdk.NewTextBlock("hello"))}}, opts...)
 }
 
+func countTokens(c sdk.Client) error {
+	_, err := c.Messages.CountTokens(context.Background(), sdk.MessageCountTokensParams{Model: "test-model",
+		Messages: []sdk.MessageParam{sdk.NewUserMessage(sdk.NewTextBlock("hello"))}})
+	return err
+}
+
 // A key made by `meridian key add` reaches only its scope: the profile it
 // may use answers a request that names none (the default is another),
 // naming another profile or a model outside its patterns is a 403 in the
@@ -143,10 +149,14 @@ func TestKeysKeepToTheirScope(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &rotated) != nil || rotated.Key == "" || rotated.Key == key {
 		t.Fatalf("rotate: %d %s", code, out)
 	}
+	// The probe is a count_tokens, which the key check guards as it does
+	// a turn: a turn still allowed would make the wait a CLI's start.
 	waitTrue(t, 3*time.Second, "the old key refused after rotating", func() bool {
-		_, err := ask(c, "test-model")
-		return isStatus(err, http.StatusUnauthorized)
+		return isStatus(countTokens(c), http.StatusUnauthorized)
 	})
+	if _, err := ask(c, "test-model"); !isStatus(err, http.StatusUnauthorized) {
+		t.Fatalf("a turn with the old key after rotating: %v", err)
+	}
 	c = keyedAnthropic(g.url, rotated.Key)
 	if _, err := ask(c, "test-model"); err != nil {
 		t.Fatalf("the rotated key: %v", err)
@@ -158,11 +168,14 @@ func TestKeysKeepToTheirScope(t *testing.T) {
 	}
 	revoked := time.Now()
 	waitTrue(t, 3*time.Second, "the revoked key refused", func() bool {
-		_, err := ask(c, "test-model")
+		err := countTokens(c)
 		return isStatus(err, http.StatusUnauthorized) && strings.Contains(errText(err), `"ci-bot" was revoked`)
 	})
 	if took := time.Since(revoked); took > 2*time.Second {
 		t.Fatalf("the revoked key was refused only after %s", took)
+	}
+	if _, err := ask(c, "test-model"); !isStatus(err, http.StatusUnauthorized) || !strings.Contains(errText(err), `"ci-bot" was revoked`) {
+		t.Fatalf("a turn with the revoked key: %v", err)
 	}
 	out, _ = g.keyCommand(t, "", "list")
 	if !strings.Contains(out, "ci-bot") || !strings.Contains(out, "revoked") || strings.Contains(out, rotated.Key) || strings.Contains(out, key) {
@@ -470,8 +483,7 @@ func TestKeyLimitsHoldAcrossHosts(t *testing.T) {
 	for _, g := range hosts {
 		c := keyedAnthropic(g.url, key)
 		waitTrue(t, 3*time.Second, "the revoked key refused on "+g.url, func() bool {
-			_, err := ask(c, "test-model")
-			return isStatus(err, http.StatusUnauthorized)
+			return isStatus(countTokens(c), http.StatusUnauthorized)
 		})
 	}
 	if took := time.Since(revoked); took > 2*time.Second {

@@ -1,4 +1,4 @@
-package httpapi_test
+package endpointfuzz_test
 
 import (
 	"bytes"
@@ -28,12 +28,21 @@ func fuzzHandler(f *testing.F) http.Handler {
 	return srv.Handler()
 }
 
+// seedFiles are the request samples of pattern; none is a mistake.
+func seedFiles(f *testing.F, pattern string) []string {
+	seeds, err := filepath.Glob(pattern)
+	if err != nil || len(seeds) == 0 {
+		f.Fatalf("no seed requests at %s (%v)", pattern, err)
+	}
+	return seeds
+}
+
 // FuzzMessagesEndpoint sends arbitrary bodies through the whole handler,
 // with an in-process stand-in CLI behind it: no input may panic or earn a
 // 5xx. Valid requests are answered (200), everything else is the client's
 // error (4xx).
 func FuzzMessagesEndpoint(f *testing.F) {
-	seeds, _ := filepath.Glob("../anthropic/testdata/requests/*.json")
+	seeds := seedFiles(f, "../../anthropic/testdata/requests/*.json")
 	for _, p := range seeds {
 		b, err := os.ReadFile(p)
 		if err != nil {
@@ -65,7 +74,7 @@ func FuzzMessagesEndpoint(f *testing.F) {
 // request may earn is the 502 of an answer that does not fit its
 // response_format (the stand-in CLI answers in prose).
 func FuzzChatEndpoint(f *testing.F) {
-	seeds, _ := filepath.Glob("../openai/testdata/chat/*.json")
+	seeds := seedFiles(f, "../../openai/testdata/chat/*.json")
 	for _, p := range seeds {
 		b, err := os.ReadFile(p)
 		if err != nil {
@@ -93,7 +102,7 @@ func FuzzChatEndpoint(f *testing.F) {
 // FuzzResponsesEndpoint does the same for the Responses API: answers or
 // 4xx in the OpenAI shape; the only 5xx is a response_format mismatch.
 func FuzzResponsesEndpoint(f *testing.F) {
-	seeds, _ := filepath.Glob("../openai/testdata/responses/*.json")
+	seeds := seedFiles(f, "../../openai/testdata/responses/*.json")
 	for _, p := range seeds {
 		b, err := os.ReadFile(p)
 		if err != nil {

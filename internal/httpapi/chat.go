@@ -62,8 +62,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, r, formatMismatch(err))
 			return
 		}
-		writeJSON(w, http.StatusOK, c)
-		answered(w, out.finish.Content)
+		writeAnswer(w, r, c, out.finish.Content)
 	})
 }
 

@@ -340,7 +340,9 @@ func modelEntries(models []backend.Model) []modelEntry {
 	return append(ids, aliases...)
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// writeJSON answers with v as a JSON body; the error is the write's, which
+// only an answer's record looks at.
+func writeJSON(w http.ResponseWriter, status int, v any) error {
 	body, err := json.Marshal(v)
 	if err != nil {
 		status = http.StatusInternalServerError
@@ -348,5 +350,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	_, err = w.Write(body)
+	return err
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/meridian-gw/meridian/internal/anthropic"
 	"github.com/meridian-gw/meridian/internal/gateway"
+	"github.com/meridian-gw/meridian/internal/telemetry"
 )
 
 // Response headers Meridian adds.
@@ -65,8 +66,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if out, ok := s.collect(w, r, greq, id); ok {
-			writeJSON(w, http.StatusOK, messageResponse(out))
-			answered(w, out.finish.Content)
+			writeAnswer(w, r, messageResponse(out), out.finish.Content)
 		}
 	})
 }
@@ -81,6 +81,16 @@ func (s *Server) collect(w http.ResponseWriter, r *http.Request, req gateway.Req
 	}
 	sessionHeaders(w, out)
 	return out, true
+}
+
+// writeAnswer writes a collected answer's body: the answer is complete,
+// for retries and for the request's record.
+func writeAnswer(w http.ResponseWriter, r *http.Request, body any, content []json.RawMessage) {
+	err := writeJSON(w, http.StatusOK, body)
+	answered(w, content)
+	if err == nil {
+		telemetry.From(r.Context()).Delivered()
+	}
 }
 
 // sessionHeaders name a collected answer's backend session and say when
@@ -107,6 +117,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req gateway.Requ
 	// No ping may commit the stream while an error is being answered.
 	out.stopPings()
 	noteFailure(r, err)
+	if err == nil {
+		telemetry.From(r.Context()).Delivered()
+	}
 	if err == nil || out.fail(err) {
 		return err
 	}

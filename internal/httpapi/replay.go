@@ -62,7 +62,9 @@ func (s *Server) once(w http.ResponseWriter, r *http.Request, raw []byte, req *a
 		tr := telemetry.From(r.Context())
 		tr.Request(req.Model, req.Stream)
 		tr.Replayed()
-		replayAnswer(w, saved)
+		if replayAnswer(w, saved) == nil {
+			tr.Delivered()
+		}
 		return
 	}
 	defer run.Done()
@@ -122,14 +124,15 @@ func callIDs(content []json.RawMessage) []string {
 }
 
 // replayAnswer writes a saved answer as it first went out, saying so.
-func replayAnswer(w http.ResponseWriter, a *answers.Answer) {
+func replayAnswer(w http.ResponseWriter, a *answers.Answer) error {
 	h := w.Header()
 	for k, v := range a.Header {
 		h[k] = v
 	}
 	h.Set(headerReplayed, "true")
 	w.WriteHeader(a.Status)
-	_, _ = w.Write(a.Body)
+	_, err := w.Write(a.Body)
+	return err
 }
 
 // recorder keeps what a response writes, for its retries: the status, the

@@ -141,8 +141,7 @@ func (s *Server) responseJSON(w http.ResponseWriter, r *http.Request, c *respons
 	}
 	s.storeEnd(r.Context(), c, resp)
 	sessionHeaders(w, out)
-	writeJSON(w, http.StatusOK, resp)
-	answered(w, out.finish.Content)
+	writeAnswer(w, r, resp, out.finish.Content)
 }
 
 // recordEnd stores how a streamed response ended.

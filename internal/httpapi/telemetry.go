@@ -34,10 +34,12 @@ func modelAPI(r *http.Request) string {
 const statusClientGone = 499
 
 // record closes a model request's trace and hands the record to the
-// history and the metrics, off the request path.
+// history and the metrics, off the request path. A client that hung up
+// once its whole answer was written (Codex closes on response.completed,
+// while the handler still stores the response) was answered.
 func (s *Server) record(r *http.Request, tr *telemetry.Trace, status int) {
 	errType := ""
-	if r.Context().Err() != nil && !errors.Is(context.Cause(r.Context()), errShutdown) {
+	if r.Context().Err() != nil && !tr.IsDelivered() && !errors.Is(context.Cause(r.Context()), errShutdown) {
 		status, errType = statusClientGone, "client_gone"
 	}
 	s.finishTrace(tr, status, errType)

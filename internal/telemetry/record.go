@@ -97,6 +97,8 @@ type Trace struct {
 	// handedOff: the work outlives the request (a background response),
 	// and whoever runs it finishes the record.
 	handedOff bool
+	// delivered: the whole answer was written to the connection.
+	delivered bool
 }
 
 // NewTrace opens a trace for a request that arrived at start.
@@ -188,6 +190,20 @@ func (tr *Trace) HandedOff() bool {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	return tr.handedOff
+}
+
+// Delivered notes that the whole answer was written to the client's
+// connection: a client that hangs up after that was answered.
+func (tr *Trace) Delivered() { tr.update(func(*Record) { tr.delivered = true }) }
+
+// IsDelivered reports whether Delivered was called.
+func (tr *Trace) IsDelivered() bool {
+	if tr == nil {
+		return false
+	}
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.delivered
 }
 
 // Replayed notes an answer served from a saved one.

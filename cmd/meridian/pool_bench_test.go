@@ -37,13 +37,31 @@ func (g *gatewayProc) treePSS() int64 {
 	return total
 }
 
-// treeTicks is the CPU time of meridian and its live claude processes.
+// treeTicks is the CPU time of meridian and its live claude processes,
+// each with its exited children's: spent counts the tree between two.
 func (g *gatewayProc) treeTicks() map[int]int {
 	out := map[int]int{}
 	for _, pid := range append(g.claudes(), g.cmd.Process.Pid) {
-		out[pid] = testkit.CPUTicks(pid)
+		out[pid] = testkit.CPUTicksReaped(pid)
 	}
 	return out
+}
+
+// spent is the tree's CPU from prev to cur. A process gone since prev
+// took its whole time to its parent's count of exited children, so what
+// prev had counted of it is taken back out; until its parent waits for
+// it, that can make one interval short and the next long.
+func spent(prev, cur map[int]int) int {
+	used := 0
+	for pid, t := range cur {
+		used += t - prev[pid]
+	}
+	for pid, t := range prev {
+		if _, ok := cur[pid]; !ok {
+			used -= t
+		}
+	}
+	return used
 }
 
 // timed sends a prompt and returns how long its answer took.
@@ -176,4 +194,16 @@ func httpGet(url string) (string, error) {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	return string(b), err
+}
+
+// A process that exited between two samples is counted once: what was
+// counted of it before moves into its parent's reaped count.
+func TestSpentCountsAnExitedProcessOnce(t *testing.T) {
+	prev := map[int]int{1: 100, 2: 40}
+	if got := spent(prev, map[int]int{1: 100 + 5 + 45}); got != 10 {
+		t.Fatalf("parent 5 more, child 40 → 45 then reaped: got %d, want 10", got)
+	}
+	if got := spent(prev, map[int]int{1: 105, 2: 40, 3: 7}); got != 12 {
+		t.Fatalf("a new process counts whole: got %d, want 12", got)
+	}
 }

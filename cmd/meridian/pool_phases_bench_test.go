@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/meridian-gw/meridian/internal/testkit"
 )
 
 // poolFigures are one side's measurements.
@@ -26,18 +28,15 @@ type poolFigures struct {
 }
 
 // cpuSeries samples the tree's CPU once a second for n seconds: the ticks
-// (1/100 s) each second used, counting processes started meanwhile whole.
+// (1/100 s) each second used, counting processes started meanwhile whole
+// and those that exited (a closed CLI spends up to ~0.15 s exiting).
 func (g *gatewayProc) cpuSeries(n int) []int {
 	out := make([]int, 0, n)
 	prev := g.treeTicks()
 	for range n {
 		time.Sleep(time.Second)
 		cur := g.treeTicks()
-		used := 0
-		for pid, t := range cur {
-			used += t - prev[pid]
-		}
-		out = append(out, used)
+		out = append(out, spent(prev, cur))
 		prev = cur
 	}
 	return out
@@ -141,17 +140,11 @@ func workingPhase(b *testing.B, sd benchSide, n, rounds int, f *poolFigures) {
 	time.Sleep(3 * settle)
 	for r := range rounds {
 		time.Sleep(settle * 6 / 10) // the user reads
-		t0 := g.treeTicks()
+		t0, own0 := g.treeTicks(), testkit.CPUTicks(g.cmd.Process.Pid)
 		wall, _, now := g.burst(b, "work", n, r+2)
-		t1 := g.treeTicks()
-		own, cli := 0, 0
-		for pid, t := range t1 {
-			if pid == g.cmd.Process.Pid {
-				own += t - t0[pid]
-			} else {
-				cli += t - t0[pid]
-			}
-		}
+		t1, own1 := g.treeTicks(), testkit.CPUTicks(g.cmd.Process.Pid)
+		own := own1 - own0
+		cli := spent(t0, t1) - own
 		b.Logf("%s, round %d: %v wall; CPU: meridian %d ticks, its claudes %d", sd.name, r+1, wall.Round(time.Millisecond), own, cli)
 		f.working = append(f.working, wall)
 		for j := range now {

@@ -190,7 +190,14 @@ func RSSKB(pid int) int {
 
 // CPUTicks returns the CPU time a process has used, in clock ticks (user
 // and system), or 0 if it is gone.
-func CPUTicks(pid int) int {
+func CPUTicks(pid int) int { return cpuTicks(pid, false) }
+
+// CPUTicksReaped is CPUTicks plus what the process's children that have
+// exited and been waited for used: a process tree's CPU, counted at its
+// root, keeps what its exited members spent.
+func CPUTicksReaped(pid int) int { return cpuTicks(pid, true) }
+
+func cpuTicks(pid int, reaped bool) int {
 	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 	if err != nil {
 		return 0
@@ -200,10 +207,17 @@ func CPUTicks(pid int) int {
 		return 0
 	}
 	f := bytes.Fields(stat[i+1:])
-	if len(f) < 13 {
+	if len(f) < 15 {
 		return 0
 	}
-	u, _ := strconv.Atoi(string(f[11]))
-	s, _ := strconv.Atoi(string(f[12]))
-	return u + s
+	fields := f[11:13]
+	if reaped {
+		fields = f[11:15]
+	}
+	sum := 0
+	for _, v := range fields {
+		n, _ := strconv.Atoi(string(v))
+		sum += n
+	}
+	return sum
 }

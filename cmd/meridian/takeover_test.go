@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"syscall"
@@ -69,16 +72,27 @@ func waitVerdict(t *testing.T, g *gatewayProc, verdict string) {
 	}
 }
 
-// waitShared waits until the store holds conversation key's transcript.
-func waitShared(t *testing.T, db *sql.DB, key string) {
+// waitShared waits until the store holds conversation key's transcript
+// as far as the answer want: each turn's copy lands in the background,
+// and an earlier turn's copy must not pass for the last one's.
+func waitShared(t *testing.T, db *sql.DB, key, want string) {
 	t.Helper()
 	if err := testkit.WaitFor(10*time.Second, func() error {
-		var n int
-		if err := db.QueryRow(`SELECT count(*) FROM conversations WHERE key = $1 AND transcript_session = cli_session_id AND transcript IS NOT NULL`, key).Scan(&n); err != nil {
+		var data []byte
+		err := db.QueryRow(`SELECT transcript FROM conversations WHERE key = $1 AND transcript_session = cli_session_id AND transcript IS NOT NULL`, key).Scan(&data)
+		if err != nil {
+			return fmt.Errorf("the transcript of %s is not shared yet: %w", key, err)
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(data))
+		if err != nil {
 			return err
 		}
-		if n != 1 {
-			return fmt.Errorf("the transcript of %s is not shared yet", key)
+		raw, err := io.ReadAll(zr)
+		if err != nil {
+			return err
+		}
+		if !bytes.Contains(raw, []byte(want)) {
+			return fmt.Errorf("the shared transcript of %s does not hold %q yet", key, want)
 		}
 		return nil
 	}); err != nil {
@@ -113,7 +127,7 @@ func TestTakeoverFromTheSharedTranscript(t *testing.T) {
 				t.Fatalf("turn %d on a: %v %s", n, err, body)
 			}
 		}
-		waitShared(t, db, "takeover")
+		waitShared(t, db, "takeover", "answer to question 3")
 		reqs := up.Requests()
 		held := reqs[len(reqs)-1].Messages() // what a's CLI sent for turn 3
 		a.kill9()
@@ -149,11 +163,12 @@ func TestTakeoverFromTheSharedTranscript(t *testing.T) {
 				t.Fatalf("turn %d on c: %v %s", n, err, body)
 			}
 		}
-		waitShared(t, db, "lost")
+		waitShared(t, db, "lost", "answer to query 2")
+		// Killed first: a live holder could share its transcript again.
+		c.kill9()
 		if _, err := db.Exec(`UPDATE conversations SET transcript = NULL, transcript_session = '' WHERE key = 'lost'`); err != nil {
 			t.Fatal(err)
 		}
-		c.kill9()
 		resp, body, err := b.post(turnBody("query", 3), "X-Claude-Code-Session-Id", "lost")
 		if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(body, "answer to query 3") {
 			t.Fatalf("turn 3 through b: %v %v %s", err, resp, body)
@@ -236,7 +251,7 @@ func TestStoppedHolderIsPassedOver(t *testing.T) {
 	if resp, body, err := a.post(turnBody("question", 1), "X-Claude-Code-Session-Id", "paused"); err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("turn 1 on a: %v %s", err, body)
 	}
-	waitShared(t, db, "paused")
+	waitShared(t, db, "paused", "answer to question 1")
 	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}

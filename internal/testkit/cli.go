@@ -110,11 +110,8 @@ func Processes(marker string) []int {
 		if err != nil || !bytes.Contains(append(env, 0), want) {
 			continue
 		}
-		if stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil {
-			// Field 3, after the parenthesised command name, is the state.
-			if i := bytes.LastIndexByte(stat, ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
-				continue
-			}
+		if f := StatFields(pid); len(f) > 0 && f[0] == "Z" {
+			continue
 		}
 		pids = append(pids, pid)
 	}
@@ -198,15 +195,7 @@ func CPUTicks(pid int) int { return cpuTicks(pid, false) }
 func CPUTicksReaped(pid int) int { return cpuTicks(pid, true) }
 
 func cpuTicks(pid int, reaped bool) int {
-	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return 0
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0
-	}
-	f := bytes.Fields(stat[i+1:])
+	f := StatFields(pid)
 	if len(f) < 15 {
 		return 0
 	}
@@ -216,8 +205,23 @@ func cpuTicks(pid int, reaped bool) int {
 	}
 	sum := 0
 	for _, v := range fields {
-		n, _ := strconv.Atoi(string(v))
+		n, _ := strconv.Atoi(v)
 		sum += n
 	}
 	return sum
+}
+
+// StatFields are the fields of /proc/pid/stat after the command name,
+// which is in parentheses and may hold spaces: [0] is the state (field 3
+// in proc(5)), [16] the nice value. Nil if the process is gone.
+func StatFields(pid int) []string {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return nil
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(string(stat[i+1:]))
 }

@@ -2,9 +2,7 @@ package subproc_test
 
 import (
 	"fmt"
-	"os"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -40,7 +38,7 @@ func TestYieldLowersTheGroup(t *testing.T) {
 	p.Close(nil)
 	if err := testkit.WaitFor(5*time.Second, func() error {
 		// Gone, or dead and not yet reaped by whoever adopted it.
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child)); err == nil && statField(b, 0) != "Z" {
+		if f := testkit.StatFields(child); len(f) > 0 && f[0] != "Z" {
 			return fmt.Errorf("the group's child %d outlived Close", child)
 		}
 		return nil
@@ -49,26 +47,16 @@ func TestYieldLowersTheGroup(t *testing.T) {
 	}
 }
 
-// niceOf reads a process's nice value, field 19 of /proc/pid/stat.
+// niceOf reads a process's nice value.
 func niceOf(t *testing.T, pid int) int {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		t.Fatal(err)
+	f := testkit.StatFields(pid)
+	if len(f) < 17 {
+		t.Fatalf("/proc/%d/stat: %q", pid, f)
 	}
-	n, err := strconv.Atoi(statField(b, 16))
+	n, err := strconv.Atoi(f[16])
 	if err != nil {
-		t.Fatalf("/proc/%d/stat: %q", pid, b)
+		t.Fatalf("/proc/%d/stat: %q", pid, f)
 	}
 	return n
-}
-
-// statField is the field i of /proc/pid/stat counted from the state (0),
-// after the command name, which is in parentheses and may hold spaces.
-func statField(stat []byte, i int) string {
-	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-	if i >= len(fields) {
-		return ""
-	}
-	return fields[i]
 }

@@ -156,6 +156,46 @@ func TestIdleSessionsFreezeAndThaw(t *testing.T) {
 	})
 }
 
+// A one-off freezes as soon as it is idle, once settled; an established
+// conversation's process stays awake for FreezeAfter; a one-off that
+// continues is thawed like any other.
+func TestOneOffsFreezeAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(Config{Max: 4, FreezeAfter: 5 * time.Second})
+		defer p.Close()
+		one, ones := heavy("one", 1)
+		ones.settle = 0
+		one.OneOff = true
+		est, ests := heavy("est", 1)
+		ests.settle = 0
+		put(t, p, one)
+		put(t, p, est)
+		synctest.Wait()
+		if !ones.frozen.Load() || ests.frozen.Load() {
+			t.Fatalf("at once: one-off frozen %v, established frozen %v; want only the one-off", ones.frozen.Load(), ests.frozen.Load())
+		}
+		if p.Take("one") != one || ones.frozen.Load() {
+			t.Fatal("a one-off taken again is still frozen")
+		}
+		p.Discard(one)
+
+		// A one-off just started settles first.
+		fresh, freshs := heavy("fresh", 1)
+		fresh.OneOff = true
+		put(t, p, fresh)
+		time.Sleep(settle - time.Second)
+		synctest.Wait()
+		if freshs.frozen.Load() {
+			t.Fatal("a new one-off was frozen before it settled")
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if !freshs.frozen.Load() || !ests.frozen.Load() {
+			t.Fatalf("once settled: one-off frozen %v, established frozen %v", freshs.frozen.Load(), ests.frozen.Load())
+		}
+	})
+}
+
 // A new session with no start-up work to finish is frozen after
 // FreezeAfter like any other.
 func TestANewSessionThatNeedNotSettleFreezesAfterItsIdleTime(t *testing.T) {

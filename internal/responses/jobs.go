@@ -27,10 +27,14 @@ type JobsConfig struct {
 	Max, LogBytes int
 	// Store, when set, keeps a copy of every job's events for the other
 	// hosts, hears the cancels they ask for, and fails the responses of
-	// hosts that are gone, every Sweep (0: 2 s).
-	Store  *Store
-	Sweep  time.Duration
-	Logger *slog.Logger
+	// hosts that are gone, every Sweep (0: 2 s) while a response is
+	// unfinished anywhere and every IdleSweep (0: 15 s) while none is:
+	// then only one started and orphaned since can need it, and an idle
+	// gateway should not query its store every two seconds.
+	Store     *Store
+	Sweep     time.Duration
+	IdleSweep time.Duration
+	Logger    *slog.Logger
 }
 
 // Jobs runs background responses, detached from the requests that created
@@ -44,6 +48,7 @@ type Jobs struct {
 	closed  bool
 	wg      sync.WaitGroup
 	stop    chan struct{}
+	started chan struct{} // a job began: the sweep keeps its busy pace
 }
 
 type job struct {
@@ -67,10 +72,13 @@ func NewJobs(cfg JobsConfig) *Jobs {
 	if cfg.Sweep <= 0 {
 		cfg.Sweep = 2 * time.Second
 	}
+	if cfg.IdleSweep <= 0 {
+		cfg.IdleSweep = 15 * time.Second
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	j := &Jobs{cfg: cfg, running: map[string]*job{}, stop: make(chan struct{})}
+	j := &Jobs{cfg: cfg, running: map[string]*job{}, stop: make(chan struct{}), started: make(chan struct{}, 1)}
 	if cfg.Store != nil {
 		cancels, stop := cfg.Store.signals.Listen(topicCancel)
 		j.wg.Go(func() {
@@ -85,24 +93,41 @@ func NewJobs(cfg JobsConfig) *Jobs {
 // signal arrives and on the sweep's timer otherwise, and fails the
 // responses of hosts that are gone.
 func (j *Jobs) watch(cancels <-chan string) {
-	t := time.NewTicker(j.cfg.Sweep)
+	t := time.NewTimer(j.cfg.Sweep)
 	defer t.Stop()
+	idle := false
 	for {
 		select {
 		case <-j.stop:
 			return
 		case id := <-cancels:
 			j.interrupt(id)
+			continue
+		case <-j.started:
+			if idle {
+				idle = false
+				t.Reset(j.cfg.Sweep)
+			}
+			continue
 		case <-t.C:
-			ctx, cancel := context.WithTimeout(context.Background(), j.cfg.Sweep)
-			ids, err := j.cfg.Store.Sweep(ctx)
-			cancel()
-			if err != nil {
-				j.cfg.Logger.Warn("store: could not sweep the background responses", "err", err)
-			}
-			for _, id := range ids {
-				j.interrupt(id)
-			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), j.cfg.Sweep)
+		ids, pending, err := j.cfg.Store.Sweep(ctx)
+		cancel()
+		if err != nil {
+			pending = true // look again soon
+			j.cfg.Logger.Warn("store: could not sweep the background responses", "err", err)
+		}
+		for _, id := range ids {
+			j.interrupt(id)
+		}
+		j.mu.Lock()
+		idle = !pending && len(j.running) == 0
+		j.mu.Unlock()
+		if idle {
+			t.Reset(j.cfg.IdleSweep)
+		} else {
+			t.Reset(j.cfg.Sweep)
 		}
 	}
 }
@@ -138,6 +163,10 @@ func (j *Jobs) Start(id string, current func() json.RawMessage, f func(ctx conte
 		jb.log.sink = m.add
 	}
 	j.running[id] = jb
+	select {
+	case j.started <- struct{}{}:
+	default:
+	}
 	j.wg.Go(func() {
 		defer func() {
 			cancel(nil)

@@ -90,7 +90,7 @@ func Open(ctx context.Context, st *store.Store, owners store.Owners, cfg Config)
 	}
 	s := &Store{rs: st.Responses, events: st.Events, signals: st.Signals, owners: owners,
 		lim: store.ResponseLimits{MaxCount: cfg.MaxCount, MaxBytes: cfg.MaxBytes}, now: cfg.Now}
-	if _, err := s.Sweep(ctx); err != nil {
+	if _, _, err := s.Sweep(ctx); err != nil {
 		return nil, err
 	}
 	if err := s.rs.Enforce(ctx, s.lim); err != nil {
@@ -101,15 +101,17 @@ func Open(ctx context.Context, st *store.Store, owners store.Owners, cfg Config)
 
 // Sweep fails every unfinished response whose owner process is gone (on
 // this host, at once; elsewhere, once its heartbeat expired), and lists
-// the unfinished ones this process owns that a cancel was asked for.
-func (s *Store) Sweep(ctx context.Context) (cancel []string, err error) {
+// the unfinished ones this process owns that a cancel was asked for;
+// pending says some response is still unfinished.
+func (s *Store) Sweep(ctx context.Context) (cancel []string, pending bool, err error) {
 	unfinished, err := s.rs.Unfinished(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("stored responses: %w", err)
+		return nil, false, fmt.Errorf("stored responses: %w", err)
 	}
 	self := s.owners.Self()
 	for _, r := range unfinished {
 		if r.Owner == self {
+			pending = true
 			if r.Cancel {
 				cancel = append(cancel, r.ID)
 			}
@@ -117,21 +119,22 @@ func (s *Store) Sweep(ctx context.Context) (cancel []string, err error) {
 		}
 		alive, err := s.owners.Alive(ctx, r.Owner)
 		if err != nil {
-			return nil, fmt.Errorf("stored responses: %w", err)
+			return nil, true, fmt.Errorf("stored responses: %w", err)
 		}
 		if alive {
+			pending = true
 			continue
 		}
 		resp := failedObject(r.Object, "server_error", "the meridian answering this response stopped before it finished; send the request again")
 		if _, err := s.rs.Fail(ctx, r.ID, resp); err != nil {
-			return nil, fmt.Errorf("stored responses: %w", err)
+			return nil, true, fmt.Errorf("stored responses: %w", err)
 		}
 		if err := s.events.End(ctx, r.ID); err != nil {
-			return nil, fmt.Errorf("stored responses: %w", err)
+			return nil, true, fmt.Errorf("stored responses: %w", err)
 		}
 		_ = s.signals.Notify(ctx, topicEvents, r.ID)
 	}
-	return cancel, nil
+	return cancel, pending, nil
 }
 
 // failedObject rewrites a response object as failed with an error.

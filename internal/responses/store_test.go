@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/cluster"
@@ -247,4 +248,62 @@ func TestScopes(t *testing.T) {
 	if len(k1) != 32 || string(k1) != string(k2) {
 		t.Fatal("the seal key is not made once and kept")
 	}
+}
+
+// The sweep fails an orphan within Sweep while some response is
+// unfinished, and within IdleSweep once none was: an idle gateway looks
+// at its store rarely.
+func TestSweepKeepsItsPaceToWhatIsUnfinished(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := openDB(t, t.TempDir())
+		ctx := context.Background()
+		s, err := open(ctx, f, Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		j := NewJobs(JobsConfig{Store: s, Sweep: 2 * time.Second, IdleSweep: 15 * time.Second})
+		defer j.Close()
+		orphan := func(id string) {
+			t.Helper()
+			if err := s.Put(ctx, record(id, "in_progress", 10)); err != nil {
+				t.Fatal(err)
+			}
+			// Its owner, another process on this host, is gone.
+			if _, err := f.db.Exec(`UPDATE responses SET incarnation = '999999999:1' WHERE id = ?`, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		status := func(id string) string {
+			t.Helper()
+			r, err := s.Get(ctx, "local", id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r.Status
+		}
+		time.Sleep(3 * time.Second) // the first sweep found nothing
+		synctest.Wait()
+		orphan("idle")
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if got := status("idle"); got != "in_progress" {
+			t.Fatalf("swept at the busy pace with nothing unfinished: %s", got)
+		}
+		time.Sleep(12 * time.Second)
+		synctest.Wait()
+		if got := status("idle"); got != "failed" {
+			t.Fatalf("an orphan was not failed within the idle sweep: %s", got)
+		}
+
+		// A job of this process runs: the pace is Sweep's again.
+		if _, err := j.Start("mine", current, func(ctx context.Context, log *EventLog) { <-ctx.Done() }); err != nil {
+			t.Fatal(err)
+		}
+		orphan("busy")
+		time.Sleep(2*time.Second + 100*time.Millisecond)
+		synctest.Wait()
+		if got := status("busy"); got != "failed" {
+			t.Fatalf("an orphan was not failed within the sweep while a job runs: %s", got)
+		}
+	})
 }

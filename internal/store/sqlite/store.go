@@ -7,10 +7,11 @@ import (
 	"github.com/meridian-gw/meridian/internal/store/sqlstore"
 )
 
-// dialect is SQLite's: ? placeholders, and write transactions that take
-// the database's one write lock as they begin (Open's _txlock), so they
-// exclude each other without row or ledger locks.
-func dialect() sqlstore.Dialect { return sqlstore.Dialect{RowID: "rowid"} }
+// dialect is SQLite's: ? placeholders, write transactions that take the
+// database's one write lock as they begin (Open's _txlock), so they
+// exclude each other without row or ledger locks, and statements kept
+// prepared, as the engine parses them in this process.
+func dialect() sqlstore.Dialect { return sqlstore.Dialect{RowID: "rowid", Prepare: true} }
 
 // NewStore returns the store contracts over a database Open returned,
 // named by its path for status. Signals reach only this process's

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/store"
@@ -31,7 +32,16 @@ type Dialect struct {
 	// (the responses' ledger, the saved answers, the journal) across
 	// every connection; nil where write transactions already do.
 	LockLedger func(ctx context.Context, tx *sql.Tx, ledger int64) error
+	// Prepare keeps each statement outside a transaction prepared once,
+	// where the engine parses in this process: for SQLite parsing is most
+	// of a small statement's CPU (an idle gateway's heartbeat and sweeps).
+	// PostgreSQL's driver keeps its own.
+	Prepare bool
 }
+
+// maxPrepared bounds the statements kept prepared: the store's are a
+// fixed set but for lists of n values, whose texts vary with n.
+const maxPrepared = 256
 
 // Ledgers a transaction may lock.
 const (
@@ -67,6 +77,9 @@ type DB struct {
 	d       Dialect
 	opts    Options
 	signals *Hub
+
+	mu       sync.Mutex
+	prepared map[string]*sql.Stmt // by rewritten text; with Dialect.Prepare
 }
 
 // New returns the store contracts over db, with hub carrying the
@@ -81,7 +94,7 @@ func New(db *sql.DB, d Dialect, opts Options, hub *Hub, engine, where string, cl
 	if opts.CallTimeout <= 0 {
 		opts.CallTimeout = DefaultCallTimeout
 	}
-	s := &DB{db: db, d: d, opts: opts, signals: hub}
+	s := &DB{db: db, d: d, opts: opts, signals: hub, prepared: map[string]*sql.Stmt{}}
 	return &store.Store{
 		Conversations: conversations{s},
 		Leases:        leases{s},
@@ -133,15 +146,55 @@ func (s *DB) q(query string) string {
 }
 
 func (s *DB) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return s.db.ExecContext(ctx, s.q(query), args...)
+	query = s.q(query)
+	if st := s.prepare(ctx, query); st != nil {
+		return st.ExecContext(ctx, args...)
+	}
+	return s.db.ExecContext(ctx, query, args...)
 }
 
 func (s *DB) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
-	return s.db.QueryRowContext(ctx, s.q(query), args...)
+	query = s.q(query)
+	if st := s.prepare(ctx, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return s.db.QueryRowContext(ctx, query, args...)
 }
 
 func (s *DB) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return s.db.QueryContext(ctx, s.q(query), args...)
+	query = s.q(query)
+	if st := s.prepare(ctx, query); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return s.db.QueryContext(ctx, query, args...)
+}
+
+// prepare returns query's kept statement, preparing it on first use; nil
+// when the dialect keeps none, the bound is reached, or it cannot be
+// prepared (the unprepared call then reports why).
+func (s *DB) prepare(ctx context.Context, query string) *sql.Stmt {
+	if !s.d.Prepare {
+		return nil
+	}
+	s.mu.Lock()
+	st, ok := s.prepared[query]
+	full := len(s.prepared) >= maxPrepared
+	s.mu.Unlock()
+	if ok || full {
+		return st
+	}
+	st, err := s.db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if kept, ok := s.prepared[query]; ok {
+		_ = st.Close() // prepared meanwhile by another call
+		return kept
+	}
+	s.prepared[query] = st
+	return st
 }
 
 // tx runs f in a transaction, committed when f returns nil. ledger > 0

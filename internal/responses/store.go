@@ -119,7 +119,7 @@ func (s *Store) Sweep(ctx context.Context) (cancel []string, pending bool, err e
 		}
 		alive, err := s.owners.Alive(ctx, r.Owner)
 		if err != nil {
-			return nil, true, fmt.Errorf("stored responses: %w", err)
+			return nil, false, fmt.Errorf("stored responses: %w", err)
 		}
 		if alive {
 			pending = true
@@ -127,10 +127,10 @@ func (s *Store) Sweep(ctx context.Context) (cancel []string, pending bool, err e
 		}
 		resp := failedObject(r.Object, "server_error", "the meridian answering this response stopped before it finished; send the request again")
 		if _, err := s.rs.Fail(ctx, r.ID, resp); err != nil {
-			return nil, true, fmt.Errorf("stored responses: %w", err)
+			return nil, false, fmt.Errorf("stored responses: %w", err)
 		}
 		if err := s.events.End(ctx, r.ID); err != nil {
-			return nil, true, fmt.Errorf("stored responses: %w", err)
+			return nil, false, fmt.Errorf("stored responses: %w", err)
 		}
 		_ = s.signals.Notify(ctx, topicEvents, r.ID)
 	}

@@ -80,6 +80,15 @@ type Binder interface {
 	Bind(opts StartOptions) error
 }
 
+// Recycler is a Session whose process can drop the conversation it holds
+// and serve another under the same contract (system prompt, tools, start
+// options): Recycle leaves it as it stood before its first message. The
+// session id stays; the dropped conversation can no longer be resumed
+// from it, so its next turn starts over with its history.
+type Recycler interface {
+	Recycle(ctx context.Context) error
+}
+
 // Freezer is a Session whose process can be stopped while it waits and
 // resumed before use: a stopped process wakes no timers. Close works on
 // a frozen session. Settle is how long after its start the process should

@@ -35,6 +35,7 @@ var (
 	_ backend.Measurer     = (*Process)(nil)
 	_ backend.ToolSetter   = (*Process)(nil)
 	_ backend.ResultHolder = (*Process)(nil)
+	_ backend.Recycler     = (*Process)(nil)
 	_ Launcher             = ExecLauncher{}
 )
 
@@ -198,7 +199,7 @@ func (d *Driver) launch(ctx context.Context, opts backend.StartOptions) (*Proces
 		return nil, fmt.Errorf("start claude: %w", err)
 	}
 	p := newProcess(d, proc)
-	p.autonomous, p.search = opts.Autonomous, opts.WebSearch
+	p.autonomous, p.search, p.fresh = opts.Autonomous, opts.WebSearch, opts.Resume == ""
 	p.setSessionID(opts.SessionID)
 	return p, nil
 }

@@ -45,6 +45,11 @@ type Process struct {
 	listed    chan struct{} // closed when the CLI re-reads the tools SetTools set
 	frozen    bool          // stopped by Freeze
 	unbound   bool          // a spare: no initialize written yet
+	// fresh: the conversation the process holds began here, not in a
+	// resumed transcript; root is then its first message, once written.
+	// last is the latest message written.
+	fresh      bool
+	root, last string
 	// awaiting are the tool results this turn delivered that the CLI has
 	// not yet shown as taken; heldAt is the message it took the last of
 	// them in, where the session can be resumed with them in it.

@@ -129,9 +129,26 @@ type interruptRequest struct {
 	Subtype string `json:"subtype"`
 }
 
+// rewindRequest takes the CLI's conversation back to before one of its
+// messages; rewindResponse says whether it did.
+type rewindRequest struct {
+	Subtype string `json:"subtype"`
+	Target  string `json:"target_message_uuid"`
+	// LastSeen is the latest message the host wrote: the CLI refuses to
+	// rewind past prompts it cannot tell the host has seen.
+	LastSeen string `json:"last_seen_user_message_uuid"`
+}
+
+type rewindResponse struct {
+	Rewound bool `json:"rewound"`
+}
+
 type userLine struct {
-	Type            string      `json:"type"`
-	SessionID       string      `json:"session_id"`
+	Type      string `json:"type"`
+	SessionID string `json:"session_id"`
+	// UUID names the message in the CLI's transcript: the CLI keeps the
+	// host's id, so the first message can be rewound to (Recycle).
+	UUID            string      `json:"uuid,omitempty"`
 	Message         userMessage `json:"message"`
 	ParentToolUseID *string     `json:"parent_tool_use_id"`
 }

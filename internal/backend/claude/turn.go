@@ -190,7 +190,8 @@ func resultSize(r backend.ToolResult) int {
 // adds kinds often; unknown ones are logged and skipped, never fatal.
 func knownKind(t string) bool {
 	switch t {
-	case "stream_event", "assistant", "user", "result", "system", "rate_limit_event":
+	case "stream_event", "assistant", "user", "result", "system", "rate_limit_event",
+		"command_lifecycle": // a rewind's (Recycle), between turns
 		return true
 	}
 	return false
@@ -199,8 +200,16 @@ func knownKind(t string) bool {
 // writeUser sends the user message. A cancelled context aborts a write the
 // CLI is not reading, by closing stdin.
 func (p *Process) writeUser(ctx context.Context, content []json.RawMessage) (int, error) {
+	id := newSessionID()
+	p.mu.Lock()
+	if p.fresh && p.root == "" {
+		p.root = id
+	}
+	p.last = id
+	p.mu.Unlock()
 	return p.writeLine(ctx, userLine{
 		Type:    "user",
+		UUID:    id,
 		Message: userMessage{Role: "user", Content: guardSlashCommand(content)},
 	})
 }

@@ -53,6 +53,7 @@ type Live struct {
 
 	lastUsed time.Time
 	born     time.Time   // when the pool first had it
+	recycled int         // conversations it served after its first (TakeOneOff)
 	memory   int64       // bytes, measured when it last became idle
 	frozen   bool        // stopped while idle: it costs no CPU
 	hushed   bool        // frozen by Hush, not by its idle time: Hush(false) wakes it

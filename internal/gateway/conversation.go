@@ -307,6 +307,10 @@ func (g *Gateway) obtain(ctx context.Context, t *turn) (backend.Session, error) 
 	t.reused = false
 	if t.pending == nil && t.verdict.Kind == lineage.Diverged {
 		opts := t.opts
+		if l := g.recycle(ctx, t, contract, tools); l != nil {
+			t.live = l
+			return l.Session, nil
+		}
 		if l := g.takeSpare(opts, t.ident.Key); l != nil {
 			l.Contract, l.Tools = contract, tools
 			t.live = l
@@ -320,6 +324,12 @@ func (g *Gateway) obtain(ctx context.Context, t *turn) (backend.Session, error) 
 		t.pending = nil
 		t.verdict = lineage.Classify(withoutPendingEnd(m.State), t.in, t.tail)
 		t.replayed = t.verdict.Kind == lineage.Diverged
+	}
+	if t.verdict.Kind != lineage.Diverged && g.dropped.has(t.ident.Key, m.SessionID) {
+		// A new one-off took its process and rewound the session past
+		// it: the CLI would refuse to resume there.
+		g.log.Info("the conversation's "+g.cfg.CLI.Name+" session served another conversation since; replaying it", "conversation", t.ident.Key)
+		t.verdict, t.replayed = lineage.Verdict{Kind: lineage.Diverged}, true
 	}
 	v := t.verdict
 	if err := g.pool.Reserve(ctx); err != nil {

@@ -64,6 +64,7 @@ type Gateway struct {
 	tree    *sessiontree.Tree
 	spares  spares
 	planned int // the spares last planned, for the log (the worker's own)
+	dropped dropped
 	// long benches the profile's extended-context variants.
 	long failover.LongBench
 	// plans reads the plan's limits for /v1/usage/quota.

@@ -32,7 +32,8 @@ type gatewayProc struct {
 	marker  string
 	cmd     *exec.Cmd
 	url     string
-	log     testkit.Log // everything meridian logged, over every start
+	log     testkit.Log  // everything meridian logged, over every start
+	seen    map[int]bool // claude processes treeTicks counts until reaped
 }
 
 func newGateway(t testing.TB) *gatewayProc {

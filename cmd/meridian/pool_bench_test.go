@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,31 +38,50 @@ func (g *gatewayProc) treePSS() int64 {
 	return total
 }
 
-// treeTicks is the CPU time of meridian and its live claude processes,
-// each with its exited children's: spent counts the tree between two.
-func (g *gatewayProc) treeTicks() map[int]int {
-	out := map[int]int{}
-	for _, pid := range append(g.claudes(), g.cmd.Process.Pid) {
-		out[pid] = testkit.CPUTicksReaped(pid)
+// treeTicks is the CPU time meridian and its claude processes have used:
+// meridian's own with what its reaped children used, and every child not
+// yet reaped, running or exited. A child's time moves into meridian's
+// reaped count the moment meridian waits for it, so the total only grows
+// and a closed CLI's exit counts in the second it happened; a sample that
+// a reap fell into is taken again.
+func (g *gatewayProc) treeTicks() int {
+	if g.seen == nil {
+		g.seen = map[int]bool{}
 	}
-	return out
+	return treeTicks(g.cmd.Process.Pid, g.seen, g.claudes)
 }
 
-// spent is the tree's CPU from prev to cur. A process gone since prev
-// took its whole time to its parent's count of exited children, so what
-// prev had counted of it is taken back out; until its parent waits for
-// it, that can make one interval short and the next long.
-func spent(prev, cur map[int]int) int {
-	used := 0
-	for pid, t := range cur {
-		used += t - prev[pid]
-	}
-	for pid, t := range prev {
-		if _, ok := cur[pid]; !ok {
-			used -= t
+// treeTicks totals the CPU of process self and of its children that
+// list names or seen holds, until each is reaped (see the method).
+func treeTicks(self int, seen map[int]bool, list func() []int) int {
+	for {
+		before := reapedTicks(testkit.StatFields(self))
+		for _, pid := range list() {
+			seen[pid] = true
+		}
+		kids := 0
+		for pid := range seen {
+			if f := testkit.StatFields(pid); f == nil {
+				delete(seen, pid) // reaped: its time is in its parent's count
+			} else {
+				kids += testkit.CPUTicksReaped(pid)
+			}
+		}
+		if after := testkit.StatFields(self); reapedTicks(after) == before {
+			return testkit.CPUTicks(self) + before + kids
 		}
 	}
-	return used
+}
+
+// reapedTicks is what a process's waited-for children used, from its stat
+// fields (cutime and cstime).
+func reapedTicks(f []string) int {
+	if len(f) < 15 {
+		return 0
+	}
+	a, _ := strconv.Atoi(f[13])
+	b, _ := strconv.Atoi(f[14])
+	return a + b
 }
 
 // timed sends a prompt and returns how long its answer took.
@@ -196,14 +216,35 @@ func httpGet(url string) (string, error) {
 	return string(b), err
 }
 
-// A process that exited between two samples is counted once: what was
-// counted of it before moves into its parent's reaped count.
-func TestSpentCountsAnExitedProcessOnce(t *testing.T) {
-	prev := map[int]int{1: 100, 2: 40}
-	if got := spent(prev, map[int]int{1: 100 + 5 + 45}); got != 10 {
-		t.Fatalf("parent 5 more, child 40 → 45 then reaped: got %d, want 10", got)
+// A child's CPU counts once, whether it runs, has exited unreaped or has
+// been waited for: the tree's total never falls as its CLIs close.
+func TestTreeTicksKeepsAnExitedChildOnce(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
 	}
-	if got := spent(prev, map[int]int{1: 105, 2: 40, 3: 7}); got != 12 {
-		t.Fatalf("a new process counts whole: got %d, want 12", got)
+	self, seen := os.Getpid(), map[int]bool{}
+	kids := func() []int { return []int{cmd.Process.Pid} }
+	samples := []int{treeTicks(self, seen, kids)}
+	// Exited but not yet waited for: a zombie, which the CLI list leaves
+	// out and seen keeps.
+	for testkit.StatFields(cmd.Process.Pid)[0] != "Z" {
+		samples = append(samples, treeTicks(self, seen, kids))
+		time.Sleep(10 * time.Millisecond)
+	}
+	none := func() []int { return nil }
+	zombie := treeTicks(self, seen, none)
+	childCPU := testkit.CPUTicks(cmd.Process.Pid)
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	samples = append(samples, zombie, treeTicks(self, seen, none))
+	for i := 1; i < len(samples); i++ {
+		if samples[i] < samples[i-1] {
+			t.Fatalf("the total fell from %d to %d (samples %v)", samples[i-1], samples[i], samples)
+		}
+	}
+	if childCPU < 10 || samples[len(samples)-1]-samples[0] < childCPU {
+		t.Fatalf("the child used %d ticks, the total grew %d", childCPU, samples[len(samples)-1]-samples[0])
 	}
 }

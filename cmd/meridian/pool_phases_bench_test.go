@@ -36,7 +36,7 @@ func (g *gatewayProc) cpuSeries(n int) []int {
 	for range n {
 		time.Sleep(time.Second)
 		cur := g.treeTicks()
-		out = append(out, spent(prev, cur))
+		out = append(out, cur-prev)
 		prev = cur
 	}
 	return out
@@ -144,7 +144,7 @@ func workingPhase(b *testing.B, sd benchSide, n, rounds int, f *poolFigures) {
 		wall, _, now := g.burst(b, "work", n, r+2)
 		t1, own1 := g.treeTicks(), testkit.CPUTicks(g.cmd.Process.Pid)
 		own := own1 - own0
-		cli := spent(t0, t1) - own
+		cli := t1 - t0 - own
 		b.Logf("%s, round %d: %v wall; CPU: meridian %d ticks, its claudes %d", sd.name, r+1, wall.Round(time.Millisecond), own, cli)
 		f.working = append(f.working, wall)
 		for j := range now {

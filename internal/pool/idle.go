@@ -83,43 +83,70 @@ func (p *Pool) overBounds() []*Live {
 	}
 }
 
-// sleepLater freezes an idle session's process once it has been idle a
-// while: a stopped process wakes no timers and costs no CPU. A one-off
-// freezes as soon as it has settled: most never continue (a title, a
-// single question), so what the CLI does in the seconds after a turn
-// (~0.2 s of CPU, most of it a collection) would be spent for nothing; one
-// that does continue pays ~20 ms of it in its next turn (measured). Called
-// with mu held.
+// sleepLater measures an idle session's memory and freezes its process
+// once it has been idle a while: a stopped process wakes no timers and
+// costs no CPU. Reading a process's PSS walks its page tables (1.7 ms for
+// an idle CLI, more under load; measured), which is why it waits for idle
+// time rather than delaying the answer that just ended. A one-off freezes
+// as soon as it has settled: most never continue (a title, a single
+// question), so what the CLI does in the seconds after a turn (~0.2 s of
+// CPU, most of it a collection) would be spent for nothing; one that does
+// continue pays ~20 ms of it in its next turn (measured). Called with mu
+// held.
 func (p *Pool) sleepLater(l *Live) {
-	if p.cfg.FreezeAfter < 0 {
-		return
-	}
-	f, ok := l.Session.(backend.Freezer)
-	if !ok {
-		return
-	}
 	p.stopTimer(l)
-	if p.hush {
-		p.hushOne(l)
+	f, freezes := l.Session.(backend.Freezer)
+	freezes = freezes && p.cfg.FreezeAfter >= 0
+	if freezes && p.hush {
+		p.hushOne(l) // measured when the hush ends
 		return
 	}
 	after := p.cfg.FreezeAfter
+	if after < 0 {
+		after = DefaultFreezeAfter // measured, not frozen
+	}
 	if l.OneOff {
 		after = 0
 	}
-	after = max(after, l.born.Add(f.Settle()).Sub(p.now()))
-	l.freeze = time.AfterFunc(after, func() {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if p.idle[l.Key] != l || l.frozen || p.closed {
-			return
-		}
+	if freezes {
+		after = max(after, l.born.Add(f.Settle()).Sub(p.now()))
+	}
+	l.idleSince++
+	gen := l.idleSince
+	l.freeze = time.AfterFunc(after, func() { p.settle(l, gen, freezes) })
+}
+
+// settle is an idle session's work once idle a while: its memory is
+// measured, the bound enforced with it, and its process frozen.
+func (p *Pool) settle(l *Live, gen int, freeze bool) {
+	current := func() bool { return p.idle[l.Key] == l && l.idleSince == gen && !p.closed }
+	p.mu.Lock()
+	ok := current()
+	p.mu.Unlock()
+	if !ok {
+		return
+	}
+	m := measure(l.Session) // outside the lock: it takes milliseconds
+	p.mu.Lock()
+	if !current() {
+		p.mu.Unlock()
+		return
+	}
+	if m > 0 {
+		l.memory = m
+	}
+	if freeze && !l.frozen {
 		if err := l.Session.(backend.Freezer).Freeze(); err != nil {
 			p.log.Debug("could not freeze an idle CLI process", "conversation", l.Key, "err", err)
-			return
+		} else {
+			l.frozen = true
 		}
-		l.frozen = true
-	})
+	}
+	victims := p.overBounds()
+	p.mu.Unlock()
+	for _, v := range victims {
+		p.closeLive(v)
+	}
 }
 
 // Hush freezes (on) every idle process still awake, and each that goes

@@ -70,12 +70,20 @@ func TestMemoryBoundClosesLRUIdle(t *testing.T) {
 		if !bs.closed.Load() || cs.closed.Load() || ds.closed.Load() {
 			t.Fatalf("closed b %v c %v d %v; want only b, the least recently used", bs.closed.Load(), cs.closed.Load(), ds.closed.Load())
 		}
-		// a comes back holding 500 MiB: it alone is over the bound, and as
-		// the least recently used of the rest go first, it goes last.
+		// a comes back holding 500 MiB. It counts with the 100 MiB it held
+		// when last measured, off its answer's path, until it has been
+		// idle a while: c goes now. Measured then, it alone is over the
+		// bound, and as the least recently used of the rest go first, it
+		// goes last.
 		time.Sleep(time.Millisecond)
 		p.Put(a)
-		if !cs.closed.Load() || !ds.closed.Load() || !as.closed.Load() {
-			t.Fatalf("over the bound: closed a %v c %v d %v", as.closed.Load(), cs.closed.Load(), ds.closed.Load())
+		if !cs.closed.Load() || ds.closed.Load() || as.closed.Load() {
+			t.Fatalf("before a is measured again: closed a %v c %v d %v; want c", as.closed.Load(), cs.closed.Load(), ds.closed.Load())
+		}
+		time.Sleep(settle + time.Second)
+		synctest.Wait()
+		if !ds.closed.Load() || !as.closed.Load() {
+			t.Fatalf("over the bound once measured: closed a %v d %v", as.closed.Load(), ds.closed.Load())
 		}
 		if n, idle := p.Stats(); n != 0 || idle != 0 {
 			t.Fatalf("stats %d/%d", n, idle)
@@ -282,4 +290,45 @@ func TestHushNeedsFreezing(t *testing.T) {
 	if s.frozen.Load() {
 		t.Fatal("frozen with freezing off")
 	}
+}
+
+// countingSession counts how often its memory is read.
+type countingSession struct {
+	heavySession
+	reads atomic.Int32
+}
+
+func (c *countingSession) Memory() (int64, error) {
+	c.reads.Add(1)
+	return c.heavySession.Memory()
+}
+
+// A session's memory is read when it first becomes idle, then only once
+// it has been idle a while: reading a CLI's PSS takes milliseconds, which
+// a warm turn's answer should not wait for.
+func TestMemoryIsMeasuredInIdleTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(Config{Max: 2, FreezeAfter: 5 * time.Second})
+		defer p.Close()
+		s := &countingSession{heavySession: heavySession{fakeSession: fakeSession{id: "a"}, mem: 100 << 20}}
+		l := &Live{Key: "a", Session: s}
+		put(t, p, l)
+		if n := s.reads.Load(); n != 1 {
+			t.Fatalf("%d reads when it first became idle, want 1", n)
+		}
+		for range 3 {
+			if p.Take("a") != l {
+				t.Fatal("not idle")
+			}
+			p.Put(l)
+			if n := s.reads.Load(); n != 1 {
+				t.Fatalf("%d reads after a warm turn's Put, want none more", n)
+			}
+		}
+		time.Sleep(6 * time.Second)
+		synctest.Wait()
+		if n := s.reads.Load(); n != 2 || !s.frozen.Load() {
+			t.Fatalf("once idle a while: %d reads (want 2), frozen %v", n, s.frozen.Load())
+		}
+	})
 }

@@ -52,12 +52,15 @@ type Live struct {
 	Spare string
 
 	lastUsed time.Time
-	born     time.Time   // when the pool first had it
-	recycled int         // conversations it served after its first (TakeOneOff)
-	memory   int64       // bytes, measured when it last became idle
-	frozen   bool        // stopped while idle: it costs no CPU
-	hushed   bool        // frozen by Hush, not by its idle time: Hush(false) wakes it
-	freeze   *time.Timer // freezes it once idle a while
+	born     time.Time // when the pool first had it
+	recycled int       // conversations it served after its first (TakeOneOff)
+	// idleSince counts the times it went idle: a timer armed for an
+	// earlier idle time does nothing.
+	idleSince int
+	memory    int64       // bytes, measured when it last became idle
+	frozen    bool        // stopped while idle: it costs no CPU
+	hushed    bool        // frozen by Hush, not by its idle time: Hush(false) wakes it
+	freeze    *time.Timer // freezes it once idle a while
 }
 
 // Config bounds a pool.
@@ -152,12 +155,17 @@ func (p *Pool) Track(l *Live) {
 	p.inUse[l.Key] = l
 }
 
-// Put returns a session to the pool, idle, after a completed turn. Its
-// memory is measured; idle sessions over the memory bound, and one-offs
-// over theirs, close, the least recently used first. A closed pool keeps
-// nothing: the session is closed.
+// Put returns a session to the pool, idle, after a completed turn. Idle
+// sessions over the memory bound, and one-offs over theirs, close, the
+// least recently used first. A session is measured when it first becomes
+// idle, and again each time it has been idle a while, off the answer's
+// path (sleepLater); meanwhile it counts with what it held last. A closed pool keeps nothing: the session is
+// closed.
 func (p *Pool) Put(l *Live) {
-	l.memory = measure(l.Session)
+	if l.memory == 0 {
+		// A new session: its later turns are measured in idle time.
+		l.memory = measure(l.Session)
+	}
 	p.mu.Lock()
 	l.lastUsed = p.now()
 	if l.born.IsZero() {

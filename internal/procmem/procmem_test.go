@@ -3,6 +3,7 @@ package procmem_test
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/meridian-gw/meridian/internal/procmem"
@@ -34,4 +35,32 @@ func TestThisProcessAndMachine(t *testing.T) {
 	if n, ok := procmem.Machine("MemTotal:"); !ok || n <= 0 {
 		t.Fatalf("MemTotal %d %v", n, ok)
 	}
+}
+
+// A tracker reads PSS once, follows small moves of the resident size
+// without reading it again, and reads it again after a large one.
+func TestTrackerFollowsTheResidentSize(t *testing.T) {
+	tr := &procmem.Tracker{Pid: os.Getpid(), Slack: 64 << 20}
+	first, ok := tr.Read()
+	if !ok || first <= 0 {
+		t.Fatalf("first read %d %v", first, ok)
+	}
+	again, _ := tr.Read()
+	if d := again - first; d < -(4<<20) || d > 4<<20 {
+		t.Fatalf("a read without a move gave %d after %d", again, first)
+	}
+	grown := make([]byte, 32<<20)
+	for i := range grown {
+		grown[i] = 1 // resident now
+	}
+	followed, _ := tr.Read()
+	if d := followed - first; d < 24<<20 {
+		t.Fatalf("32 MiB made resident moved the followed PSS by %d", d)
+	}
+	tight := &procmem.Tracker{Pid: os.Getpid(), Slack: 1}
+	exact, _ := tight.Read()
+	if pss, _ := procmem.Process(os.Getpid()); exact-pss > 4<<20 || pss-exact > 4<<20 {
+		t.Fatalf("a tracker with no slack read %d, PSS is %d", exact, pss)
+	}
+	runtime.KeepAlive(grown)
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/backend"
-	"github.com/meridian-gw/meridian/internal/procmem"
 )
 
 // Freeze implements backend.Freezer: it stops the CLI's process group
@@ -47,9 +46,10 @@ func (p *Process) Thaw() error {
 
 // Memory implements backend.Measurer: the process's proportional set size
 // (its share of pages it shares with other claude processes counted once),
-// from /proc; its resident size where PSS is not reported.
+// from /proc, read again only when its resident size has moved (see
+// procmem.Tracker); its resident size where PSS is not reported.
 func (p *Process) Memory() (int64, error) {
-	if n, ok := procmem.Process(p.proc.Pid()); ok {
+	if n, ok := p.mem.Read(); ok {
 		return n, nil
 	}
 	return 0, errors.New("claude memory: not reported")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/meridian-gw/meridian/internal/backend"
 	"github.com/meridian-gw/meridian/internal/backend/subproc"
+	"github.com/meridian-gw/meridian/internal/procmem"
 )
 
 // Process is one running claude CLI. It implements backend.Session. Its
@@ -22,6 +23,7 @@ type Process struct {
 	proc Proc
 	sp   *subproc.Process
 	log  *slog.Logger
+	mem  procmem.Tracker
 
 	writeMu sync.Mutex
 	wbuf    []byte
@@ -65,6 +67,7 @@ func newProcess(d *Driver, proc Proc) *Process {
 		log:      d.log.With("pid", proc.Pid()),
 		lines:    make(chan *line, 256),
 		stopping: make(chan struct{}),
+		mem:      procmem.Tracker{Pid: proc.Pid()},
 	}
 	p.sp = subproc.Watch(proc, subproc.Options{Name: "claude", ExitGrace: d.cfg.ExitGrace, KillGrace: d.cfg.KillGrace, Log: p.log,
 		Line: p.dispatch, StdoutEnd: func() { close(p.lines) }, Stderr: p.stderrLine})

@@ -159,8 +159,8 @@ func (p *Pool) Track(l *Live) {
 // sessions over the memory bound, and one-offs over theirs, close, the
 // least recently used first. A session is measured when it first becomes
 // idle, and again each time it has been idle a while, off the answer's
-// path (sleepLater); meanwhile it counts with what it held last. A closed pool keeps nothing: the session is
-// closed.
+// path (sleepLater); meanwhile it counts with what it held last. A closed
+// pool keeps nothing: the session is closed.
 func (p *Pool) Put(l *Live) {
 	if l.memory == 0 {
 		// A new session: its later turns are measured in idle time.

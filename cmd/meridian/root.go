@@ -168,6 +168,7 @@ func bindServeFlags(fs *pflag.FlagSet, cfg *serve.Config, env map[string]string)
 	integer(&cfg.TelemetryMaxRows, "telemetry-max-rows", "MERIDIAN_TELEMETRY_MAX_ROWS", history.DefaultMaxRows, "most per-request telemetry records kept; the oldest go first")
 	cfg.ConfigPath = config.Path(env)
 	duration(&cfg.TranscriptGrace, "transcript-grace", "MERIDIAN_TRANSCRIPT_GRACE", transcripts.DefaultGrace, "delete the claude transcripts no conversation needs once unused this long")
+	duration(&cfg.PingInterval, "ping-interval", "MERIDIAN_PING_INTERVAL", httpapi.DefaultPingInterval, "how often a quiet stream gets a ping; a host relaying another's stream takes that host for stopped once it is silent longer (use the same on every host)")
 	duration(&cfg.DrainTimeout, "drain-timeout", "MERIDIAN_DRAIN_TIMEOUT", httpapi.DefaultDrainTimeout, "on SIGTERM or SIGINT, how long running requests may finish before they are cancelled (a second signal cancels them at once)")
 
 	body := int64(httpapi.DefaultMaxBodyBytes)

@@ -13,13 +13,14 @@ import (
 	"github.com/meridian-gw/meridian/internal/testkit"
 )
 
-// routedHosts starts three hosts on one store with one cluster key.
-func routedHosts(t *testing.T, up *testkit.Upstream) (dsn string, hosts []*gatewayProc) {
+// routedHosts starts three hosts on one store with one cluster key, each
+// with args besides.
+func routedHosts(t *testing.T, up *testkit.Upstream, args ...string) (dsn string, hosts []*gatewayProc) {
 	t.Helper()
 	dsn = testkit.PostgresServer(t).NewDatabase(t)
 	for _, ip := range []string{"127.0.0.2", "127.0.0.3", "127.0.0.4"} {
 		g := newHost(t, up)
-		g.startOn(ip, dsn, "--cluster-key", "test-cluster-key")
+		g.startOn(ip, dsn, append([]string{"--cluster-key", "test-cluster-key"}, args...)...)
 		hosts = append(hosts, g)
 	}
 	return dsn, hosts

@@ -5,9 +5,10 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
-	"io"
 	"net"
 	"net/http"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/anthropic"
@@ -144,15 +145,17 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, raw []byte, t d
 	if k := caller(r.Context()); k != nil {
 		out.Header.Set(headerForwardedKey, k.Name)
 	}
-	// Until its answer begins, the holder is watched by its heartbeat: a
-	// host that stopped (a paused VM) accepts the connection and never
-	// answers, and it must not hold the request.
+	// The holder is watched by its heartbeat for as long as the forward
+	// runs: a host that stopped (a paused VM) accepts the connection and
+	// never answers, or stops in the middle of its answer, and must not
+	// hold the request.
 	ctx, cancel := context.WithCancelCause(r.Context())
+	rl := newRelay(w, nil, s.cfg.PingInterval)
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	defer cancel(nil)
-	answering := make(chan struct{})
-	go s.watchHolder(ctx, cancel, answering, t)
+	wg.Go(func() { s.watchHolder(ctx, cancel, t, rl.silent) })
 	resp, err := s.peers.Do(out.WithContext(ctx))
-	close(answering)
 	if err != nil {
 		if errors.Is(context.Cause(ctx), errHolderGone) {
 			s.log.Warn("cluster: the host that holds the conversation stopped beating before it answered; answering here", "holder", t.Host)
@@ -175,51 +178,49 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, raw []byte, t d
 	for k := range resp.Trailer {
 		w.Header().Add("Trailer", k)
 	}
-	w.WriteHeader(resp.StatusCode)
-	rc := http.NewResponseController(w)
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := resp.Body.Read(buf)
-		if n > 0 {
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				return true // the client left: its context ends the forward
-			}
-			_ = rc.Flush()
-		}
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			s.log.Warn("cluster: the forwarded answer was cut", "holder", t.Host, "err", err)
-			return true
-		}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		rl.proto = relayProtocolFor(modelAPI(r))
 	}
-	for k, vs := range resp.Trailer {
-		w.Header()[k] = vs
+	rl.heard.Store(time.Now().UnixNano())
+	w.WriteHeader(resp.StatusCode)
+	switch err := rl.copy(resp.Body); {
+	case err == nil:
+		for k, vs := range resp.Trailer {
+			w.Header()[k] = vs
+		}
+	case errors.Is(err, errClientGone) || r.Context().Err() != nil:
+		// The client left: its context ends the forward.
+	default:
+		s.log.Warn("cluster: the forwarded answer was cut; the client is told", "holder", t.Host, "err", err,
+			"holder_gone", errors.Is(context.Cause(ctx), errHolderGone))
+		rl.cut(relayCutError(t.Host, r.Header.Get(headerIdempotency) != "" || r.Header.Get(headerRequestID) != ""))
 	}
 	return true
 }
 
-// errHolderGone ends a forward whose holder's heartbeat expired before
-// it answered.
+// errHolderGone ends a forward whose holder's heartbeat expired while it
+// had no answer under way, or stopped sending one.
 var errHolderGone = errors.New("httpapi: the holder's heartbeat expired")
 
-// holderCheck is how often a forward that has no answer yet looks at its
-// holder's heartbeat.
+// holderCheck is how often a forward looks at its holder's heartbeat.
 const holderCheck = time.Second
 
 // watchHolder cancels the forward to t with errHolderGone once t's
-// heartbeat has expired, until answering closes.
-func (s *Server) watchHolder(ctx context.Context, cancel context.CancelCauseFunc, answering <-chan struct{}, t dispatch.Target) {
+// heartbeat has expired: before its answer began, at once; after, once
+// the holder has also been silent for longer than a ping interval (a
+// holder pings its quiet streams), so that a holder still streaming while
+// it cannot reach the store is not cut.
+func (s *Server) watchHolder(ctx context.Context, cancel context.CancelCauseFunc, t dispatch.Target, silent func(time.Time) time.Duration) {
 	tick := time.NewTicker(holderCheck)
 	defer tick.Stop()
 	for {
 		select {
-		case <-answering:
-			return
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		}
+		if quiet := silent(time.Now()); quiet > 0 && quiet < s.cfg.PingInterval {
+			continue
 		}
 		if _, alive, err := s.cfg.Peers.Host(ctx, t.Owner); err == nil && !alive {
 			cancel(errHolderGone)

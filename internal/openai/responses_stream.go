@@ -2,6 +2,7 @@ package openai
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 
 	"github.com/meridian-gw/meridian/internal/anthropic"
@@ -371,6 +372,51 @@ func (e *ResponseEncoder) event(dst []byte, typ string, fields map[string]any) [
 	dst = append(dst, "event: "...)
 	dst = append(dst, typ...)
 	dst = append(dst, "\ndata: "...)
+	dst = append(dst, body...)
+	return append(dst, "\n\n"...)
+}
+
+// AppendFailedAfter writes the response.failed event that ends a stream
+// rendered elsewhere and cut before its end: a host relaying another's
+// stream knows the response only from the snapshot its response.created
+// or response.in_progress event carried, and the sequence number the next
+// event gets. The failed response carries that snapshot's fields and no
+// output: what the client saw of the output came in the deltas.
+func AppendFailedAfter(dst []byte, snapshot json.RawMessage, seq, status int, message string, retryAfter int) ([]byte, error) {
+	var resp Response
+	if err := json.Unmarshal(snapshot, &resp); err != nil {
+		return dst, fmt.Errorf("openai: the relayed response's snapshot: %w", err)
+	}
+	resp.Status = StatusFailed
+	resp.Output = []json.RawMessage{}
+	resp.Usage = nil
+	typ, code := errorKind(status)
+	if code == "" {
+		code = typ
+	}
+	resp.Error = &ResponseError{Code: code, Message: message, RetryAfter: retryAfter}
+	body, err := json.Marshal(map[string]any{"type": "response.failed", "sequence_number": seq, "response": resp})
+	if err != nil {
+		return dst, fmt.Errorf("openai: the relayed response.failed: %w", err)
+	}
+	dst = append(dst, "event: response.failed\ndata: "...)
+	dst = append(dst, body...)
+	return append(dst, "\n\n"...), nil
+}
+
+// AppendStreamError writes the Responses API's error event: a stream that
+// failed before any event named its response.
+func AppendStreamError(dst []byte, seq, status int, message string, retryAfter int) []byte {
+	typ, code := errorKind(status)
+	if code == "" {
+		code = typ
+	}
+	ev := map[string]any{"type": "error", "code": code, "message": message, "param": nil, "sequence_number": seq}
+	if retryAfter > 0 {
+		ev["retry_after"] = retryAfter
+	}
+	body, _ := json.Marshal(ev)
+	dst = append(dst, "event: error\ndata: "...)
 	dst = append(dst, body...)
 	return append(dst, "\n\n"...)
 }

@@ -82,6 +82,9 @@ type Config struct {
 	// DrainTimeout bounds the drain when ctx ends; Hurry ends it at once.
 	DrainTimeout time.Duration
 	Hurry        <-chan struct{}
+	// PingInterval paces the pings of quiet streams; a host relaying
+	// another's stream takes a holder silent for longer as stopped.
+	PingInterval time.Duration
 	// Failover moves rate-limited requests to the next profile.
 	Failover bool
 	// ConfigPath is the settings file (pricing overrides); missing is fine.
@@ -325,7 +328,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 			Answers: answers.New(db.Answers, lim, nil), AnswerBytes: lim.EntryBytes, Journal: journal.New(db.Journal, hosts, 0, 0, nil), Bench: db.Bench,
 			Host: host, Cluster: hosts, StoreEngine: db.Engine, StoreAt: db.Where,
 			Responses: stored, Jobs: jobs, Sealer: sealer,
-			Addr: addr, APIKey: cfg.APIKey, Keys: db.Keys, MaxBodyBytes: cfg.MaxBodyBytes, BodyTimeout: cfg.BodyTimeout, DrainTimeout: cfg.DrainTimeout, Hurry: cfg.Hurry,
+			Addr: addr, APIKey: cfg.APIKey, Keys: db.Keys, MaxBodyBytes: cfg.MaxBodyBytes, BodyTimeout: cfg.BodyTimeout, DrainTimeout: cfg.DrainTimeout, PingInterval: cfg.PingInterval, Hurry: cfg.Hurry,
 			Version: cfg.Version, Gateway: agyGW, Profiles: []httpapi.Profile{{Name: BackendAntigravity, Gateway: agyGW}},
 			Logger: log.With("component", "http", "backend", BackendAntigravity),
 		})
@@ -362,6 +365,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		MaxBodyBytes: cfg.MaxBodyBytes,
 		BodyTimeout:  cfg.BodyTimeout,
 		DrainTimeout: cfg.DrainTimeout,
+		PingInterval: cfg.PingInterval,
 		Hurry:        cfg.Hurry,
 		Version:      cfg.Version,
 		Gateway:      gw,

@@ -101,7 +101,19 @@ type Registry struct {
 	addr  string
 	state string
 	load  func() (live, running int)
+	// fails counts the beats that failed in a row; tried is when the last
+	// was tried.
+	fails int
+	tried time.Time
 }
+
+// unreachableAfter is how many beats must fail in a row before this host
+// says the store is out of its reach: one slow query is not an outage.
+const unreachableAfter = 2
+
+// recheck is how often Reachable may beat on its own while the store is
+// out of reach, to see it back at once.
+const recheck = time.Second
 
 // New returns a registry for this process. Start it before anything
 // records this process as an owner.
@@ -167,12 +179,41 @@ func (r *Registry) beat(ctx context.Context) error {
 	r.mu.Lock()
 	h := store.Host{Owner: r.self, Addr: r.addr, Version: r.cfg.Version, Started: r.started, State: r.state}
 	load := r.load
+	r.tried = r.cfg.Now()
 	r.mu.Unlock()
 	if load != nil {
 		h.Live, h.Running = load()
 	}
 	h.Expires = r.cfg.Now().Add(r.cfg.Expiry)
-	return r.cfg.Hosts.Beat(ctx, h)
+	err := r.cfg.Hosts.Beat(ctx, h)
+	r.mu.Lock()
+	if err != nil {
+		r.fails++
+	} else {
+		r.fails = 0
+	}
+	r.mu.Unlock()
+	return err
+}
+
+// Reachable says whether this host can reach the store: false once its
+// beats have failed unreachableAfter times in a row, until one succeeds.
+// While it is out of reach a call beats at once (at most every recheck),
+// so that a store that is back is seen back without waiting for the next
+// periodic beat.
+func (r *Registry) Reachable(ctx context.Context) bool {
+	r.mu.Lock()
+	fails, tried := r.fails, r.tried
+	r.mu.Unlock()
+	if fails < unreachableAfter {
+		return true
+	}
+	if r.cfg.Now().Sub(tried) < recheck {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, recheck)
+	defer cancel()
+	return r.beat(ctx) == nil
 }
 
 func (r *Registry) run() {

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -157,5 +158,48 @@ func TestMembers(t *testing.T) {
 	}
 	if members, _ = a.Members(ctx); len(members) != 1 || !members[0].Self {
 		t.Fatalf("an hour after its expiry a gone host is forgotten: %+v", members)
+	}
+}
+
+// flakyHosts fails its beats while down is set.
+type flakyHosts struct {
+	store.Hosts
+	down  bool
+	beats int
+}
+
+func (f *flakyHosts) Beat(ctx context.Context, h store.Host) error {
+	f.beats++
+	if f.down {
+		return errors.New("store down")
+	}
+	return f.Hosts.Beat(ctx, h)
+}
+
+// The store is out of reach only after two beats failed in a row; while
+// it is, Reachable looks again itself, at most once a second, and sees
+// it back at once.
+func TestReachable(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now()
+	hosts := &flakyHosts{Hosts: openStore(t).Hosts}
+	r := New(Config{Hosts: hosts, Host: "a", Expiry: time.Hour, Now: func() time.Time { return now }})
+	if err := r.beat(ctx); err != nil || !r.Reachable(ctx) {
+		t.Fatalf("a beat that went through: %v", err)
+	}
+	hosts.down = true
+	_ = r.beat(ctx)
+	if !r.Reachable(ctx) {
+		t.Fatal("one failed beat took the store for out of reach")
+	}
+	_ = r.beat(ctx)
+	beats := hosts.beats
+	if r.Reachable(ctx) || hosts.beats != beats {
+		t.Fatalf("after two failed beats: reachable, or it beat again within a second (%d beats)", hosts.beats-beats)
+	}
+	now = now.Add(recheck)
+	hosts.down = false
+	if !r.Reachable(ctx) || hosts.beats != beats+1 {
+		t.Fatalf("a second later, with the store back: not reachable (%d beats)", hosts.beats-beats)
 	}
 }

@@ -15,19 +15,30 @@ type Cluster interface {
 	Members(ctx context.Context) ([]cluster.Member, error)
 	// Drain tells the others this host takes no new work.
 	Drain(ctx context.Context)
+	// Reachable says whether this host can reach the store, without
+	// which it serves no model request.
+	Reachable(ctx context.Context) bool
 }
 
 // ready answers a load balancer's readiness check: 200 while this host
-// takes requests, 503 with a wait from the moment it drains. It needs no
-// key and is never refused by the drain itself.
+// takes requests; 503 with a wait from the moment it drains, and while
+// the store is out of its reach (then every model request would get a
+// 503). It needs no key and is never refused by the drain itself.
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
-	if s.gate.isClosed() {
+	status := "ready"
+	switch {
+	case s.gate.isClosed():
+		status = "draining"
+	case s.cfg.Cluster != nil && !s.cfg.Cluster.Reachable(r.Context()):
+		status = "store_unreachable"
+	}
+	if status != "ready" {
 		w.Header().Set("Retry-After", "5")
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining", "host": s.cfg.Host})
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": status, "host": s.cfg.Host})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "host": s.cfg.Host})
+	writeJSON(w, http.StatusOK, map[string]string{"status": status, "host": s.cfg.Host})
 }
 
 // clusterHost is one host of GET /cluster.

@@ -96,8 +96,11 @@ func (g *gate) stillRunning() (n int, some []string) {
 // is answered 503 with a wait, and never starts work.
 func (s *Server) track(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/ready" {
-			// Readiness says the drain itself; it starts no work.
+		if r.URL.Path == "/ready" || r.URL.Path == "/health" {
+			// Readiness says the drain itself, and liveness stays
+			// true through it: a supervisor that saw a 503 here would
+			// restart the host in the middle of its drain. Neither
+			// starts work of its own.
 			next.ServeHTTP(w, r)
 			return
 		}

@@ -60,9 +60,10 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	body := struct {
 		gateway.Health
 		Host     string          `json:"host,omitempty"`
+		Draining bool            `json:"draining,omitempty"`
 		Store    *storeHealth    `json:"store,omitempty"`
 		Profiles []profileHealth `json:"profiles,omitempty"`
-	}{Health: h, Host: s.cfg.Host, Store: s.storeHealth(r.Context(), false)}
+	}{Health: h, Host: s.cfg.Host, Draining: s.gate.isClosed(), Store: s.storeHealth(r.Context(), false)}
 	if profiles := s.dispatch.Profiles(); len(profiles) > 1 {
 		// Each profile's probe is cached and single-flight in its gateway;
 		// the checks run side by side, each with the caller's patience.

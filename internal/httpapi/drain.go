@@ -15,6 +15,11 @@ import (
 // DefaultLastWait bounds how long cancelled handlers may take to return.
 const DefaultLastWait = 10 * time.Second
 
+// MaxHeaderBytes bounds a request's headers, cookies included: what
+// these APIs need (a key, a session id, an SDK's dozen) is a few KiB, so
+// 64 KiB leaves room for any client and refuses a megabyte with 431.
+const MaxHeaderBytes = 64 << 10
+
 // drainRetry is the wait a request refused during the drain is told: about
 // the time a supervisor takes to start meridian again.
 const drainRetry = 5 * time.Second
@@ -129,6 +134,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    MaxHeaderBytes,
 		IdleTimeout:       120 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),

@@ -281,3 +281,46 @@ func TestOpenMounts(t *testing.T) {
 		t.Fatalf("an open mount's path reached the log:\n%s", log.String())
 	}
 }
+
+// Headers are bounded: a megabyte of one header, twenty thousand
+// headers or a 900 KB cookie get 431 and run nothing; an SDK's headers,
+// and one of 32 KiB, pass.
+func TestHeadersAreBounded(t *testing.T) {
+	ran := make(chan struct{}, 8)
+	url, stop, done := drainServer(t, time.Second, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ran <- struct{}{}
+	}))
+	defer func() { stop(); <-done }()
+	send := func(set func(h http.Header)) int {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, url+"/v1/messages", strings.NewReader("{}"))
+		set(req.Header)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for name, set := range map[string]func(http.Header){
+		"a 1 MiB header": func(h http.Header) { h.Set("X-Big", strings.Repeat("a", 1<<20)) },
+		"20,000 headers": func(h http.Header) {
+			for i := range 20000 {
+				h.Set(fmt.Sprintf("X-H-%d", i), "v")
+			}
+		},
+		"a 900 KB cookie": func(h http.Header) { h.Set("Cookie", "c="+strings.Repeat("b", 900_000)) },
+	} {
+		if got := send(set); got != http.StatusRequestHeaderFieldsTooLarge {
+			t.Errorf("%s: %d, want 431", name, got)
+		}
+	}
+	select {
+	case <-ran:
+		t.Fatal("a request over the bound reached its handler")
+	default:
+	}
+	if got := send(func(h http.Header) { h.Set("X-Fine", strings.Repeat("c", 32<<10)) }); got != http.StatusOK {
+		t.Fatalf("a 32 KiB header: %d", got)
+	}
+}

@@ -5,10 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -298,5 +301,79 @@ func TestHealthPerProfile(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("/health for pro: %d", resp.StatusCode)
+	}
+}
+
+// A token profile whose upstream reports its 5-hour window 20 % used (the
+// plan's rate-limit headers, which the CLI reads under an OAuth login)
+// shows 20 % on /providers, in its JSON and on its page, beside the 7-day
+// window's share: the CLI reports every window's share on each turn.
+func TestProvidersShowEachWindowsShare(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	reset := fmt.Sprint(time.Now().Add(3 * time.Hour).Unix())
+	g.up.Always(testkit.Reply{Text: "ok", Headers: map[string]string{
+		"anthropic-ratelimit-unified-status":               "allowed",
+		"anthropic-ratelimit-unified-reset":                reset,
+		"anthropic-ratelimit-unified-5h-status":            "allowed",
+		"anthropic-ratelimit-unified-5h-reset":             reset,
+		"anthropic-ratelimit-unified-5h-utilization":       "0.2",
+		"anthropic-ratelimit-unified-7d-status":            "allowed",
+		"anthropic-ratelimit-unified-7d-reset":             reset,
+		"anthropic-ratelimit-unified-7d-utilization":       "0.07",
+		"anthropic-ratelimit-unified-representative-claim": "five_hour",
+	}})
+	p := profileCLI{t: t, bin: g.bin, dataDir: g.dataDir, env: g.env}
+	if out, code := p.run("sk-ant-oat-window-SECRET", "add", "plan", "--kind", "token"); code != 0 {
+		t.Fatalf("add: %s", out)
+	}
+	if out, code := p.run("", "default", "plan"); code != 0 {
+		t.Fatalf("default: %s", out)
+	}
+	// A token profile's CLI is given no base URL of its own (its token
+	// goes to Anthropic's API alone), so a wrapper points it at the fake.
+	wrapper := filepath.Join(t.TempDir(), "claude")
+	script := "#!/bin/sh\nexport ANTHROPIC_BASE_URL=" + g.up.URL + "\nexec " + testkit.ClaudePath(t) + " \"$@\"\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	g.start("--claude-path", wrapper)
+	if resp, body, err := g.post(prompt("hello"), "X-Claude-Code-Session-Id", "windows"); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("a turn under the token profile: %v %s", err, body)
+	}
+	var status struct {
+		Providers []struct {
+			Profile    string
+			RateLimits []struct {
+				Type        string
+				Utilization float64
+			} `json:"rate_limits"`
+		}
+	}
+	_, body := httpGetT(t, g.url+"/providers/status")
+	if err := json.Unmarshal([]byte(body), &status); err != nil {
+		t.Fatal(err)
+	}
+	shares := map[string]float64{}
+	for _, pr := range status.Providers {
+		if pr.Profile == "plan" {
+			for _, w := range pr.RateLimits {
+				shares[w.Type] = w.Utilization
+			}
+		}
+	}
+	if shares["five_hour"] != 0.2 || shares["seven_day"] != 0.07 {
+		t.Fatalf("the plan profile's windows: %v (%s)", shares, body)
+	}
+	req, _ := http.NewRequest(http.MethodGet, g.url+"/providers", nil)
+	req.Header.Set("Accept", "text/html")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !regexp.MustCompile(`five_hour</td><td>[^<]*</td><td class="num">20%`).Match(page) {
+		t.Fatalf("the page does not show five_hour at 20%%:\n%s", page)
 	}
 }

@@ -286,7 +286,19 @@ type Event struct {
 	LimitStatus string // RateLimit: window status ("allowed", "rejected", …)
 	LimitType   string // RateLimit: which window (five_hour, seven_day, …)
 	Utilization float64
-	RetryDelay  time.Duration
+	// Windows are every window a RateLimit event reports, each with its
+	// own share used and reset; the fields above are the one it is about.
+	Windows    []LimitWindow
+	RetryDelay time.Duration
+	ResetsAt   time.Time
+}
+
+// LimitWindow is one of the account's rate-limit windows as a RateLimit
+// event reports it.
+type LimitWindow struct {
+	Type        string // five_hour, seven_day, seven_day_overage_included, …
+	Status      string
+	Utilization float64 // 0..1 of the window used
 	ResetsAt    time.Time
 }
 

@@ -26,6 +26,9 @@ type rateWindows struct {
 	by map[string]RateWindow
 }
 
+// observe keeps what a RateLimit event says: every window it lists with
+// its own share and reset, and the window it is about (whose status the
+// event's own, a warning's utilization included, completes).
 func (w *rateWindows) observe(ev *backend.Event, now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -33,7 +36,17 @@ func (w *rateWindows) observe(ev *backend.Event, now time.Time) {
 		w.by = map[string]RateWindow{}
 	}
 	t := cmp.Or(ev.LimitType, "default")
-	w.by[t] = RateWindow{Type: t, Status: ev.LimitStatus, Utilization: ev.Utilization, ResetsAt: ev.ResetsAt, ObservedAt: now}
+	about := RateWindow{Type: t, Status: ev.LimitStatus, Utilization: ev.Utilization, ResetsAt: ev.ResetsAt, ObservedAt: now}
+	for _, lw := range ev.Windows {
+		rw := RateWindow{Type: lw.Type, Status: lw.Status, Utilization: lw.Utilization, ResetsAt: lw.ResetsAt, ObservedAt: now}
+		if lw.Type == t {
+			rw.Status = cmp.Or(rw.Status, about.Status)
+			rw.ResetsAt = cmp.Or(rw.ResetsAt, about.ResetsAt)
+			about = rw
+		}
+		w.by[lw.Type] = rw
+	}
+	w.by[t] = about
 }
 
 func (w *rateWindows) list() []RateWindow {

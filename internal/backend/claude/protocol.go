@@ -64,11 +64,21 @@ type abandonedBlocks struct {
 	FromBlockIndex int    `json:"from_block_index"`
 }
 
+// rateLimitInfo is a rate_limit_event's report. Its top-level
+// utilization comes only with a warning; unifiedWindows carries every
+// window's share used and reset on each event.
 type rateLimitInfo struct {
-	Status        string  `json:"status"`
-	ResetsAt      float64 `json:"resetsAt"` // unix seconds
-	RateLimitType string  `json:"rateLimitType"`
-	Utilization   float64 `json:"utilization"` // 0..1 of the window used
+	Status         string                   `json:"status"`
+	ResetsAt       float64                  `json:"resetsAt"` // unix seconds
+	RateLimitType  string                   `json:"rateLimitType"`
+	Utilization    float64                  `json:"utilization"` // 0..1 of the window used
+	UnifiedWindows map[string]unifiedWindow `json:"unifiedWindows"`
+}
+
+type unifiedWindow struct {
+	Status      string  `json:"status"`
+	ResetsAt    float64 `json:"resetsAt"`
+	Utilization float64 `json:"utilization"`
 }
 
 type usageJSON struct {

@@ -3,6 +3,7 @@ package claude
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 
@@ -117,8 +118,9 @@ func (t *translator) handle(l *line) (*backend.Result, error) {
 	case "rate_limit_event":
 		if l.RateLimitInfo != nil {
 			t.rateLimit = l
-			t.ev = backend.Event{Kind: backend.RateLimit, LimitStatus: l.RateLimitInfo.Status, ResetsAt: unixTime(l.RateLimitInfo.ResetsAt),
-				LimitType: l.RateLimitInfo.RateLimitType, Utilization: l.RateLimitInfo.Utilization}
+			info := l.RateLimitInfo
+			t.ev = backend.Event{Kind: backend.RateLimit, LimitStatus: info.Status, ResetsAt: unixTime(info.ResetsAt),
+				LimitType: info.RateLimitType, Utilization: info.Utilization, Windows: limitWindows(info.UnifiedWindows)}
 			return nil, t.emit(&t.ev)
 		}
 	}
@@ -466,4 +468,17 @@ func bareFailure(l *line) string {
 		return "claude marked the turn failed without giving a reason (see the CLI's output in meridian's debug log)"
 	}
 	return "claude ended the turn without an answer: " + strings.Join(facts, ", ")
+}
+
+// limitWindows lists a rate_limit_event's windows by name.
+func limitWindows(by map[string]unifiedWindow) []backend.LimitWindow {
+	if len(by) == 0 {
+		return nil
+	}
+	out := make([]backend.LimitWindow, 0, len(by))
+	for name, w := range by {
+		out = append(out, backend.LimitWindow{Type: name, Status: w.Status, Utilization: w.Utilization, ResetsAt: unixTime(w.ResetsAt)})
+	}
+	slices.SortFunc(out, func(a, b backend.LimitWindow) int { return strings.Compare(a.Type, b.Type) })
+	return out
 }

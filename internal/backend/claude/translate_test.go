@@ -275,3 +275,33 @@ func TestBareFailuresSayWhatHappened(t *testing.T) {
 		}
 	}
 }
+
+// A rate_limit_event's unifiedWindows carry every window's share used and
+// reset (the top-level utilization only comes with a warning): each one
+// reaches the event. The line is the pinned CLI's, recorded.
+func TestRateLimitEventCarriesEveryWindow(t *testing.T) {
+	var got *backend.Event
+	tr := newTranslator(func(ev *backend.Event) error {
+		if ev.Kind == backend.RateLimit {
+			cp := *ev
+			got = &cp
+		}
+		return nil
+	}, nil)
+	var ln line
+	if err := json.Unmarshal([]byte(`{"type":"rate_limit_event","rate_limit_info":{"status":"allowed","resetsAt":1796415834,"rateLimitType":"five_hour","isUsingOverage":false,"unifiedWindows":{"five_hour":{"utilization":0.2,"resetsAt":1796415834,"status":"allowed"},"seven_day":{"utilization":0.05,"resetsAt":1796500000,"status":"allowed"}}},"uuid":"84274dd0-58c2-4993-bddc-dc001b17dc7c","session_id":"753344b4-0403-4d4d-8346-6364c0eec2ac"}`), &ln); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.handle(&ln); err != nil || got == nil {
+		t.Fatalf("no rate-limit event: %v", err)
+	}
+	want := []backend.LimitWindow{
+		{Type: "five_hour", Status: "allowed", Utilization: 0.2, ResetsAt: time.Unix(1796415834, 0)},
+		{Type: "seven_day", Status: "allowed", Utilization: 0.05, ResetsAt: time.Unix(1796500000, 0)},
+	}
+	if got.LimitType != "five_hour" || got.Utilization != 0 || !slices.EqualFunc(got.Windows, want, func(a, b backend.LimitWindow) bool {
+		return a.Type == b.Type && a.Status == b.Status && a.Utilization == b.Utilization && a.ResetsAt.Equal(b.ResetsAt)
+	}) {
+		t.Fatalf("event %+v", got)
+	}
+}

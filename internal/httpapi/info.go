@@ -344,13 +344,18 @@ func modelEntries(models []backend.Model) []modelEntry {
 // writeJSON answers with v as a JSON body; the error is the write's, which
 // only an answer's record looks at.
 func writeJSON(w http.ResponseWriter, status int, v any) error {
-	body, err := json.Marshal(v)
-	if err != nil {
-		status = http.StatusInternalServerError
-		body = anthropic.AppendError(nil, anthropic.ErrAPI, "could not encode the response", 0)
-	}
+	status, body := encodeJSON(status, v)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, err = w.Write(body)
+	_, err := w.Write(body)
 	return err
+}
+
+// encodeJSON is v's body at status, or a 500 that says it could not be.
+func encodeJSON(status int, v any) (int, []byte) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return http.StatusInternalServerError, anthropic.AppendError(nil, anthropic.ErrAPI, "could not encode the response", 0)
+	}
+	return status, body
 }

@@ -84,11 +84,15 @@ func (s *Server) collect(w http.ResponseWriter, r *http.Request, req gateway.Req
 }
 
 // writeAnswer writes a collected answer's body: the answer is complete,
-// for retries and for the request's record.
+// for retries (saved before it is written) and for the request's record.
 func writeAnswer(w http.ResponseWriter, r *http.Request, body any, content []json.RawMessage) {
-	err := writeJSON(w, http.StatusOK, body)
-	answered(w, content)
-	if err == nil {
+	status, b := encodeJSON(http.StatusOK, body)
+	w.Header().Set("Content-Type", "application/json")
+	if status == http.StatusOK {
+		answered(w, content, b)
+	}
+	w.WriteHeader(status)
+	if _, err := w.Write(b); err == nil && status == http.StatusOK {
 		telemetry.From(r.Context()).Delivered()
 	}
 }

@@ -68,11 +68,7 @@ func (s *Server) once(w http.ResponseWriter, r *http.Request, raw []byte, req *a
 		return
 	}
 	defer run.Done()
-	rec := &recorder{ResponseWriter: w, limit: s.cfg.AnswerBytes}
-	serve(rec)
-	if rec.done && !rec.over {
-		run.Save(answers.Answer{Status: rec.status, Header: rec.header, Body: rec.body, Calls: rec.calls})
-	}
+	serve(&recorder{ResponseWriter: w, limit: s.cfg.AnswerBytes, save: run.Save})
 }
 
 // requestKey names a request exactly: its route as the client sent it
@@ -137,51 +133,85 @@ func replayAnswer(w http.ResponseWriter, a *answers.Answer) error {
 
 // recorder keeps what a response writes, for its retries: the status, the
 // headers and the bytes, up to a limit. Bytes are kept before they are
-// written, so an answer whose last write failed (the client broke off at
-// the end) is kept whole. The output that completes the answer marks it
-// done with its tool calls.
+// written, and a complete answer is saved before its last bytes go out
+// (see answered): a retry that arrives anywhere once the client could have
+// the whole answer finds it saved, and an answer whose last write failed
+// (the client broke off at the end) is kept whole.
 type recorder struct {
 	http.ResponseWriter
 	limit  int
+	save   func(answers.Answer)
 	status int
 	header map[string][]string
 	body   []byte
 	over   bool
 	done   bool
-	calls  []string
 }
 
 func (w *recorder) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
-		w.header = w.ResponseWriter.Header().Clone()
-		delete(w.header, "Date")
-		delete(w.header, "Content-Length")
+		w.header = w.snapshot()
 	}
 	w.ResponseWriter.WriteHeader(code)
+}
+
+// snapshot is the headers as a replay repeats them.
+func (w *recorder) snapshot() map[string][]string {
+	h := w.ResponseWriter.Header().Clone()
+	delete(h, "Date")
+	delete(h, "Content-Length")
+	return h
 }
 
 func (w *recorder) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.WriteHeader(http.StatusOK)
 	}
-	if !w.over {
-		if len(w.body)+len(b) > w.limit {
-			w.over, w.body = true, nil
-		} else {
-			w.body = append(w.body, b...)
-		}
-	}
+	w.keep(b)
 	return w.ResponseWriter.Write(b)
+}
+
+// keep adds b to the answer kept, unless that grows past the limit or
+// the answer is complete.
+func (w *recorder) keep(b []byte) {
+	if w.over || w.done {
+		return
+	}
+	if len(w.body)+len(b) > w.limit {
+		w.over, w.body = true, nil
+		return
+	}
+	w.body = append(w.body, b...)
+}
+
+// complete saves the answer: what was written, and rest, the bytes that
+// end it and are about to be written (they are kept here, so Write must
+// not keep them again).
+func (w *recorder) complete(content []json.RawMessage, rest []byte) {
+	if w.done {
+		return
+	}
+	status, header := w.status, w.header
+	if status == 0 {
+		status, header = http.StatusOK, w.snapshot()
+	}
+	w.keep(rest)
+	w.done = true
+	if !w.over && w.save != nil {
+		w.save(answers.Answer{Status: status, Header: header, Body: w.body, Calls: callIDs(content)})
+	}
 }
 
 // Unwrap lets http.ResponseController reach Flush and deadlines.
 func (w *recorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// answered marks a response complete: its whole answer was rendered. Only
-// a complete answer is saved for retries.
-func answered(w http.ResponseWriter, content []json.RawMessage) {
+// answered marks a response complete, before rest, its last bytes, are
+// written: its whole answer is rendered, and a response that saves its
+// answer for retries saves it now — the design keeps an answer saved
+// before its terminal delivery.
+func answered(w http.ResponseWriter, content []json.RawMessage, rest []byte) {
 	if rec, ok := w.(*recorder); ok {
-		rec.done, rec.calls = true, callIDs(content)
+		rec.complete(content, rest)
 	}
 }

@@ -201,6 +201,20 @@ func (r *Run) Save(a Answer) (bool, error) {
 	return kept, nil
 }
 
+// Found looks for an answer another host saved for the run's request
+// while this one waited for it there; found, it is the run's answer, for
+// the duplicates waiting here too.
+func (r *Run) Found(ctx context.Context) (*Answer, error) {
+	a, err := r.c.load(ctx, r.k)
+	if err != nil || a == nil {
+		return nil, err
+	}
+	r.c.mu.Lock()
+	r.f.answer = a
+	r.c.mu.Unlock()
+	return a, nil
+}
+
 // Done ends the run: its waiters take its answer, or one of them runs.
 func (r *Run) Done() {
 	c := r.c

@@ -105,7 +105,14 @@ type Registry struct {
 	// was tried.
 	fails int
 	tried time.Time
+	// cut are the hosts this one found unreachable (a refused
+	// connection, an answer broken off), each with the expiry of the
+	// heartbeat it had then: taken for gone until it beats again.
+	cut map[store.Owner]time.Time
 }
+
+// maxCut bounds the hosts remembered as unreachable.
+const maxCut = 64
 
 // unreachableAfter is how many beats must fail in a row before this host
 // says the store is out of its reach: one slow query is not an outage.
@@ -261,17 +268,65 @@ func (r *Registry) Alive(ctx context.Context, owner store.Owner) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return ok && h.Expires.After(r.cfg.Now()), nil
+	return ok && r.live(h, r.cfg.Now()), nil
 }
 
 // Host is the heartbeat of o's host; ok is false once it has expired or
-// was never there.
+// was never there, or while o is unreachable.
 func (r *Registry) Host(ctx context.Context, o store.Owner) (store.Host, bool, error) {
 	h, ok, err := r.cfg.Hosts.Get(ctx, o)
-	if err != nil || !ok || !h.Expires.After(r.cfg.Now()) {
+	if err != nil || !ok || !r.live(h, r.cfg.Now()) {
 		return store.Host{}, false, err
 	}
 	return h, true, nil
+}
+
+// Unreachable records that o's host refused a connection or broke one in
+// the middle of an answer: a process that died does both long before its
+// heartbeat expires. It is taken for gone — its requests' outcomes
+// unknown, its conversations answered elsewhere — until it beats again,
+// so a host that only lost one connection is back within a beat.
+func (r *Registry) Unreachable(ctx context.Context, o store.Owner) {
+	h, ok, err := r.cfg.Hosts.Get(ctx, o)
+	if err != nil || !ok || o == r.self {
+		return
+	}
+	now := r.cfg.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cut == nil {
+		r.cut = map[store.Owner]time.Time{}
+	}
+	if len(r.cut) >= maxCut {
+		for k, at := range r.cut {
+			if !at.After(now) {
+				delete(r.cut, k) // its heartbeat expired: gone anyway
+			}
+		}
+		if len(r.cut) >= maxCut {
+			return
+		}
+	}
+	r.cut[o] = h.Expires
+}
+
+// live says whether heartbeat h stands at now: not expired, and newer
+// than when its host was found unreachable.
+func (r *Registry) live(h store.Host, now time.Time) bool {
+	if !h.Expires.After(now) {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	at, ok := r.cut[h.Owner]
+	if !ok {
+		return true
+	}
+	if h.Expires.After(at) {
+		delete(r.cut, h.Owner) // it beat since
+		return true
+	}
+	return false
 }
 
 // Member is a host as the cluster sees it: serving, draining, or gone
@@ -312,7 +367,7 @@ func (r *Registry) Hosts(ctx context.Context) ([]store.Host, error) {
 	}
 	var out []store.Host
 	for _, h := range all {
-		if h.Expires.After(now) {
+		if r.live(h, now) {
 			out = append(out, h)
 		}
 	}

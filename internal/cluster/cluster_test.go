@@ -203,3 +203,44 @@ func TestReachable(t *testing.T) {
 		t.Fatalf("a second later, with the store back: not reachable (%d beats)", hosts.beats-beats)
 	}
 }
+
+// A host found unreachable is taken for gone — by Alive, Host and Hosts —
+// until it beats again; a newer beat brings it back at once.
+func TestUnreachableUntilItBeatsAgain(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	now := time.Now()
+	clock := func() time.Time { return now }
+	self := New(Config{Hosts: st.Hosts, Host: "a", Expiry: time.Minute, Now: clock})
+	other := New(Config{Hosts: st.Hosts, Host: "b", Expiry: time.Minute, Now: clock})
+	for _, r := range []*Registry{self, other} {
+		if err := r.beat(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := other.Self()
+	alive := func() bool {
+		t.Helper()
+		ok, err := self.Alive(ctx, b)
+		_, hostOK, herr := self.Host(ctx, b)
+		hosts, lerr := self.Hosts(ctx)
+		if err != nil || herr != nil || lerr != nil || ok != hostOK || ok != (len(hosts) == 2) {
+			t.Fatalf("Alive %v %v, Host %v %v, Hosts %d %v disagree", ok, err, hostOK, herr, len(hosts), lerr)
+		}
+		return ok
+	}
+	if !alive() {
+		t.Fatal("a host that beat is gone")
+	}
+	self.Unreachable(ctx, b)
+	if alive() {
+		t.Fatal("a host found unreachable is still taken for alive")
+	}
+	now = now.Add(time.Second)
+	if err := other.beat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !alive() {
+		t.Fatal("a host that beat again after it was found unreachable is still gone")
+	}
+}

@@ -62,9 +62,13 @@ func (d *Dispatcher) Once(ctx context.Context, r Retry) (*answers.Answer, *Run, 
 		run.saved = ar
 	}
 	if r.Named && d.cfg.Journal != nil {
-		if err := d.cfg.Journal.Begin(ctx, r.Key); err != nil {
+		found, err := d.journal(ctx, run)
+		if err != nil || found != nil {
 			if run.saved != nil {
 				run.saved.Done()
+			}
+			if err == nil {
+				return found, nil, nil
 			}
 			if ctx.Err() != nil {
 				return nil, nil, ctx.Err()
@@ -77,6 +81,63 @@ func (d *Dispatcher) Once(ctx context.Context, r Retry) (*answers.Answer, *Run, 
 	d.Retire(ctx, r.Scope, r.Results)
 	return nil, run, nil
 }
+
+// elsewhereRecheck is how often a request whose twin runs on another host
+// looks again without a signal that it ended.
+const elsewhereRecheck = time.Second
+
+// journal begins run's journal entry. While an identical request runs on
+// another host (one running here was waited for already), it waits for
+// that one to end, as its duplicates here would: the answer it saved is
+// returned as found; one that ended without a saved answer lets this
+// request run. Without saved answers there is nothing to wait for.
+func (d *Dispatcher) journal(ctx context.Context, run *Run) (found *answers.Answer, err error) {
+	ended, stop := d.cfg.Journal.Ended()
+	defer stop()
+	var tick *time.Ticker
+	for {
+		err := d.cfg.Journal.Begin(ctx, run.r.Key)
+		switch {
+		case err == nil:
+			if run.saved == nil || tick == nil {
+				return nil, nil
+			}
+			// The twin ended: its answer, when it saved one, is ours.
+			found, err := run.saved.Found(ctx)
+			if found != nil || err != nil {
+				run.Done()
+				if err != nil {
+					d.log.Error("store: could not look up a saved answer", "err", err)
+					return nil, errStoreRead
+				}
+			}
+			return found, nil
+		case !errors.Is(err, journal.ErrRunning) || run.saved == nil:
+			return nil, err
+		}
+		if tick == nil {
+			tick = time.NewTicker(elsewhereRecheck)
+			defer tick.Stop()
+			d.log.Info("an identical request runs on another host: waiting for its answer")
+		}
+	wait:
+		for {
+			select {
+			case h := <-ended:
+				if h == run.r.Key {
+					break wait
+				}
+			case <-tick.C:
+				break wait
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+	}
+}
+
+// errStoreRead is a saved answer the store could not give.
+var errStoreRead = errors.New("dispatch: the store could not give a saved answer")
 
 // Save keeps the run's answer for its retries; the identical requests
 // waiting for it get it either way. A store that could not keep it is
@@ -137,6 +198,9 @@ func (d *Dispatcher) journalError(err error) *gateway.Error {
 			Message: "too many requests with request ids are unfinished; retry later"}
 		e.RetryAfter, e.WaitSource = retryafter.Compute(retryafter.Facts{Status: e.Status, Message: e.Message, Now: d.cfg.Now()})
 		return e
+	}
+	if errors.Is(err, errStoreRead) {
+		return gateway.StoreUnavailable("look up the request's saved answer")
 	}
 	d.log.Error("store: could not journal a request", "err", err)
 	return gateway.StoreUnavailable("record the request in its journal")

@@ -16,6 +16,9 @@ type Hosts interface {
 	// Hosts lists the hosts whose heartbeat has not expired, with the
 	// load each reported at its last beat.
 	Hosts(ctx context.Context) ([]store.Host, error)
+	// Unreachable says o's host refused a connection or broke one off:
+	// it is taken for gone until it beats again.
+	Unreachable(ctx context.Context, o store.Owner)
 }
 
 // Target is the host a request is best answered on: the one whose CLI

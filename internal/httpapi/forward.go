@@ -164,6 +164,10 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, raw []byte, t d
 		if r.Context().Err() != nil {
 			return true // the client left; nothing to answer
 		}
+		// Refused, or broken before it answered: the holder is taken
+		// for gone, so that what it may have begun (a journaled request)
+		// is known as such here at once, not once its heartbeat expires.
+		s.cfg.Peers.Unreachable(context.WithoutCancel(r.Context()), t.Owner)
 		s.log.Warn("cluster: could not reach the host that holds the conversation; answering here", "holder", t.Host, "err", err)
 		return false
 	}
@@ -191,6 +195,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, raw []byte, t d
 	case errors.Is(err, errClientGone) || r.Context().Err() != nil:
 		// The client left: its context ends the forward.
 	default:
+		s.cfg.Peers.Unreachable(context.WithoutCancel(r.Context()), t.Owner)
 		s.log.Warn("cluster: the forwarded answer was cut; the client is told", "holder", t.Host, "err", err,
 			"holder_gone", errors.Is(context.Cause(ctx), errHolderGone))
 		rl.cut(relayCutError(t.Host, r.Header.Get(headerIdempotency) != "" || r.Header.Get(headerRequestID) != ""))

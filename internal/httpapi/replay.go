@@ -156,11 +156,14 @@ func (w *recorder) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
-// snapshot is the headers as a replay repeats them.
+// snapshot is the headers as a replay repeats them: not those of the one
+// response (its date, length, and the host that served it, which for a
+// replay is the host replaying).
 func (w *recorder) snapshot() map[string][]string {
 	h := w.ResponseWriter.Header().Clone()
 	delete(h, "Date")
 	delete(h, "Content-Length")
+	delete(h, headerServedByHost)
 	return h
 }
 

@@ -37,9 +37,29 @@ var (
 type Journal struct {
 	entries store.Journal
 	owners  store.Owners
+	signals store.Signals // nil: ends are heard by no other host
 	max     int
 	ttl     time.Duration
 	now     func() time.Time
+}
+
+// endedTopic is the signal a host sends when it ends an entry: its hash.
+const endedTopic = "journal-ended"
+
+// Notifying makes the journal tell every host sharing the store when one
+// of its entries ends (Ended hears it), and returns it.
+func (j *Journal) Notifying(s store.Signals) *Journal {
+	j.signals = s
+	return j
+}
+
+// Ended hears the hashes of entries ended on any host, as hints: a
+// listener also looks again on its own. Without signals it hears nothing.
+func (j *Journal) Ended() (hashes <-chan string, stop func()) {
+	if j.signals == nil {
+		return nil, func() {}
+	}
+	return j.signals.Listen(endedTopic)
 }
 
 // New returns the journal kept in entries, its requests owned by
@@ -84,8 +104,13 @@ func (j *Journal) Begin(ctx context.Context, hash string) error {
 // End records that the request hash finished. It runs even when the
 // request's own context has ended.
 func (j *Journal) End(ctx context.Context, hash string) error {
-	if err := j.entries.End(context.WithoutCancel(ctx), hash, j.owners.Self()); err != nil {
+	ctx = context.WithoutCancel(ctx)
+	if err := j.entries.End(ctx, hash, j.owners.Self()); err != nil {
 		return fmt.Errorf("journal: %w", err)
+	}
+	if j.signals != nil {
+		// A hint: a waiter that misses it looks again on its own.
+		_ = j.signals.Notify(ctx, endedTopic, hash)
 	}
 	return nil
 }

@@ -325,7 +325,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		defer jobs.Close()
 		agySrv, err := httpapi.New(httpapi.Config{
 			History: tel.history, Metrics: tel.metrics, Prices: tel.prices, Logs: logs,
-			Answers: answers.New(db.Answers, lim, nil), AnswerBytes: lim.EntryBytes, Journal: journal.New(db.Journal, hosts, 0, 0, nil), Bench: db.Bench,
+			Answers: answers.New(db.Answers, lim, nil), AnswerBytes: lim.EntryBytes, Journal: journal.New(db.Journal, hosts, 0, 0, nil).Notifying(db.Signals), Bench: db.Bench,
 			Host: host, Cluster: hosts, StoreEngine: db.Engine, StoreAt: db.Where,
 			Responses: stored, Jobs: jobs, Sealer: sealer,
 			Addr: addr, APIKey: cfg.APIKey, Keys: db.Keys, MaxBodyBytes: cfg.MaxBodyBytes, BodyTimeout: cfg.BodyTimeout, DrainTimeout: cfg.DrainTimeout, PingInterval: cfg.PingInterval, Hurry: cfg.Hurry,
@@ -348,7 +348,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		Logs:         logs,
 		Answers:      answers.New(db.Answers, lim, nil),
 		AnswerBytes:  lim.EntryBytes,
-		Journal:      journal.New(db.Journal, hosts, 0, 0, nil),
+		Journal:      journal.New(db.Journal, hosts, 0, 0, nil).Notifying(db.Signals),
 		Bench:        db.Bench,
 		Host:         host,
 		Cluster:      hosts,

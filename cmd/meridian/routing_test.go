@@ -10,6 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openai/openai-go/v3"
+	oaioption "github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
+
 	"github.com/meridian-gw/meridian/internal/testkit"
 )
 
@@ -216,5 +220,67 @@ func TestNewConversationsGoWhereSlotsAreFree(t *testing.T) {
 	close(gate)
 	if got := <-slow; !strings.HasPrefix(got, "200 ") {
 		t.Fatalf("the turn that held the slot: %s", got)
+	}
+}
+
+// A background response continuing a conversation that another host
+// holds runs on that host's live process, like a foreground turn: it
+// does not start cold elsewhere from the shared transcript. It is
+// followed to its end through the host it was sent to.
+func TestABackgroundResponseRunsOnTheHolder(t *testing.T) {
+	t.Parallel()
+	up := testkit.NewUpstream(t)
+	up.Respond(func(r testkit.Request) testkit.Reply { return testkit.Reply{Text: "answer to " + r.LastUserText()} })
+	_, hosts := routedHosts(t, up)
+	a, b := hosts[0], hosts[1]
+	ctx := context.Background()
+	session := oaioption.WithHeader("X-Claude-Code-Session-Id", "background-held")
+	input := func(items ...string) responses.ResponseNewParamsInputUnion {
+		var list responses.ResponseInputParam
+		for i, text := range items {
+			role := responses.EasyInputMessageRoleUser
+			if i%2 == 1 {
+				role = responses.EasyInputMessageRoleAssistant
+			}
+			list = append(list, responses.ResponseInputItemParamOfMessage(text, role))
+		}
+		return responses.ResponseNewParamsInputUnion{OfInputItemList: list}
+	}
+	if _, err := a.openai().Responses.New(ctx, responses.ResponseNewParams{Model: "test-model", Input: input("first")}, session); err != nil {
+		t.Fatalf("turn 1 through a: %v", err)
+	}
+	pids := a.claudes()
+	var resp *http.Response
+	r2, err := b.openai().Responses.New(ctx, responses.ResponseNewParams{Model: "test-model", Background: openai.Bool(true),
+		Input: input("first", "answer to first", "second")}, session, oaioption.WithResponseInto(&resp))
+	if err != nil {
+		t.Fatalf("the background turn through b: %v", err)
+	}
+	if got := resp.Header.Get("X-Meridian-Host"); got != hostID(t, a) {
+		t.Fatalf("the background turn was taken by %q, not the holder", got)
+	}
+	var done *responses.Response
+	if err := testkit.WaitFor(20*time.Second, func() error {
+		got, err := b.openai().Responses.Get(ctx, r2.ID, responses.ResponseGetParams{})
+		if err != nil {
+			return err
+		}
+		if got.Status != "completed" {
+			return fmt.Errorf("status %s", got.Status)
+		}
+		done = got
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(done.OutputText(), "answer to second") {
+		t.Fatalf("the background turn answered %q", done.OutputText())
+	}
+	if now := a.claudes(); len(pids) != 1 || len(now) != 1 || now[0] != pids[0] || len(b.claudes()) != 0 {
+		t.Fatalf("the holder ran %v then %v; b runs %v", pids, now, b.claudes())
+	}
+	reqs := up.Requests()
+	if last := reqs[len(reqs)-1]; strings.Contains(last.AllText(), "<conversation_history>") {
+		t.Fatalf("the background turn did not continue the live process: %s", last.PrettyBody())
 	}
 }

@@ -71,15 +71,17 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
 			c.keyDone()
 		}
 	}()
+	// A background response runs where its conversation's live process
+	// is, as a foreground one does; it is followed from any host.
+	if s.routed(w, r, raw, gateway.Request{Body: areq, Header: r.Header, Hints: bodyHints(rreq.Identity)}) {
+		return
+	}
 	if rreq.Background {
 		// Not replayed (its answer is the stored response), but its tool
 		// results retire the saved batch that asked for them, as a
 		// foreground request's do.
 		s.dispatch.Retire(r.Context(), c.scope, resultIDs(areq))
 		s.respond(w, r, c, areq)
-		return
-	}
-	if s.routed(w, r, raw, gateway.Request{Body: areq, Header: r.Header, Hints: bodyHints(rreq.Identity)}) {
 		return
 	}
 	s.once(w, r, raw, areq, func(w http.ResponseWriter) { s.respond(w, r, c, areq) })

@@ -209,6 +209,23 @@ func (id Identity) WithHints(h Hints, req *anthropic.MessagesRequest) Identity {
 	return id
 }
 
+// Of scopes the identity to the API key caller (none: unscoped): two
+// keys' clients that send the same session id, or the same first message
+// from the same directory, hold two conversations, with their own
+// processes, leases and lineage.
+func (id Identity) Of(caller string) Identity {
+	if caller == "" {
+		return id
+	}
+	if id.Key != "" {
+		id.Key += "@key:" + caller
+	}
+	if id.Parent != "" {
+		id.Parent += "@key:" + caller
+	}
+	return id
+}
+
 // maxKeyLen bounds a conversation key as stored; longer client-sent keys
 // are replaced by a digest of themselves.
 const maxKeyLen = 200

@@ -190,3 +190,20 @@ func TestCodexAndPiResponses(t *testing.T) {
 		t.Fatalf("pi without a session: %+v", plain)
 	}
 }
+
+// An identity is scoped to the API key it came with: the same session
+// under two keys is two conversations, its subagent's parent link kept
+// within the key; without a key nothing changes.
+func TestIdentityOfAKey(t *testing.T) {
+	id := Identity{Key: "s1#explore", Parent: "s1", Agent: "explore"}
+	if got := id.Of(""); got != id {
+		t.Fatalf("unscoped: %+v", got)
+	}
+	a, b := id.Of("alice"), id.Of("bob")
+	if a.Key == b.Key || a.Parent == b.Parent || a.Key != "s1#explore@key:alice" || a.Parent != "s1@key:alice" {
+		t.Fatalf("alice %+v, bob %+v", a, b)
+	}
+	if none := (Identity{}).Of("alice"); none.Key != "" || none.Parent != "" {
+		t.Fatalf("a request with no identity gained one: %+v", none)
+	}
+}

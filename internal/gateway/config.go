@@ -78,6 +78,10 @@ type Request struct {
 	// Hints are identity signals from a body in another protocol (an
 	// OpenAI request's metadata, prompt_cache_key, user).
 	Hints adapter.Hints
+	// Caller names the API key the request came with ("" for the admin
+	// key or an open gateway): the conversations of different keys are
+	// never one, whatever their clients send.
+	Caller string
 	// Echo, when set, turns an answer into the form in which the client
 	// will send it back as history, which is what lineage records. Nil
 	// means as answered: Anthropic clients echo the blocks they received.

@@ -199,7 +199,7 @@ func (g *Gateway) identify(req Request) adapter.Identity {
 	if g.cfg.Sessions == nil {
 		return adapter.Identity{}
 	}
-	return adapter.Detect(req.Header, req.Body).Identify(req.Header, req.Body).WithHints(req.Hints, req.Body).Bounded()
+	return adapter.Detect(req.Header, req.Body).Identify(req.Header, req.Body).WithHints(req.Hints, req.Body).Of(req.Caller).Bounded()
 }
 
 // ServedBy names the profile that last answered the conversation req

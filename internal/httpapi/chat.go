@@ -29,7 +29,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer done()
-	if s.routed(w, r, raw, gateway.Request{Body: areq, Header: r.Header, Hints: bodyHints(creq.Identity)}) {
+	if s.routed(w, r, raw, gateway.Request{Body: areq, Header: r.Header, Caller: callerName(r.Context()), Hints: bodyHints(creq.Identity)}) {
 		return
 	}
 	s.once(w, r, raw, areq, func(w http.ResponseWriter) {
@@ -41,7 +41,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		setIgnored(w.Header(), s.withOutputLimit(r, ignored, creq.MaxTokensField))
 		id := "chatcmpl-" + rand.Text()
 		created := time.Now().Unix()
-		greq := gateway.Request{Body: areq, Header: r.Header, Hints: bodyHints(creq.Identity), Echo: creq.Echo}
+		greq := gateway.Request{Body: areq, Header: r.Header, Caller: callerName(r.Context()), Hints: bodyHints(creq.Identity), Echo: creq.Echo}
 		if creq.Stream {
 			enc := openai.NewChunkEncoder(id, created, creq.IncludeUsage, creq.Format)
 			if searches {

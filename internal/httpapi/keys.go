@@ -101,6 +101,15 @@ func caller(ctx context.Context) *store.Key {
 	return nil
 }
 
+// callerName names the key a request came with, which scopes its
+// conversation; "" for the admin key or an open gateway.
+func callerName(ctx context.Context) string {
+	if k := caller(ctx); k != nil {
+		return k.Name
+	}
+	return ""
+}
+
 // counted reports whether the request's limits were checked by the host
 // that forwarded it.
 func counted(ctx context.Context) bool {

@@ -54,13 +54,13 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer done()
-	if s.routed(w, r, raw, gateway.Request{Body: req, Header: r.Header}) {
+	if s.routed(w, r, raw, gateway.Request{Body: req, Header: r.Header, Caller: callerName(r.Context())}) {
 		return
 	}
 	s.once(w, r, raw, req, func(w http.ResponseWriter) {
 		setIgnored(w.Header(), s.withOutputLimit(r, s.gwFor(r.Context()).Ignored(req), "max_tokens"))
 		id := gateway.NewMessageID()
-		greq := gateway.Request{Body: req, Header: r.Header}
+		greq := gateway.Request{Body: req, Header: r.Header, Caller: callerName(r.Context())}
 		if req.Stream {
 			_ = s.stream(w, r, greq, id, &messagesSSE{})
 			return

@@ -73,7 +73,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
 	}()
 	// A background response runs where its conversation's live process
 	// is, as a foreground one does; it is followed from any host.
-	if s.routed(w, r, raw, gateway.Request{Body: areq, Header: r.Header, Hints: bodyHints(rreq.Identity)}) {
+	if s.routed(w, r, raw, gateway.Request{Body: areq, Header: r.Header, Caller: callerName(r.Context()), Hints: bodyHints(rreq.Identity)}) {
 		return
 	}
 	if rreq.Background {
@@ -101,7 +101,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, c *responseCall
 	}
 	setIgnored(w.Header(), s.withOutputLimit(r, ignored, limit))
 	c.meta = rreq.Meta(c.id, time.Now().Unix(), s.cfg.Sealer)
-	c.greq = gateway.Request{Body: areq, Header: r.Header, Hints: bodyHints(rreq.Identity), Echo: rreq.Echo}
+	c.greq = gateway.Request{Body: areq, Header: r.Header, Caller: callerName(r.Context()), Hints: bodyHints(rreq.Identity), Echo: rreq.Echo}
 	if rreq.Store && s.cfg.Responses != nil {
 		status := openai.StatusInProgress
 		if rreq.Background {

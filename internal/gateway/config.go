@@ -10,6 +10,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/backend"
 	"github.com/meridian-gw/meridian/internal/pool"
 	"github.com/meridian-gw/meridian/internal/session"
+	"github.com/meridian-gw/meridian/internal/sessiontree"
 )
 
 // Config configures a Gateway.
@@ -24,6 +25,12 @@ type Config struct {
 	// conversation made elsewhere resumes here from what its CLI wrote;
 	// nil keeps them here.
 	Transcripts Transcripts
+	// Tree is the session tree every gateway of the process shares (a
+	// subagent may run under another profile than its lead); nil: one of
+	// its own. Cascade carries its cancels to the other hosts; nil: they
+	// stay here.
+	Tree    *sessiontree.Tree
+	Cascade Cascade
 	// MaxConcurrent bounds turns running at once.
 	MaxConcurrent int
 	// QueueTimeout bounds how long a request waits for a slot.
@@ -86,6 +93,15 @@ type Request struct {
 	// will send it back as history, which is what lineage records. Nil
 	// means as answered: Anthropic clients echo the blocks they received.
 	Echo func(anthropic.Message) anthropic.Message
+}
+
+// Cascade carries the session tree's cancels to the other hosts sharing
+// the store (package cluster).
+type Cascade interface {
+	// Spread tells every other host to cancel the requests below
+	// conversation key (and, with self, key's own), and below each of the
+	// conversations this host has cancelled with it.
+	Spread(key string, self bool, cancelled []string)
 }
 
 // CLI names the backend's program where clients and logs read about it.

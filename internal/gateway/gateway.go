@@ -113,7 +113,10 @@ func New(cfg Config) *Gateway {
 		slots:   admission.New(cfg.MaxConcurrent, cfg.QueueTimeout),
 		pool: pool.New(pool.Config{Max: cfg.MaxLive, IdleTTL: cfg.IdleTTL, OneOffTTL: cfg.OneOffTTL,
 			Memory: cfg.LiveMemory, FreezeAfter: freezeAfter(cfg.FreezeIdle), Log: cfg.Logger}),
-		tree: sessiontree.New(),
+		tree: cfg.Tree,
+	}
+	if g.tree == nil {
+		g.tree = sessiontree.New()
 	}
 	if b, ok := cfg.Backend.(backend.SpareBackend); ok && cfg.SparesMax > 0 {
 		g.spares.kick = make(chan struct{}, 1)

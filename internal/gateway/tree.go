@@ -28,13 +28,15 @@ var errTreeCancelled = errors.New("gateway: cancelled with its conversation")
 // cascades nothing. The returned Output must carry the answer.
 func (g *Gateway) enterTree(ctx context.Context, ident adapter.Identity, out Output) (context.Context, Output, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	leave := g.tree.Enter(ident.Key, ident.Parent, func() { cancel(errTreeCancelled) })
+	leave := g.tree.Enter(g.cfg.Profile, ident.Key, ident.Parent, func() { cancel(errTreeCancelled) })
 	tracked := &finishingOutput{Output: out}
 	stop := context.AfterFunc(ctx, func() {
 		if context.Cause(ctx) == context.Canceled && !tracked.finishing.Load() { // the client left early
-			if below := g.tree.CancelBelow(ident.Key); len(below) > 0 {
+			below := g.tree.CancelBelow(ident.Key)
+			if len(below) > 0 {
 				g.log.Info("the client went away: cancelled the conversations below it", "conversation", ident.Key, "cancelled", below)
 			}
+			g.spread(ident.Key, false, below)
 		}
 	})
 	return ctx, tracked, func() {
@@ -70,15 +72,24 @@ func treeError(ctx context.Context, err error) error {
 // CancelSession cancels the running requests of conversation key and of
 // every conversation below it. It reports the conversations it cancelled
 // requests of, and whether key is known at all (running, or stored).
+// Requests of those conversations on other hosts are cancelled there.
 func (g *Gateway) CancelSession(ctx context.Context, key string) (cancelled []string, known bool, err error) {
-	if g.tree.Live(key) {
-		return g.tree.Cancel(key), true, nil
+	if !g.tree.Live(key) {
+		_, known, err = g.Session(ctx, key)
+		if err != nil || !known {
+			return nil, false, err
+		}
 	}
-	_, known, err = g.Session(ctx, key)
-	if err != nil || !known {
-		return nil, false, err
+	cancelled = g.tree.Cancel(key)
+	g.spread(key, true, cancelled)
+	return cancelled, true, nil
+}
+
+// spread carries a cancel to the other hosts, when there are any.
+func (g *Gateway) spread(key string, self bool, cancelled []string) {
+	if g.cfg.Cascade != nil {
+		g.cfg.Cascade.Spread(key, self, cancelled)
 	}
-	return g.tree.Cancel(key), true, nil
 }
 
 // Inflight is what runs now.
@@ -172,7 +183,7 @@ func SumLoad(gws []*Gateway) BackendLoad {
 func (g *Gateway) Inflight() Inflight {
 	running, queued, slots := g.slots.Stats()
 	live, idle := g.pool.Stats()
-	gauges, per := g.tree.Stats()
+	gauges, per := g.tree.Stats(g.cfg.Profile)
 	spares := 0
 	for _, n := range g.pool.Spares() {
 		spares += n

@@ -18,7 +18,7 @@ func TestLeavingCascadesOnlyBeforeTheAnswerEnds(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			g := &Gateway{tree: sessiontree.New(), log: slog.New(slog.DiscardHandler)}
 			aborted := false
-			defer g.tree.Enter("lead#a", "lead", func() { aborted = true })()
+			defer g.tree.Enter("", "lead#a", "lead", func() { aborted = true })()
 
 			ctx, cancel := context.WithCancel(t.Context())
 			_, out, leave := g.enterTree(ctx, adapter.Identity{Key: "lead"}, &record{})

@@ -29,6 +29,7 @@ func TestImportsFlowDownward(t *testing.T) {
 		"internal/profile",
 		"internal/responses",
 		"internal/session",
+		"internal/sessiontree",
 		"internal/spawn/registry",
 		"internal/store",
 		"internal/store/postgres",

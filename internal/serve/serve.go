@@ -30,6 +30,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/profile"
 	"github.com/meridian-gw/meridian/internal/responses"
 	"github.com/meridian-gw/meridian/internal/session"
+	"github.com/meridian-gw/meridian/internal/sessiontree"
 	"github.com/meridian-gw/meridian/internal/transcripts"
 )
 
@@ -235,6 +236,16 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		return err
 	}
 	sparesMin, sparesMax := settleSpares(cfg)
+	// One session tree for every gateway (a subagent may run under another
+	// profile than its lead); on a shared store its cancels reach the other
+	// hosts.
+	tree := sessiontree.New()
+	var cascade gateway.Cascade
+	if db.Engine != "sqlite" {
+		c := cluster.NewCascade(tree, db.Signals, log.With("component", "cluster"))
+		defer c.Close()
+		cascade = c
+	}
 	newGateway := func(cli *cli, name string, env []string) *gateway.Gateway {
 		driver := cli.driver(name, env)
 		var shared gateway.Transcripts
@@ -245,6 +256,8 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 				Log: log.With("component", "transcripts", "profile", name)}
 		}
 		return gateway.New(gateway.Config{
+			Tree:          tree,
+			Cascade:       cascade,
 			Transcripts:   shared,
 			Profile:       name,
 			Backend:       driver,

@@ -9,6 +9,12 @@
 // started them. Live requests only: an entry exists while its request
 // runs, so the tree is bounded by concurrency, not history. Self-gating:
 // only a request that declared a parent can be reached from above.
+//
+// One tree serves every profile of a process (a subagent may run under
+// another profile than its lead); each request names its group (the
+// profile) for the figures. A request is aborted once: a cancel reports
+// only the conversations it newly aborted requests of, so that a cancel
+// carried on to other hosts, and heard back, ends.
 package sessiontree
 
 import (
@@ -25,26 +31,27 @@ type Tree struct {
 	mu        sync.Mutex
 	next      uint64
 	live      map[uint64]*entry
-	cancelled uint64 // requests aborted through the tree, ever
+	cancelled map[string]uint64 // requests aborted through the tree, ever, per group
 }
 
 type entry struct {
-	key, parent string
-	abort       func()
+	group, key, parent string
+	abort              func()
+	aborted            bool
 }
 
 // New returns an empty tree.
-func New() *Tree { return &Tree{live: map[uint64]*entry{}} }
+func New() *Tree { return &Tree{live: map[uint64]*entry{}, cancelled: map[string]uint64{}} }
 
-// Enter registers a live request of conversation key, a child of
+// Enter registers a live request of conversation key in group, a child of
 // conversation parent ("" for none), aborted by abort. Call leave when the
 // request has settled.
-func (t *Tree) Enter(key, parent string, abort func()) (leave func()) {
+func (t *Tree) Enter(group, key, parent string, abort func()) (leave func()) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.next++
 	id := t.next
-	t.live[id] = &entry{key: key, parent: parent, abort: abort}
+	t.live[id] = &entry{group: group, key: key, parent: parent, abort: abort}
 	return func() {
 		t.mu.Lock()
 		defer t.mu.Unlock()
@@ -54,8 +61,9 @@ func (t *Tree) Enter(key, parent string, abort func()) (leave func()) {
 
 // Cancel aborts every live request of conversation key and of every
 // conversation whose ancestry, through live requests' links, reaches key.
-// It returns the conversations it aborted requests of, sorted. Aborts run
-// after the tree's lock is released.
+// It returns the conversations it aborted requests of (requests aborted
+// before are not aborted again, nor counted), sorted. Aborts run after the
+// tree's lock is released.
 func (t *Tree) Cancel(key string) []string { return t.cancel(key, true) }
 
 // CancelBelow aborts the live requests of every conversation that descends
@@ -74,14 +82,15 @@ func (t *Tree) cancel(key string, self bool) []string {
 	var aborts []func()
 	var keys []string
 	for _, e := range t.live {
-		if (self || e.key != key) && reaches(e.key, key, parents) {
+		if !e.aborted && (self || e.key != key) && reaches(e.key, key, parents) {
+			e.aborted = true
+			t.cancelled[e.group]++
 			aborts = append(aborts, e.abort)
 			if !slices.Contains(keys, e.key) {
 				keys = append(keys, e.key)
 			}
 		}
 	}
-	t.cancelled += uint64(len(aborts))
 	t.mu.Unlock()
 	for _, abort := range aborts {
 		abort()
@@ -112,13 +121,17 @@ type Gauges struct {
 	Cancelled uint64 `json:"cancelled"` // requests aborted through the tree, ever
 }
 
-// Stats reports the gauges and the live requests per conversation.
-func (t *Tree) Stats() (Gauges, map[string]int) {
+// Stats reports one group's gauges and live requests per conversation.
+func (t *Tree) Stats(group string) (Gauges, map[string]int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	g := Gauges{Requests: len(t.live), Cancelled: t.cancelled}
+	g := Gauges{Cancelled: t.cancelled[group]}
 	per := map[string]int{}
 	for _, e := range t.live {
+		if e.group != group {
+			continue
+		}
+		g.Requests++
 		per[e.key]++
 		if e.parent != "" {
 			g.Linked++

@@ -154,3 +154,66 @@ func TestPutAfterCloseClosesTheSession(t *testing.T) {
 		t.Fatalf("stats after close: %d live, %d idle", n, idle)
 	}
 }
+
+// slowClose is a session whose close waits until it is let go.
+type slowClose struct {
+	fakeSession
+	release chan struct{}
+}
+
+func (s *slowClose) Close() error { <-s.release; return s.fakeSession.Close() }
+
+// A reclaimed process exits in the background only while what it held
+// fits the memory bound beside the idle ones, and counts there until it
+// is gone; one that does not fit is joined before its replacement's
+// place is given.
+func TestReclaimsOverlapOnlyWithinTheMemoryBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(Config{Max: 2, IdleTTL: time.Hour, Memory: 300 << 20, FreezeAfter: -1})
+		defer p.Close()
+		var sessions []*slowClose
+		for _, k := range []string{"a", "b"} {
+			if err := p.Reserve(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			s := &slowClose{fakeSession: fakeSession{id: k}, release: make(chan struct{})}
+			sessions = append(sessions, s)
+			p.Put(&Live{Key: k, Session: s})
+			time.Sleep(time.Second)
+		}
+		p.mu.Lock()
+		p.idle["a"].memory, p.idle["b"].memory = 120<<20, 120<<20
+		p.mu.Unlock()
+
+		// a's 120 MiB fit beside b's: it exits behind, counted until gone.
+		if err := p.Reserve(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if p.Room(100 << 20) {
+			t.Fatal("the memory an exiting process holds was not counted against the bound")
+		}
+		// b's would not fit beside a's exiting ones and a new spare's: it
+		// is joined, so Reserve returns only once it is gone.
+		p.Put(&Live{Key: "c", Session: &fakeSession{id: "c"}, memory: 100 << 20})
+		returned := make(chan error, 1)
+		go func() { returned <- p.Reserve(context.Background()) }()
+		synctest.Wait()
+		select {
+		case err := <-returned:
+			t.Fatalf("Reserve returned (%v) before the process it reclaimed was gone", err)
+		default:
+		}
+		close(sessions[1].release)
+		if err := <-returned; err != nil || !sessions[1].closed.Load() || sessions[1].yielded.Load() {
+			t.Fatalf("the joined close: %v, closed %v, yielded %v", err, sessions[1].closed.Load(), sessions[1].yielded.Load())
+		}
+		close(sessions[0].release)
+		p.closers.Wait()
+		p.mu.Lock()
+		exiting := p.exiting
+		p.mu.Unlock()
+		if exiting != 0 {
+			t.Fatalf("gone processes still count %d bytes against the bound", exiting)
+		}
+	})
+}

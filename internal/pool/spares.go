@@ -27,11 +27,17 @@ func (p *Pool) Room(size int64) bool {
 	if p.cfg.Memory <= 0 {
 		return true
 	}
-	var held int64
+	return p.heldLocked()+size <= p.cfg.Memory
+}
+
+// heldLocked is what the memory bound counts: the idle processes and
+// spares, and the reclaimed ones still exiting. Called with mu held.
+func (p *Pool) heldLocked() int64 {
+	held := p.exiting
 	for _, l := range p.idle {
 		held += l.memory
 	}
-	return held+size <= p.cfg.Memory
+	return held
 }
 
 // TryReserve takes a place if one is free, closing nothing.

@@ -187,8 +187,10 @@ func restartPhase(b *testing.B, sd benchSide, runs int, recall bool, f *poolFigu
 // before them ("today": one spare, a 1 GiB bound): first turns, the memory
 // and CPU of the whole tree after a burst of one-off prompts, ten new
 // conversations at once after idle and right after, ten active
-// conversations' next turns at once and an 11th new one, and the first
-// turn after a restart. MERIDIAN_BENCH_RUNS (default 1),
+// conversations' next turns at once and an 11th new one, the first
+// turn after a restart, and the refill after a burst (the tree's CPU over
+// the idle after ten new conversations, and the next ten's wall), also
+// with a CPU budget for the spares (--spare-cpu 1). MERIDIAN_BENCH_RUNS (default 1),
 // MERIDIAN_BENCH_ONE_OFFS (default 8) and MERIDIAN_BENCH_IDLE seconds
 // (default 3: the CPU window, and the idle before a burst) size it;
 // ./scripts/bench runs 10, 40 and 60. MERIDIAN_BENCH_SETTLE seconds
@@ -216,6 +218,12 @@ func BenchmarkPool(b *testing.B) {
 		sides["today"] = sd
 	}
 	order := []string{"today", "now"}
+	// The refill after a burst: the defaults, with a CPU budget for the
+	// spares, and one spare (today's), each alone.
+	budget := sides["now"]
+	budget.name, budget.args = "budget", append(slices.Clone(budget.args), "--spare-cpu", "1")
+	refillSides := []benchSide{sides["now"], budget, sides["today"]}
+	var refills map[string]*refillFigures
 
 	got := map[string]*poolFigures{"now": {}, "today": {}}
 	phases := strings.Fields(strings.ReplaceAll(os.Getenv("MERIDIAN_BENCH_PHASES"), ",", " "))
@@ -228,6 +236,9 @@ func BenchmarkPool(b *testing.B) {
 		}
 		if run("bursts") {
 			burstPhase(b, sides, order, n, runs, idle, got)
+		}
+		if run("refill") {
+			refills = refillPhase(b, refillSides, n, benchEnv("MERIDIAN_BENCH_REFILL_RUNS", min(runs, 3)), idle)
 		}
 		for _, side := range order {
 			if run("working") {
@@ -256,8 +267,54 @@ func BenchmarkPool(b *testing.B) {
 		b.ReportMetric(msOf(f.eleventh), "11th-new-ms"+sfx)
 		b.ReportMetric(msOf(f.restart), "first-after-restart-ms"+sfx)
 	}
+	for _, sd := range refillSides {
+		if f := refills[sd.name]; f != nil {
+			b.ReportMetric(slices.Max(f.cpu), "refill-after-burst-cpu-worst-%core-"+sd.name)
+			b.ReportMetric(msOf(median(f.next)), fmt.Sprintf("refill-then-%d-new-ms-", n)+sd.name)
+			b.ReportMetric(float64(f.spared), fmt.Sprintf("refill-then-%d-new-by-spares-", n)+sd.name)
+			b.ReportMetric(float64(median(f.next))/float64(median(refills["today"].next)), "refill-then-burst-ratio-"+sd.name)
+		}
+	}
 	if got["today"].afterIdle > 0 {
 		b.ReportMetric(float64(got["now"].afterIdle)/float64(got["today"].afterIdle), fmt.Sprintf("%d-new-after-idle-ratio", n))
 		b.ReportMetric(float64(got["now"].cold)/float64(got["today"].cold), fmt.Sprintf("%d-new-cold-ratio", n))
 	}
+}
+
+// refillFigures are one side's refill after a burst.
+type refillFigures struct {
+	cpu    []float64       // the tree's CPU over the idle after each burst, % of a core
+	next   []time.Duration // the next burst's wall after that idle
+	spared int             // the fewest of the next burst's a spare answered
+}
+
+// refillPhase measures what refilling the spares after a burst costs and
+// buys: ten new conversations at once, then the tree's CPU over the
+// `idle` seconds after them (the window that holds the refill), then ten
+// new conversations at once again. Each side runs alone, one after
+// another, so none competes for the cores with another's refill.
+func refillPhase(b *testing.B, sides []benchSide, n, runs, idle int) map[string]*refillFigures {
+	got := map[string]*refillFigures{}
+	for r := range runs {
+		for _, sd := range sides {
+			f := got[sd.name]
+			if f == nil {
+				f = &refillFigures{spared: n}
+				got[sd.name] = f
+			}
+			g := fresh(b, sd)
+			g.timed(b, prompt("warm-up"), "X-Claude-Code-Session-Id", "warm-up")
+			waitSpares(g, 1)
+			g.burst(b, fmt.Sprintf("first-%d", r), n, 1)
+			series := g.cpuSeries(idle)
+			wall, spared, _ := g.burst(b, fmt.Sprintf("next-%d", r), n, 1)
+			stop(g)
+			cpu := windows(series, idle)[0]
+			b.Logf("%s, run %d: the tree's CPU each second after a burst of %d (ticks): %v = %.2f %% of a core; the next burst %v, %d by spares",
+				sd.name, r+1, n, series, cpu, wall.Round(time.Millisecond), spared)
+			f.cpu, f.next = append(f.cpu, cpu), append(f.next, wall)
+			f.spared = min(f.spared, spared)
+		}
+	}
+	return got
 }

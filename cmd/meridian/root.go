@@ -161,6 +161,13 @@ func bindServeFlags(fs *pflag.FlagSet, cfg *serve.Config, env map[string]string)
 	boolean(&cfg.FreezeIdle, "freeze-idle", "MERIDIAN_FREEZE_IDLE", true, "stop idle claude processes (SIGSTOP) after 5 s, so they cost no CPU; they resume when used")
 	integer(&cfg.SparesMin, "spares-min", "MERIDIAN_SPARES_MIN", gateway.DefaultSparesMin, "claude processes always started ahead of need for new conversations, for the model and settings recent ones used most")
 	integer(&cfg.SparesMax, "spares-max", "MERIDIAN_SPARES_MAX", serve.DefaultSparesMax(serve.DefaultLiveMemoryMiB()), "most spare claude processes: after a burst of new conversations as many wait as ran at once, for an hour, halving every 15 minutes (0: no spares). Default: half of --live-memory's worth, at most 8 per core")
+	fs.Float64Var(&cfg.SpareCPU, "spare-cpu", twin(env, "MERIDIAN_SPARE_CPU", 0, func(v string) (float64, error) {
+		f, err := strconv.ParseFloat(v, 64)
+		if err == nil && (f < 0 || f > 100) {
+			err = fmt.Errorf("out of range")
+		}
+		return f, err
+	}, "a percentage from 0 to 100", note), "percent of one core the starts of spares beyond --spares-min may use, spread over time: 1 keeps a refill after a burst under 1 % of a core, and takes minutes (0: no limit, the refill takes seconds) (MERIDIAN_SPARE_CPU)")
 	integer(&cfg.Spares, "spares", "MERIDIAN_SPARES", 0, "a fixed number of spare claude processes: sets --spares-min and --spares-max both (0: none)")
 	duration(&cfg.OneOffTTL, "one-off-ttl", "MERIDIAN_ONE_OFF_TTL", pool.DefaultOneOffTTL, "how long the process of a conversation that had one turn and no client session id stays idle (two such at most; as long as --idle-ttl: like any other)")
 	duration(&cfg.StallTimeout, "stall-timeout", "MERIDIAN_STALL_TIMEOUT", gateway.DefaultStallTimeout, "a turn whose CLI produces no output for this long is stopped with a 504 and its process closed")

@@ -65,6 +65,11 @@ type Config struct {
 	// of new conversations, as many as ran at once, SparesMax in all (0:
 	// no spares).
 	SparesMin, SparesMax int
+	// SpareCPU is the share of one core the starts of spares beyond
+	// SparesMin may use, spread over time (each start's measured cost sets
+	// the wait before the next); 0: no limit, a burst's spares come back
+	// within seconds.
+	SpareCPU float64
 	// Starts, when set, remembers the start-time options of new
 	// conversations across restarts: at start the first spare is made for
 	// the ones used most.

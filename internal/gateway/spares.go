@@ -44,6 +44,10 @@ const (
 	// staleIdle is how long a conversation has been idle before a spare
 	// above the minimum may take its place.
 	staleIdle = time.Minute
+	// startUpWork is how long a new CLI keeps doing its start-up work on
+	// its own timers (measured: most in its first second, the rest within
+	// 30 s).
+	startUpWork = 30 * time.Second
 	// replan is how often the worker looks again with nothing happening:
 	// a burst's demand decays, and the spares beyond it close.
 	replan = time.Minute
@@ -56,6 +60,13 @@ const (
 // most SparesMax in all (spareplan decides). One background worker starts
 // and closes them, in idle time, never a request.
 type spares struct {
+	// last is the latest start beyond the minimum, for the CPU budget:
+	// when it began, and its process. The worker's own.
+	last struct {
+		at   time.Time
+		pid  int
+		cost time.Duration // its CPU as last read
+	}
 	mu      sync.Mutex
 	recent  []backend.StartOptions          // the start-time options of recent starts
 	demand  spareplan.Demand                // first turns running at once, per contract
@@ -221,6 +232,13 @@ func (g *Gateway) keepSpares(b backend.SpareBackend) {
 				}
 				continue
 			}
+			if wait := g.budgetWait(short); wait > 0 {
+				g.log.Debug("holding back a spare "+g.cfg.CLI.Name+" process", "why", "the spares' CPU budget", "for", wait)
+				if !g.pause(min(wait, replan)) {
+					return
+				}
+				continue
+			}
 			if !g.roomForSpare(short) {
 				break
 			}
@@ -230,12 +248,43 @@ func (g *Gateway) keepSpares(b backend.SpareBackend) {
 				g.log.Debug("could not start a spare "+g.cfg.CLI.Name+" process", "err", err)
 				break
 			}
+			if !short {
+				g.spares.last.at, g.spares.last.pid, g.spares.last.cost = g.cfg.Now(), pidOf(sess), 0
+			}
 			g.pool.PutSpare(&pool.Live{Session: sess, Spare: key})
 			if !g.pause(spareBoot) {
 				return
 			}
 		}
 	}
+}
+
+// budgetWait is how long a spare beyond the minimum must wait under the
+// spares' CPU budget: the last such start's cost, read from its process
+// while it lives (its start-up work goes on after its first second),
+// spread at the budget's share of a core. Below the minimum, or with no
+// budget, none.
+func (g *Gateway) budgetWait(belowMin bool) time.Duration {
+	last := &g.spares.last
+	if belowMin || g.cfg.SpareCPU <= 0 || last.at.IsZero() {
+		return 0
+	}
+	// Read while its start-up work lasts; later its CPU may be a turn's.
+	if g.cfg.Now().Sub(last.at) < startUpWork {
+		if cost, ok := procmem.CPU(last.pid); ok && cost > last.cost {
+			last.cost = cost
+		}
+	}
+	cost := max(last.cost, spareBoot/2) // a process gone before it was read
+	return spareplan.NextStart(last.at, cost, g.cfg.SpareCPU).Sub(g.cfg.Now())
+}
+
+// pidOf is a session's process, 0 when it has none of its own.
+func pidOf(s backend.Session) int {
+	if p, ok := s.(backend.Processor); ok {
+		return p.Pid()
+	}
+	return 0
 }
 
 // recall seeds the recent starts, at start, with the options the start

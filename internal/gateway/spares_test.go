@@ -314,3 +314,31 @@ func TestNoSpareStartsDuringABurst(t *testing.T) {
 		}
 	})
 }
+
+// Under a CPU budget the spares beyond the minimum come back slowly: the
+// minimum at once, one more, then one each time the last one's cost
+// spread at the budget allows (a process this fake's spares lack counts
+// half a second: 50 s apart at 1 % of a core).
+func TestSparesKeepToTheirCPUBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &spareBackend{}
+		g := New(Config{Backend: b, SparesMin: 1, SparesMax: 12, MaxLive: 32, SpareCPU: 0.01})
+		defer g.Close()
+		opts := backend.StartOptions{Model: "m"}
+		g.refill(opts)
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		burstOf(g, opts, 10)
+		started := b.started.Load()
+		time.Sleep(30 * time.Second)
+		synctest.Wait()
+		if n := spareCount(g); n != 2 {
+			t.Fatalf("%d spares 30 s after a burst of ten under 1 %% of a core, want the minimum and one more", n)
+		}
+		time.Sleep(4*time.Minute + 30*time.Second)
+		synctest.Wait()
+		if n := b.started.Load() - started; n < 6 || n > 8 {
+			t.Fatalf("%d spares started in the five minutes after the burst, want one every 50 s after the first two", n)
+		}
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/meridian-gw/meridian/internal/procmem"
 	"github.com/meridian-gw/meridian/internal/testkit"
@@ -63,4 +64,18 @@ func TestTrackerFollowsTheResidentSize(t *testing.T) {
 		t.Fatalf("a tracker with no slack read %d, PSS is %d", exact, pss)
 	}
 	runtime.KeepAlive(grown)
+}
+
+// A process's CPU time is its user and system ticks; this one has used
+// some, and one that is gone has none to read.
+func TestCPU(t *testing.T) {
+	deadline := time.Now().Add(50 * time.Millisecond)
+	for time.Now().Before(deadline) {
+	}
+	if d, ok := procmem.CPU(os.Getpid()); !ok || d < 10*time.Millisecond {
+		t.Fatalf("this process used %v (%v)", d, ok)
+	}
+	if _, ok := procmem.CPU(1 << 30); ok {
+		t.Fatal("a process that is not there has a CPU time")
+	}
 }

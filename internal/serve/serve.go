@@ -75,8 +75,11 @@ type Config struct {
 	// chosen, fixes both; SparesChosen says which were set (the others
 	// take their defaults, SparesMax one from the memory bound).
 	SparesMin, SparesMax, Spares int
-	SparesChosen                 Chosen
-	FreezeIdle                   bool
+	// SpareCPU is the percent of one core the starts of spares beyond the
+	// minimum may use, spread over time (0: no limit).
+	SpareCPU     float64
+	SparesChosen Chosen
+	FreezeIdle   bool
 	// TranscriptGrace keeps a CLI transcript nothing needs this long after
 	// its last write before it is deleted.
 	TranscriptGrace time.Duration
@@ -277,6 +280,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 			OneOffTTL:     cfg.OneOffTTL,
 			SparesMin:     sparesMin,
 			SparesMax:     sparesMax,
+			SpareCPU:      cfg.SpareCPU / 100,
 			Starts:        db.Starts,
 			FreezeIdle:    cfg.FreezeIdle,
 			Logger:        log.With("component", "gateway", "profile", name),

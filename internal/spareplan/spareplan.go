@@ -196,3 +196,14 @@ func MayStart(m Machine) (bool, string) {
 	}
 	return true, ""
 }
+
+// NextStart is when a spare beyond the minimum may start under a CPU
+// budget, a share of one core: the last such start's cost, spread at that
+// share from when it began. Over any window, starts then use at most the
+// budget (and one start's cost). A budget of 0 or less sets no limit.
+func NextStart(last time.Time, cost time.Duration, budget float64) time.Time {
+	if budget <= 0 || last.IsZero() {
+		return last
+	}
+	return last.Add(time.Duration(float64(cost) / budget))
+}

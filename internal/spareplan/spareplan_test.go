@@ -128,3 +128,18 @@ func TestMayStart(t *testing.T) {
 		}
 	}
 }
+
+// Under a budget of 1 % of a core a start that cost 0.6 s lets the next
+// one go a minute after it; without a budget, at once.
+func TestNextStart(t *testing.T) {
+	last := time.Unix(1_800_000_000, 0)
+	if got := NextStart(last, 600*time.Millisecond, 0.01); !got.Equal(last.Add(time.Minute)) {
+		t.Fatalf("1 %%: %v after the last start", got.Sub(last))
+	}
+	if got := NextStart(last, 600*time.Millisecond, 0); !got.Equal(last) {
+		t.Fatalf("no budget: %v after the last start", got.Sub(last))
+	}
+	if got := NextStart(time.Time{}, time.Second, 0.01); !got.IsZero() {
+		t.Fatalf("no start yet: %v", got)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/answers"
@@ -55,30 +56,35 @@ func TestOnceWaitsForATwinOnAnotherHost(t *testing.T) {
 	r := Retry{Scope: "s", Key: "k", Named: true}
 
 	t.Run("saved", func(t *testing.T) {
-		a, b := twoHosts(t, new(atomic.Bool))
-		_, run, err := a.Once(ctx, r)
-		if err != nil || run == nil {
-			t.Fatalf("the first: %v", err)
-		}
-		got := make(chan *answers.Answer, 1)
-		go func() {
-			saved, _, err := b.Once(ctx, r)
-			if err != nil {
-				t.Error(err)
+		// In a bubble, so that the twin's hearing the end, not its
+		// recheck a second later, is what the clock tells.
+		synctest.Test(t, func(t *testing.T) {
+			a, b := twoHosts(t, new(atomic.Bool))
+			_, run, err := a.Once(ctx, r)
+			if err != nil || run == nil {
+				t.Fatalf("the first: %v", err)
 			}
-			got <- saved
-		}()
-		time.Sleep(50 * time.Millisecond) // b is waiting
-		run.Save(answers.Answer{Status: http.StatusOK, Body: []byte("the answer")})
-		run.Done()
-		select {
-		case saved := <-got:
+			got := make(chan *answers.Answer, 1)
+			go func() {
+				saved, _, err := b.Once(ctx, r)
+				if err != nil {
+					t.Error(err)
+				}
+				got <- saved
+			}()
+			time.Sleep(100 * time.Millisecond)
+			synctest.Wait() // b is waiting
+			run.Save(answers.Answer{Status: http.StatusOK, Body: []byte("the answer")})
+			run.Done()
+			ended := time.Now()
+			saved := <-got
 			if saved == nil || string(saved.Body) != "the answer" {
 				t.Fatalf("the twin on b got %+v", saved)
 			}
-		case <-time.After(elsewhereRecheck / 2):
-			t.Fatal("b did not hear the first end: it waited for its recheck")
-		}
+			if waited := time.Since(ended); waited >= elsewhereRecheck/2 {
+				t.Fatalf("b answered %v after the first ended: it did not hear the end", waited)
+			}
+		})
 	})
 
 	t.Run("unsaved", func(t *testing.T) {

@@ -315,16 +315,7 @@ func TestTwoHostsShareOneStore(t *testing.T) {
 	t.Run("a request whose host died has an unknown outcome on the other", func(t *testing.T) {
 		body := prompt("charge the card")
 		go func() { _, _, _ = a.post(body, "Idempotency-Key", "order-77") }()
-		if err := testkit.WaitFor(20*time.Second, func() error {
-			for _, r := range up.Requests() {
-				if strings.Contains(r.LastUserText(), "charge the card") {
-					return nil
-				}
-			}
-			return fmt.Errorf("the request has not reached the upstream")
-		}); err != nil {
-			t.Fatal(err)
-		}
+		waitUpstreamHas(t, up, "charge the card")
 		a.kill9()
 		killed := time.Now()
 		var last string
@@ -345,13 +336,7 @@ func TestTwoHostsShareOneStore(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("b answered \"outcome unknown\" %v after a was killed: %s", time.Since(killed).Round(time.Millisecond), last)
-		n := 0
-		for _, r := range up.Requests() {
-			if strings.Contains(r.LastUserText(), "charge the card") {
-				n++
-			}
-		}
-		if n != 1 {
+		if n := upstreamHad(up, "charge the card"); n != 1 {
 			t.Fatalf("the upstream saw the request %d times", n)
 		}
 	})

@@ -123,6 +123,32 @@ func prompt(text string) string {
 	return fmt.Sprintf(`{"model":"test-model","max_tokens":100,"messages":[{"role":"user","content":%q}]}`, text)
 }
 
+// upstreamHad counts the requests the upstream has had whose last user
+// message holds text.
+func upstreamHad(up *testkit.Upstream, text string) int {
+	n := 0
+	for _, r := range up.Requests() {
+		if strings.Contains(r.LastUserText(), text) {
+			n++
+		}
+	}
+	return n
+}
+
+// waitUpstreamHas waits until the upstream has had a request whose last
+// user message holds text.
+func waitUpstreamHas(t *testing.T, up *testkit.Upstream, text string) {
+	t.Helper()
+	if err := testkit.WaitFor(20*time.Second, func() error {
+		if upstreamHad(up, text) == 0 {
+			return errors.New("not yet")
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("no request with %q reached the upstream", text)
+	}
+}
+
 // waitUpstream waits until the upstream has had a request.
 // logShows waits a little for the log to hold want: a turn's log line
 // may be written just after its answer reached the client.

@@ -50,16 +50,7 @@ func TestStoreOutage(t *testing.T) {
 		resp, body, err := g.post(prompt("slow"), "X-Claude-Code-Session-Id", "running")
 		running <- answer{resp, body, err}
 	}()
-	if err := testkit.WaitFor(20*time.Second, func() error {
-		for _, r := range up.Requests() {
-			if strings.Contains(r.LastUserText(), "slow") {
-				return nil
-			}
-		}
-		return errors.New("the upstream has not had the slow turn yet")
-	}); err != nil {
-		t.Fatal(err)
-	}
+	waitUpstreamHas(t, up, "slow")
 	if err := pg.Stop(); err != nil {
 		t.Fatal(err)
 	}

@@ -92,16 +92,7 @@ func TestReadinessFollowsTheStoreAndTheDrain(t *testing.T) {
 
 	c := hosts[2]
 	running := c.postAsync(prompt("slow"), "X-Claude-Code-Session-Id", "draining")
-	if err := testkit.WaitFor(20*time.Second, func() error {
-		for _, r := range up.Requests() {
-			if strings.Contains(r.LastUserText(), "slow") {
-				return nil
-			}
-		}
-		return fmt.Errorf("the slow turn has not reached the upstream")
-	}); err != nil {
-		t.Fatal(err)
-	}
+	waitUpstreamHas(t, up, "slow")
 	c.drain(t)
 	for range 3 {
 		status, body, err := c.probe("/health")

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -14,22 +13,6 @@ import (
 
 	"github.com/meridian-gw/meridian/internal/testkit"
 )
-
-// waitUpstreamHas waits until the upstream has had a request whose last
-// user message holds text.
-func waitUpstreamHas(t *testing.T, up *testkit.Upstream, text string) {
-	t.Helper()
-	if err := testkit.WaitFor(20*time.Second, func() error {
-		for _, r := range up.Requests() {
-			if strings.Contains(r.LastUserText(), text) {
-				return nil
-			}
-		}
-		return errors.New("not yet")
-	}); err != nil {
-		t.Fatalf("no request with %q reached the upstream", text)
-	}
-}
 
 // A duplicate of a running request (same request id and body) that
 // reaches another host waits there for the first one's answer and gets
@@ -73,13 +56,7 @@ func TestADuplicateOnAnotherHostGetsTheFirstAnswer(t *testing.T) {
 		resp.Header.Get("X-Meridian-Replayed") != "true" || resp.Header.Get("X-Meridian-Host") != hostID(t, b) {
 		t.Fatalf("the duplicate got %q (replayed %q, host %q)", got, resp.Header.Get("X-Meridian-Replayed"), resp.Header.Get("X-Meridian-Host"))
 	}
-	n := 0
-	for _, r := range up.Requests() {
-		if strings.Contains(r.LastUserText(), "worth ten seconds") {
-			n++
-		}
-	}
-	if n != 1 {
+	if n := upstreamHad(up, "worth ten seconds"); n != 1 {
 		t.Fatalf("the upstream saw the prompt %d times", n)
 	}
 	t.Logf("the duplicate through another host got the first answer, replayed, %v after the first began", time.Since(started).Round(100*time.Millisecond))

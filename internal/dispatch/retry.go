@@ -105,7 +105,7 @@ func (d *Dispatcher) journal(ctx context.Context, run *Run) (found *answers.Answ
 			// The twin ended: its answer, when it saved one, is ours.
 			found, err := run.saved.Found(ctx)
 			if found != nil || err != nil {
-				run.Done()
+				run.endJournal() // nothing runs: the caller ends the rest
 				if err != nil {
 					d.log.Error("store: could not look up a saved answer", "err", err)
 					return nil, errStoreRead
@@ -154,16 +154,22 @@ func (r *Run) Save(a answers.Answer) {
 // Done ends the run: its journal entry is cleared and its waiters take its
 // answer, or one of them runs.
 func (r *Run) Done() {
-	if !r.ended {
-		r.ended = true
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := r.d.cfg.Journal.End(ctx, r.r.Key); err != nil {
-			r.d.log.Warn("store: could not clear a finished request from the journal", "err", err)
-		}
-	}
+	r.endJournal()
 	if r.saved != nil {
 		r.saved.Done()
+	}
+}
+
+// endJournal clears the run's journal entry, once.
+func (r *Run) endJournal() {
+	if r.ended {
+		return
+	}
+	r.ended = true
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := r.d.cfg.Journal.End(ctx, r.r.Key); err != nil {
+		r.d.log.Warn("store: could not clear a finished request from the journal", "err", err)
 	}
 }
 

@@ -15,10 +15,12 @@ import (
 
 // A stream that fails after its message began closes that message as
 // incomplete, in its done event and in the failed response: it never
-// completed.
+// completed. The stall timeout also bounds the wait for the first event,
+// which a cold CLI on a loaded machine can take seconds to send, so it is
+// kept well above that.
 func TestFailedResponseStreamLeavesItsMessageIncomplete(t *testing.T) {
 	t.Parallel()
-	s := newStack(t, stackOptions{sessions: true, stallTimeout: 2 * time.Second})
+	s := newStack(t, stackOptions{sessions: true, stallTimeout: 8 * time.Second})
 	s.Upstream.Always(testkit.Reply{Text: "a partial answer that stops", ChunkSize: 5, StallAfter: 4})
 	st := s.chatClient().Responses.NewStreaming(context.Background(), respParams("start and stall"))
 	var doneItem string

@@ -166,28 +166,37 @@ func openCode(t Target, l locator) ([]fileEdit, []string) {
 	return []fileEdit{f, plugin}, append(notes, keyNote(t)...)
 }
 
-// codex: a model provider on the Responses API and a profile that uses
-// it; with SetDefault, the provider and model become the top-level ones.
+// codex: a model provider on the Responses API. Codex reads a profile
+// from a file of its own, $CODEX_HOME/NAME.config.toml, and refuses
+// --profile while config.toml still holds a [profiles.NAME] table (as
+// earlier setups wrote), so the profile and its provider go in that file
+// and the old table is removed. With SetDefault, the provider and model
+// become config.toml's own.
 func codex(t Target, l locator) ([]fileEdit, []string) {
-	f := fileEdit{path: filepath.Join(l.dir("CODEX_HOME", ".codex"), "config.toml"), format: tomlFile}
-	p := func(k string, v any) confedit.Edit {
-		return confedit.Edit{Path: path("model_providers", "meridian", k), Value: v}
+	home := l.dir("CODEX_HOME", ".codex")
+	provider := func(edits ...confedit.Edit) []confedit.Edit {
+		p := func(k string, v any) confedit.Edit {
+			return confedit.Edit{Path: path("model_providers", "meridian", k), Value: v}
+		}
+		edits = append(edits, p("name", "Meridian"), p("base_url", t.BaseURL+"/v1"), p("wire_api", "responses"))
+		if t.KeyEnv != "" {
+			edits = append(edits, p("env_key", t.KeyEnv))
+		}
+		return edits
 	}
-	f.edits = []confedit.Edit{p("name", "Meridian"), p("base_url", t.BaseURL+"/v1"), p("wire_api", "responses")}
-	if t.KeyEnv != "" {
-		f.edits = append(f.edits, p("env_key", t.KeyEnv))
+	top := []confedit.Edit{
+		{Path: path("model_provider"), Value: "meridian"},
+		{Path: path("model"), Value: t.defaultModel()},
 	}
-	f.edits = append(f.edits,
-		confedit.Edit{Path: path("profiles", "meridian", "model_provider"), Value: "meridian"},
-		confedit.Edit{Path: path("profiles", "meridian", "model"), Value: t.defaultModel()})
+	profile := fileEdit{path: filepath.Join(home, "meridian.config.toml"), format: tomlFile, edits: provider(top...)}
+	config := fileEdit{path: filepath.Join(home, "config.toml"), format: tomlFile,
+		edits: []confedit.Edit{{Path: path("profiles", "meridian"), Drop: true}}}
 	notes := []string{"Codex: run `codex --profile meridian`"}
 	if t.SetDefault {
-		f.edits = append(f.edits,
-			confedit.Edit{Path: path("model_provider"), Value: "meridian"},
-			confedit.Edit{Path: path("model"), Value: t.defaultModel()})
+		config.edits = provider(append(config.edits, top...)...)
 		notes = notes[:0]
 	}
-	return []fileEdit{f}, append(notes, keyNote(t)...)
+	return []fileEdit{profile, config}, append(notes, keyNote(t)...)
 }
 
 // pi: a provider in models.json on the Messages API; Pi reads an apiKey

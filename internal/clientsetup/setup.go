@@ -54,7 +54,7 @@ func Prepare(c Client, t Target, env map[string]string, home string) (Plan, erro
 		if err != nil {
 			return Plan{}, err
 		}
-		if !ch.Existed || string(ch.Before) != string(ch.After) {
+		if (!ch.Existed && len(ch.After) > 0) || string(ch.Before) != string(ch.After) {
 			p.Changes = append(p.Changes, ch)
 		}
 	}

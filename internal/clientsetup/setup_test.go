@@ -245,16 +245,35 @@ func TestUndoRefusesAFileChangedSince(t *testing.T) {
 	}
 }
 
+// Codex reads a profile from $CODEX_HOME/NAME.config.toml and refuses
+// --profile while config.toml holds a [profiles.NAME] table: setup writes
+// the profile's file, leaves a config.toml without that table untouched,
+// and removes the table an earlier setup wrote.
 func TestTheEditsAreWhatTheClientsRead(t *testing.T) {
-	p := prepare(t, mustLookup("codex"), target(), t.TempDir())
+	home := t.TempDir()
+	ex := existing["codex"]
+	write(t, filepath.Join(home, ex.path), ex.text, 0o644)
+	tg := target()
+	tg.SetDefault = false
+	p := prepare(t, mustLookup("codex"), tg, home)
+	if len(p.Changes) != 1 || filepath.Base(p.Changes[0].Path) != "meridian.config.toml" {
+		t.Fatalf("setup without --set-default changed more than the profile:\n%s", p.Diff())
+	}
 	got := string(p.Changes[0].After)
-	for _, want := range []string{`model_provider = "meridian"`, `base_url = "http://127.0.0.1:3456/v1"`, `wire_api = "responses"`, "[profiles.meridian]"} {
+	for _, want := range []string{"model_provider = \"meridian\"\nmodel = \"sonnet\"\n", `base_url = "http://127.0.0.1:3456/v1"`, `wire_api = "responses"`} {
 		if !strings.Contains(got, want) {
-			t.Errorf("codex config lacks %s:\n%s", want, got)
+			t.Errorf("codex profile lacks %s:\n%s", want, got)
 		}
 	}
 	if err := confedit.ValidTOML(p.Changes[0].After); err != nil {
 		t.Fatal(err)
+	}
+
+	legacy := ex.text + "\n[profiles.meridian]\nmodel_provider = \"meridian\"\nmodel = \"sonnet\"\n"
+	write(t, filepath.Join(home, ex.path), legacy, 0o644)
+	p = prepare(t, mustLookup("codex"), tg, home)
+	if len(p.Changes) != 2 || string(p.Changes[1].After) != ex.text {
+		t.Fatalf("the earlier setup's [profiles.meridian] was not removed alone:\n%s", p.Diff())
 	}
 }
 

@@ -14,11 +14,14 @@ import (
 
 // Edit sets the value at Path. With Match set, Path names an array of
 // objects and Value is one of them: the element whose Match member equals
-// Value's is replaced, or Value is appended when none does.
+// Value's is replaced, or Value is appended when none does. With Drop set
+// (TOML only), the table Path names is removed with its header and keys;
+// that it is already absent is no change.
 type Edit struct {
 	Path  []string
 	Value any
 	Match string
+	Drop  bool
 }
 
 // Error is input the editor refuses: malformed text or a setting in the

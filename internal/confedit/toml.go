@@ -24,9 +24,27 @@ func TOML(src []byte, edits []Edit) ([]byte, error) {
 	}
 	lines := splitLines(src)
 	changed := false
+	for _, e := range edits {
+		if !e.Drop {
+			continue
+		}
+		if _, exists := tableValue(doc, e.Path); !exists {
+			continue
+		}
+		if lines, err = dropTable(lines, e.Path); err != nil {
+			return nil, err
+		}
+		changed = true
+		if doc, err = decodeTOML([]byte(strings.Join(lines, ""))); err != nil {
+			return nil, err
+		}
+	}
 	var missing []string // tables to append, in the order first asked for
 	appendKeys := map[string][]string{}
 	for _, e := range edits {
+		if e.Drop {
+			continue
+		}
 		table, key := e.Path[:len(e.Path)-1], e.Path[len(e.Path)-1]
 		have, found, err := lookup(doc, table, key)
 		if err != nil {
@@ -77,6 +95,31 @@ func TOML(src []byte, edits []Edit) ([]byte, error) {
 		out = append(out, fmt.Sprintf("[%s]\n%s\n", name, strings.Join(appendKeys[name], "\n"))...)
 	}
 	return out, checkTOML(out, edits)
+}
+
+// dropTable removes table's header and keys, and the blank line that set
+// it apart. A table defined otherwise, or with sub-tables of its own, is
+// refused rather than half removed.
+func dropTable(lines []string, table []string) ([]string, error) {
+	name := strings.Join(table, ".")
+	lo, hi, ok := tableRegion(lines, table)
+	if !ok {
+		return nil, &Error{1, fmt.Sprintf("table %s is defined without its own [%s] header; remove it by hand", name, name)}
+	}
+	from := lo - 1
+	endsBlank := hi > lo && strings.TrimSpace(lines[hi-1]) == ""
+	if from > 0 && strings.TrimSpace(lines[from-1]) == "" && !endsBlank {
+		from--
+	}
+	out := append(append([]string{}, lines[:from]...), lines[hi:]...)
+	doc, err := decodeTOML([]byte(strings.Join(out, "")))
+	if err != nil {
+		return nil, err
+	}
+	if _, still := tableValue(doc, table); still {
+		return nil, &Error{lo, fmt.Sprintf("table %s has parts under other headers; remove it by hand", name)}
+	}
+	return out, nil
 }
 
 // ValidTOML reports whether src is well-formed TOML, naming the line of
@@ -324,6 +367,12 @@ func checkTOML(src []byte, edits []Edit) error {
 		return fmt.Errorf("confedit: the edit left invalid TOML: %w", err)
 	}
 	for _, e := range edits {
+		if e.Drop {
+			if _, still := tableValue(doc, e.Path); still {
+				return fmt.Errorf("confedit: %s was not removed", strings.Join(e.Path, "."))
+			}
+			continue
+		}
 		have, found, _ := lookup(doc, e.Path[:len(e.Path)-1], e.Path[len(e.Path)-1])
 		if !found || !sameTOML(have, e.Value) {
 			return fmt.Errorf("confedit: %s did not take", strings.Join(e.Path, "."))

@@ -99,3 +99,29 @@ func TestTOMLRefuses(t *testing.T) {
 		})
 	}
 }
+
+// Drop removes a table whole, leaving what surrounds it as it was, and is
+// no change where the table is absent; a table it cannot remove whole is
+// refused.
+func TestTOMLDropsATable(t *testing.T) {
+	src := "# mine\nmodel = \"o3\"\n\n[profiles.meridian]\nmodel_provider = \"meridian\" # set up\nmodel = \"sonnet\"\n\n[profiles.fast]\nmodel = \"mini\"\n"
+	drop := []Edit{{Path: []string{"profiles", "meridian"}, Drop: true}}
+	out, err := TOML([]byte(src), drop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "# mine\nmodel = \"o3\"\n\n[profiles.fast]\nmodel = \"mini\"\n"; string(out) != want {
+		t.Fatalf("got\n%s", out)
+	}
+	if again, err := TOML(out, drop); err != nil || string(again) != string(out) {
+		t.Fatalf("dropping an absent table changed the file: %v\n%s", err, again)
+	}
+	for name, src := range map[string]string{
+		"inline":     "profiles = { meridian = { model = \"x\" } }\n",
+		"sub-tables": "[profiles.meridian]\nmodel = \"x\"\n[profiles.meridian.features]\nweb = true\n",
+	} {
+		if _, err := TOML([]byte(src), drop); err == nil {
+			t.Errorf("%s: a table it cannot remove whole was removed in part", name)
+		}
+	}
+}

@@ -1,7 +1,7 @@
 # Meridian in a container: the binary from this checkout, the claude CLI
 # from npm at the version the tests pin (scripts/claude-version), a
 # non-root user, the data dir and the CLI's login as volumes. It listens
-# beyond loopback, so it needs MERIDIAN_API_KEY. See docs/container.md.
+# beyond loopback, so it needs an admin key, MERIDIAN_ADMIN_KEY. See docs/container.md.
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./

@@ -48,7 +48,7 @@ func TestAntigravityClientTools(t *testing.T) {
 		agyMCPCall("get_time", map[string]string{"city": "Rome"}),
 		agyAnswer("Rome at {{tool_output}}.\n", 90, 9),
 	}}}})
-	g.gatewayProc.start("--backend", "antigravity", "--agy-path", g.agy, "--api-key", "client-key")
+	g.gatewayProc.start("--backend", "antigravity", "--agy-path", g.agy, "--admin-key", "client-key")
 	ctx := context.Background()
 	params := agyParams("What is the weather?")
 	params.Tools = agyClientTools

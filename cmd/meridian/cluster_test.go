@@ -139,7 +139,7 @@ func TestTwoHostsShareOneStore(t *testing.T) {
 		t.Fatalf("health: a %+v, b %+v", healthA, healthB)
 	}
 	u, _ := url.Parse(b.url)
-	status, err := exec.Command(b.bin, "status", "--host", u.Hostname(), "--port", u.Port(), "--api-key", "client-key").CombinedOutput()
+	status, err := exec.Command(b.bin, "status", "--host", u.Hostname(), "--port", u.Port(), "--admin-key", "client-key").CombinedOutput()
 	if err != nil || !strings.Contains(string(status), "host       "+healthB.Host+", store postgres (2 live hosts)") {
 		t.Fatalf("meridian status: %v\n%s", err, status)
 	}

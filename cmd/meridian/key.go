@@ -2,11 +2,15 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"log/slog"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/meridian-gw/meridian/internal/apikeys"
+	"github.com/meridian-gw/meridian/internal/clientsetup"
 	"github.com/meridian-gw/meridian/internal/serve"
 )
 
@@ -20,7 +24,7 @@ func newKeyCommand(env map[string]string) *cobra.Command {
 		Long: `Each key has a name, an optional scope (--profiles, --models) and optional limits (--rpm,
 --concurrent, --tokens-per-day), which every host sharing the store enforces. A key is shown once,
 when it is made or rotated; only its digest is kept. Once any key exists the model routes need one
-(or --api-key, the admin key, which alone opens the pages and admin routes). Usage is attributed to
+(or --admin-key, the admin key, which alone opens the pages and admin routes). Usage is attributed to
 the key's name, never the key.`,
 	}
 	cmd.PersistentFlags().StringVar(&dataDir, "data-dir", envOr(env, "MERIDIAN_DATA_DIR", defaultDataDir(env)), "where Meridian keeps its state (MERIDIAN_DATA_DIR)")
@@ -59,11 +63,22 @@ the key's name, never the key.`,
 		Short: "Make a key (shown once) with its scope and limits",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			return run(c, func(m *apikeys.Manager) (any, error) {
+			var made apikeys.View
+			var all []apikeys.View
+			err := run(c, func(m *apikeys.Manager) (any, error) {
 				s := spec
 				s.Name = args[0]
-				return m.Add(c.Context(), s, profiles, models, expires)
+				v, err := m.Add(c.Context(), s, profiles, models, expires)
+				if err == nil {
+					made = v
+					all, _ = m.List(c.Context())
+				}
+				return v, err
 			})
+			if err == nil && !asJSON {
+				repointNote(c.ErrOrStderr(), made, all)
+			}
+			return err
 		},
 	}
 	add.Flags().StringVar(&profiles, "profiles", "", "the profiles it may use, comma-separated (default: any)")
@@ -86,4 +101,29 @@ the key's name, never the key.`,
 		one("revoke", "End a key on every host at once", (*apikeys.Manager).Revoke),
 		one("rotate", "Give a key a new secret (shown once); the old one stops working", (*apikeys.Manager).Rotate))
 	return cmd
+}
+
+// repointNote tells the person who made a key how clients reach Meridian
+// with it, and, for the first key in force, that keyless clients (as
+// setup configured them without a key) are refused from now on.
+func repointNote(w io.Writer, made apikeys.View, all []apikeys.View) {
+	first := true
+	for _, k := range all {
+		if k.Name != made.Name && k.Status == "active" {
+			first = false
+		}
+	}
+	var names []string
+	for _, c := range clientsetup.Clients() {
+		names = append(names, c.Name)
+	}
+	if first {
+		fmt.Fprintln(w, "\nThis is the first key: from now on the model routes refuse a request without a key (401).\n"+
+			"Clients set up without a key stop working (Claude Code then says \"Not logged in\"); point each one at a key:")
+	} else {
+		fmt.Fprintln(w, "\nPoint a client at it:")
+	}
+	fmt.Fprintf(w, "  meridian setup CLIENT --key %s\n      writes the key into the client's configuration, or\n", made.Key)
+	fmt.Fprintf(w, "  export MERIDIAN_API_KEY=%s; meridian setup CLIENT\n      makes the configuration name the variable, for the client to read where it runs.\n", made.Key)
+	fmt.Fprintf(w, "CLIENT is one of %s. Other clients send it as x-api-key or Authorization: Bearer.\n", strings.Join(names, ", "))
 }

@@ -93,7 +93,7 @@ func TestKeysKeepToTheirScope(t *testing.T) {
 	g.up.Always(testkit.Reply{Text: "scoped answer"})
 	twoProfiles(t, g, "sk-ant-a-SECRET", "sk-ant-b-SECRET")
 	key := g.addKey(t, "", "ci-bot", "--profiles", "b", "--models", "test-*")
-	g.env = append(g.env, "MERIDIAN_API_KEY="+adminKey)
+	g.env = append(g.env, "MERIDIAN_ADMIN_KEY="+adminKey)
 	g.start("--spares", "0")
 
 	c := keyedAnthropic(g.url, key)
@@ -515,7 +515,7 @@ func TestDashboardGroupsByKey(t *testing.T) {
 	g.up.Always(testkit.Reply{Text: "ok", Usage: testkit.Usage{InputTokens: 11, OutputTokens: 7}})
 	laptop := g.addKey(t, "", "laptop-codex")
 	ci := g.addKey(t, "", "ci-bot")
-	g.env = append(g.env, "MERIDIAN_API_KEY="+adminKey)
+	g.env = append(g.env, "MERIDIAN_ADMIN_KEY="+adminKey)
 	g.start("--spares", "0")
 	for key, n := range map[string]int{laptop: 3, ci: 1, adminKey: 2} {
 		for range n {
@@ -562,7 +562,7 @@ func TestAKeySeesItsOwnPage(t *testing.T) {
 	g := newGateway(t)
 	g.up.Always(testkit.Reply{Text: "ok", Usage: testkit.Usage{InputTokens: 11, OutputTokens: 7}})
 	key := g.addKey(t, "", "pi-laptop", "--rpm", "60", "--tokens-per-day", "100000")
-	g.env = append(g.env, "MERIDIAN_API_KEY="+adminKey)
+	g.env = append(g.env, "MERIDIAN_ADMIN_KEY="+adminKey)
 	g.start("--spares", "0")
 	for range 2 {
 		if _, err := ask(keyedAnthropic(g.url, key), "test-model"); err != nil {
@@ -591,4 +591,26 @@ func TestAKeySeesItsOwnPage(t *testing.T) {
 	}
 	b.forget()
 	b.clean(t)
+}
+
+// MERIDIAN_API_KEY is a client's key: a shell that exported it for a tool
+// starts meridian without an admin key (the pages stay open on loopback,
+// as for any start without one), and the log says which name the admin
+// key has.
+func TestAClientsKeyInTheEnvironmentIsNotTheAdminKey(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	g.env = append(g.env, "MERIDIAN_API_KEY=mk-client-SECRET")
+	g.start("--spares", "0")
+	resp, err := http.Get(g.url + "/v1/sessions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("an admin route without a key: %d; the client's key became the admin key", resp.StatusCode)
+	}
+	if !strings.Contains(g.log.String(), "MERIDIAN_API_KEY is set here but is a client's key") || !strings.Contains(g.log.String(), "MERIDIAN_ADMIN_KEY") {
+		t.Fatalf("the log does not say so:\n%s", g.log.String())
+	}
 }

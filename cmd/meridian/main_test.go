@@ -20,7 +20,7 @@ import (
 
 func TestFlagsHaveEnvironmentTwins(t *testing.T) {
 	env := []string{"MERIDIAN_PORT=4567", "MERIDIAN_HOST=127.0.0.2", "MERIDIAN_MAX_CONCURRENT=3", "MERIDIAN_CLAUDE_PATH=/opt/claude",
-		"MERIDIAN_QUEUE_TIMEOUT=5s", "MERIDIAN_DATA_DIR=/d", "MERIDIAN_API_KEY=k", "MERIDIAN_MAX_BODY_BYTES=99", "HOME=/home/u"}
+		"MERIDIAN_QUEUE_TIMEOUT=5s", "MERIDIAN_DATA_DIR=/d", "MERIDIAN_ADMIN_KEY=k", "MERIDIAN_MAX_BODY_BYTES=99", "HOME=/home/u"}
 	root := newRootCommand(env, nil)
 	if err := root.ParseFlags(nil); err != nil {
 		t.Fatal(err)
@@ -28,7 +28,7 @@ func TestFlagsHaveEnvironmentTwins(t *testing.T) {
 	f := root.Flags()
 	for name, want := range map[string]string{
 		"port": "4567", "host": "127.0.0.2", "max-concurrent": "3", "claude-path": "/opt/claude",
-		"queue-timeout": "5s", "data-dir": "/d", "api-key": "k", "max-body-bytes": "99",
+		"queue-timeout": "5s", "data-dir": "/d", "admin-key": "k", "max-body-bytes": "99",
 	} {
 		if got := f.Lookup(name).Value.String(); got != want {
 			t.Errorf("--%s = %q from the environment, want %q", name, got, want)

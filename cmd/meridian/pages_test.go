@@ -269,12 +269,12 @@ func TestPagesInABrowser(t *testing.T) {
 	b.clean(t)
 }
 
-// With --api-key the pages refuse a browser without the key and show the
+// With --admin-key the pages refuse a browser without the key and show the
 // sign-in form, which posts the key (a wrong one is said so, a key in the
 // URL signs nothing in) and goes on to the page asked for with a cookie;
 // a page request from a foreign origin is refused.
 func TestPagesNeedTheKey(t *testing.T) {
-	g := servedTraffic(t, "sekrit-key", "--api-key", "sekrit-key")
+	g := servedTraffic(t, "sekrit-key", "--admin-key", "sekrit-key")
 	b := newBrowser(t)
 	b.do(t, chromedp.Navigate(g.url+"/telemetry"))
 	if title := text(t, b, "h1"); title != "Sign in" {

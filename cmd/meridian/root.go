@@ -43,6 +43,9 @@ func newRootCommand(environ []string, hurry <-chan struct{}) *cobra.Command {
 		cfg.SparesChosen = serve.Chosen{Fixed: chosen("spares", "MERIDIAN_SPARES"),
 			Min: chosen("spares-min", "MERIDIAN_SPARES_MIN"), Max: chosen("spares-max", "MERIDIAN_SPARES_MAX")}
 		cfg.StoreOnCommandLine = cmd.Flags().Changed("store")
+		if env["MERIDIAN_API_KEY"] != "" && cfg.APIKey == "" {
+			cfg.StartNotes = append(cfg.StartNotes, "MERIDIAN_API_KEY is set here but is a client's key, which serve does not read: the admin key is --admin-key or MERIDIAN_ADMIN_KEY")
+		}
 		return serve.Run(cmd.Context(), *cfg, environ, cmd.ErrOrStderr())
 	}
 	root := &cobra.Command{
@@ -142,7 +145,11 @@ func bindServeFlags(fs *pflag.FlagSet, cfg *serve.Config, env map[string]string)
 	str(&cfg.AgyPath, "agy-path", "MERIDIAN_AGY_PATH", "agy", "the agy CLI binary, for --backend antigravity")
 	integer(&cfg.MaxConcurrent, "max-concurrent", "MERIDIAN_MAX_CONCURRENT", gateway.DefaultMaxConcurrent, "most claude processes running at once")
 	str(&cfg.DataDir, "data-dir", "MERIDIAN_DATA_DIR", defaultDataDir(env), "where Meridian keeps its state")
-	str(&cfg.APIKey, "api-key", "MERIDIAN_API_KEY", "", "require this key (x-api-key or Authorization: Bearer) on /v1/*; needed to listen beyond loopback")
+	// --api-key was this flag's name while MERIDIAN_API_KEY was its twin,
+	// a name clients use for their own key; the old flag still works.
+	fs.StringVar(&cfg.APIKey, "api-key", "", "the admin key (old name of --admin-key)")
+	_ = fs.MarkDeprecated("api-key", "use --admin-key (or MERIDIAN_ADMIN_KEY)")
+	str(&cfg.APIKey, "admin-key", "MERIDIAN_ADMIN_KEY", "", "the admin key: it alone opens the pages and admin routes, and any route takes it (x-api-key or Authorization: Bearer); needed to listen beyond loopback")
 	str(&cfg.LogLevel, "log-level", "MERIDIAN_LOG_LEVEL", "info", "debug, info, warn or error")
 	str(&cfg.LogFormat, "log-format", "MERIDIAN_LOG_FORMAT", "text", "text or json")
 

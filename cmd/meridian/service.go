@@ -89,7 +89,7 @@ func newServiceCommand(env map[string]string) *cobra.Command {
 				fmt.Fprintf(out, "systemd: %s, %s\n", st.Active, st.Enabled)
 			}
 			url := "http://" + net.JoinHostPort(host, strconv.Itoa(port))
-			r, err := probe.Probe(cmd.Context(), url, env["MERIDIAN_API_KEY"])
+			r, err := probe.Probe(cmd.Context(), url, env["MERIDIAN_ADMIN_KEY"])
 			if errors.Is(err, probe.ErrNothing) {
 				fmt.Fprintf(out, "meridian: nothing answers at %s\n", url)
 				return nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -20,6 +21,7 @@ func newSetupCommand(env map[string]string, environ []string) *cobra.Command {
 	var host string
 	var port int
 	var dryRun, undo, setDefault, printEnv bool
+	var keyArg, keyEnv string
 	var names []string
 	for _, c := range clientsetup.Clients() {
 		names = append(names, c.Name)
@@ -38,9 +40,9 @@ func newSetupCommand(env map[string]string, environ []string) *cobra.Command {
 			out := cmd.OutOrStdout()
 			base := "http://" + net.JoinHostPort(host, strconv.Itoa(port))
 			t := clientsetup.Target{BaseURL: base, SetDefault: setDefault}
-			key := env["MERIDIAN_API_KEY"]
-			if key != "" {
-				t.KeyEnv = "MERIDIAN_API_KEY"
+			key, err := setupKey(cmd, env, &t, keyArg, keyEnv)
+			if err != nil {
+				return err
 			}
 			if args[0] == "env" {
 				if !printEnv {
@@ -114,5 +116,38 @@ func newSetupCommand(env map[string]string, environ []string) *cobra.Command {
 	fs.BoolVar(&undo, "undo", false, "restore the files setup changed for CLIENT from its backup")
 	fs.BoolVar(&setDefault, "set-default", false, "also make Meridian the client's default provider and model")
 	fs.BoolVar(&printEnv, "print", false, "with env: print shell exports")
+	fs.StringVar(&keyArg, "key", "", "write this Meridian API key (of `meridian key add`) into the client's configuration, which is then kept private; - reads it from stdin")
+	fs.StringVar(&keyEnv, "key-env", "", "name this variable in the client's configuration instead, for the client to read the key from where it runs (default: MERIDIAN_API_KEY when it is set here)")
 	return cmd
+}
+
+// setupKey decides how the client gets its key: the key itself (--key,
+// or - for stdin), a variable it names (--key-env, else MERIDIAN_API_KEY
+// when set here), or none. It returns the key to ask Meridian's model
+// list with.
+func setupKey(cmd *cobra.Command, env map[string]string, t *clientsetup.Target, key, keyEnv string) (string, error) {
+	switch {
+	case key != "" && keyEnv != "":
+		return "", fmt.Errorf("give --key or --key-env, not both")
+	case key == "-":
+		b, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), 4096))
+		if err != nil {
+			return "", fmt.Errorf("reading the key from stdin: %w", err)
+		}
+		if key = strings.TrimSpace(string(b)); key == "" {
+			return "", fmt.Errorf("--key -: stdin held no key")
+		}
+		t.Key = key
+		return key, nil
+	case key != "":
+		t.Key = key
+		return key, nil
+	case keyEnv != "":
+		t.KeyEnv = keyEnv
+		return env[keyEnv], nil
+	case env["MERIDIAN_API_KEY"] != "":
+		t.KeyEnv = "MERIDIAN_API_KEY"
+		return env["MERIDIAN_API_KEY"], nil
+	}
+	return "", nil
 }

@@ -41,6 +41,7 @@ func TestSetupCommand(t *testing.T) {
 	env := []string{"HOME=" + home, "MERIDIAN_DATA_DIR=" + filepath.Join(home, "data"), "MERIDIAN_API_KEY=s3cret-key", "MERIDIAN_PORT=" + port,
 		"MERIDIAN_CLAUDE_PATH=" + filepath.Join(home, "no-claude")}
 	config := filepath.Join(home, ".codex", "config.toml")
+	profile := filepath.Join(home, ".codex", "meridian.config.toml")
 	mine := "# mine\nmodel = \"o3\"\n"
 	if err := os.MkdirAll(filepath.Dir(config), 0o755); err != nil {
 		t.Fatal(err)
@@ -57,10 +58,13 @@ func TestSetupCommand(t *testing.T) {
 		t.Fatal("--dry-run wrote the file")
 	}
 	out, err = setupCLI(t, env, "codex")
-	if err != nil || !strings.Contains(out, "updated "+config) || !strings.Contains(out, "export MERIDIAN_API_KEY") {
+	if err != nil || !strings.Contains(out, "created "+profile) || !strings.Contains(out, "export MERIDIAN_API_KEY") {
 		t.Fatalf("setup: %v\n%s", err, out)
 	}
-	written, _ := os.ReadFile(config)
+	if now, _ := os.ReadFile(config); string(now) != mine {
+		t.Fatalf("setup without --set-default changed config.toml:\n%s", now)
+	}
+	written, _ := os.ReadFile(profile)
 	if !strings.Contains(string(written), `env_key = "MERIDIAN_API_KEY"`) || !strings.Contains(string(written), "127.0.0.1:"+port+"/v1") {
 		t.Fatalf("config:\n%s", written)
 	}
@@ -70,11 +74,11 @@ func TestSetupCommand(t *testing.T) {
 	if out, err = setupCLI(t, env, "codex"); err != nil || !strings.Contains(out, "nothing to change") {
 		t.Fatalf("second run: %v\n%s", err, out)
 	}
-	if out, err = setupCLI(t, env, "--undo", "codex"); err != nil || !strings.Contains(out, "restored "+config) {
+	if out, err = setupCLI(t, env, "--undo", "codex"); err != nil || !strings.Contains(out, "restored "+profile) {
 		t.Fatalf("undo: %v\n%s", err, out)
 	}
-	if now, _ := os.ReadFile(config); string(now) != mine {
-		t.Fatalf("undo left:\n%s", now)
+	if _, err := os.Stat(profile); !os.IsNotExist(err) {
+		t.Fatalf("undo left the profile it created: %v", err)
 	}
 
 	if _, err = setupCLI(t, env, "nonesuch"); err == nil || !strings.Contains(err.Error(), "setup knows claude-code, opencode") {

@@ -54,7 +54,9 @@ func newStatusCommand(env map[string]string) *cobra.Command {
 	}
 	fs := cmd.Flags()
 	addressFlags(fs, env, &host, &port, "the instance")
-	fs.StringVar(&apiKey, "api-key", env["MERIDIAN_API_KEY"], "the instance's API key, to read its request figures (MERIDIAN_API_KEY)")
+	fs.StringVar(&apiKey, "admin-key", env["MERIDIAN_ADMIN_KEY"], "the instance's admin key, to read its request figures (MERIDIAN_ADMIN_KEY)")
+	fs.StringVar(&apiKey, "api-key", env["MERIDIAN_ADMIN_KEY"], "old name of --admin-key")
+	_ = fs.MarkDeprecated("api-key", "use --admin-key")
 	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return cmd
 }

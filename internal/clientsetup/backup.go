@@ -95,7 +95,11 @@ func (p Plan) Apply(backups string) error {
 		if err := os.MkdirAll(filepath.Dir(ch.Path), 0o700); err != nil {
 			return err
 		}
-		if err := atomicfile.Write(ch.Path, ch.After, ch.Mode); err != nil {
+		mode := ch.Mode
+		if ch.Private {
+			mode &= 0o600
+		}
+		if err := atomicfile.Write(ch.Path, ch.After, mode); err != nil {
 			return err
 		}
 	}

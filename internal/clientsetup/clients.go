@@ -11,9 +11,12 @@ import (
 // Target is the Meridian a client is pointed at.
 type Target struct {
 	BaseURL string // http://host:port, no path
+	// Key is a Meridian API key written into the client's configuration
+	// itself (meridian setup --key); its files are then kept private.
+	Key string
 	// KeyEnv names the variable holding the Meridian's API key when it
 	// requires one; clients that can read a key from the environment are
-	// told its name, never its value.
+	// told its name, never its value. Key, when set, wins.
 	KeyEnv     string
 	Models     []string // offered to the client, the first being the default
 	SetDefault bool     // make Meridian the client's default provider and model
@@ -50,6 +53,7 @@ type fileEdit struct {
 	format  format
 	edits   []confedit.Edit
 	content []byte // verbatim only
+	secret  bool   // holds a key: written readable by its owner only
 }
 
 // Client is one client Meridian knows how to configure.
@@ -88,11 +92,17 @@ func (l locator) dir(envName string, def ...string) string {
 
 func (l locator) xdgConfig() string { return l.dir("XDG_CONFIG_HOME", ".config") }
 
+// key is what a client's key setting holds: the key itself, a reference
+// to the variable in the client's own syntax (ref, with VAR for the
+// name), or the placeholder.
 func (t Target) key(ref string) string {
-	if t.KeyEnv == "" {
-		return placeholderKey
+	switch {
+	case t.Key != "":
+		return t.Key
+	case t.KeyEnv != "":
+		return strings.ReplaceAll(ref, "VAR", t.KeyEnv)
 	}
-	return strings.ReplaceAll(ref, "VAR", t.KeyEnv)
+	return placeholderKey
 }
 
 func (t Target) defaultModel() string {
@@ -103,6 +113,9 @@ func (t Target) defaultModel() string {
 }
 
 func keyNote(t Target) []string {
+	if t.Key != "" {
+		return []string{"the key is written into the client's configuration, which is kept private (mode 0600)"}
+	}
 	if t.KeyEnv == "" {
 		return nil
 	}
@@ -112,17 +125,21 @@ func keyNote(t Target) []string {
 func path(p ...string) []string { return p }
 
 // claudeCode: Claude Code reads env from settings.json. It has a single
-// provider, so pointing it at Meridian makes Meridian its default; the
-// key, when there is one, comes from a helper command that prints the
-// variable, so the file never holds it.
+// provider, so pointing it at Meridian makes Meridian its default. A key
+// named by a variable comes from a helper command that prints it, so the
+// file never holds it; the token an earlier setup wrote is emptied then,
+// because Claude Code sends a set ANTHROPIC_AUTH_TOKEN before the
+// helper's key and takes an empty one for unset (measured on the pinned
+// CLI).
 func claudeCode(t Target, l locator) ([]fileEdit, []string) {
-	f := fileEdit{path: filepath.Join(l.dir("CLAUDE_CONFIG_DIR", ".claude"), "settings.json"), format: jsonc}
+	f := fileEdit{path: filepath.Join(l.dir("CLAUDE_CONFIG_DIR", ".claude"), "settings.json"), format: jsonc, secret: t.Key != ""}
 	f.edits = append(f.edits, confedit.Edit{Path: path("env", "ANTHROPIC_BASE_URL"), Value: t.BaseURL})
 	notes := []string{"Claude Code now sends every request to Meridian (it has one provider); `meridian claude` runs it against Meridian without this"}
-	if t.KeyEnv == "" {
-		f.edits = append(f.edits, confedit.Edit{Path: path("env", "ANTHROPIC_AUTH_TOKEN"), Value: placeholderKey})
+	if t.Key == "" && t.KeyEnv != "" {
+		f.edits = append(f.edits, confedit.Edit{Path: path("apiKeyHelper"), Value: "printenv " + t.KeyEnv},
+			confedit.Edit{Path: path("env", "ANTHROPIC_AUTH_TOKEN"), Value: ""})
 	} else {
-		f.edits = append(f.edits, confedit.Edit{Path: path("apiKeyHelper"), Value: "printenv " + t.KeyEnv})
+		f.edits = append(f.edits, confedit.Edit{Path: path("env", "ANTHROPIC_AUTH_TOKEN"), Value: t.key("")})
 	}
 	if t.SetDefault {
 		// Its own default model may be one this Meridian's backend lacks.
@@ -155,7 +172,7 @@ func openCode(t Target, l locator) ([]fileEdit, []string) {
 		{Key: "options", Value: confedit.Obj{{Key: "baseURL", Value: t.BaseURL + "/v1"}, {Key: "apiKey", Value: t.key("{env:VAR}")}}},
 		{Key: "models", Value: models},
 	}
-	f := fileEdit{path: file, format: jsonc, edits: []confedit.Edit{{Path: path("provider", "meridian"), Value: provider}}}
+	f := fileEdit{path: file, format: jsonc, secret: t.Key != "", edits: []confedit.Edit{{Path: path("provider", "meridian"), Value: provider}}}
 	notes := []string{"OpenCode: pick a model under the Meridian provider, or run `opencode -m meridian/" + t.defaultModel() + "`"}
 	if t.SetDefault {
 		f.edits = append(f.edits, confedit.Edit{Path: path("model"), Value: "meridian/" + t.defaultModel()})
@@ -179,7 +196,10 @@ func codex(t Target, l locator) ([]fileEdit, []string) {
 			return confedit.Edit{Path: path("model_providers", "meridian", k), Value: v}
 		}
 		edits = append(edits, p("name", "Meridian"), p("base_url", t.BaseURL+"/v1"), p("wire_api", "responses"))
-		if t.KeyEnv != "" {
+		switch {
+		case t.Key != "":
+			edits = append(edits, p("experimental_bearer_token", t.Key))
+		case t.KeyEnv != "":
 			edits = append(edits, p("env_key", t.KeyEnv))
 		}
 		return edits
@@ -188,8 +208,8 @@ func codex(t Target, l locator) ([]fileEdit, []string) {
 		{Path: path("model_provider"), Value: "meridian"},
 		{Path: path("model"), Value: t.defaultModel()},
 	}
-	profile := fileEdit{path: filepath.Join(home, "meridian.config.toml"), format: tomlFile, edits: provider(top...)}
-	config := fileEdit{path: filepath.Join(home, "config.toml"), format: tomlFile,
+	profile := fileEdit{path: filepath.Join(home, "meridian.config.toml"), format: tomlFile, secret: t.Key != "", edits: provider(top...)}
+	config := fileEdit{path: filepath.Join(home, "config.toml"), format: tomlFile, secret: t.Key != "" && t.SetDefault,
 		edits: []confedit.Edit{{Path: path("profiles", "meridian"), Drop: true}}}
 	notes := []string{"Codex: run `codex --profile meridian`"}
 	if t.SetDefault {
@@ -214,7 +234,7 @@ func pi(t Target, l locator) ([]fileEdit, []string) {
 		{Key: "models", Value: models},
 	}
 	files := []fileEdit{
-		{path: filepath.Join(dir, "models.json"), format: jsonc, edits: []confedit.Edit{{Path: path("providers", "meridian"), Value: provider}}},
+		{path: filepath.Join(dir, "models.json"), format: jsonc, secret: t.Key != "", edits: []confedit.Edit{{Path: path("providers", "meridian"), Value: provider}}},
 		{path: filepath.Join(dir, "extensions", "meridian.ts"), format: verbatim, content: piExtension},
 	}
 	notes := []string{"Pi: run `pi --model meridian/" + t.defaultModel() + "`"}
@@ -243,7 +263,7 @@ func crush(t Target, l locator) ([]fileEdit, []string) {
 		{Key: "api_key", Value: t.key("$VAR")},
 		{Key: "models", Value: models},
 	}
-	f := fileEdit{path: file, format: jsonc, edits: []confedit.Edit{{Path: path("providers", "meridian"), Value: provider}}}
+	f := fileEdit{path: file, format: jsonc, secret: t.Key != "", edits: []confedit.Edit{{Path: path("providers", "meridian"), Value: provider}}}
 	notes := []string{"Crush: choose a Meridian model in its model picker"}
 	if t.SetDefault {
 		for _, size := range []string{"large", "small"} {
@@ -257,7 +277,7 @@ func crush(t Target, l locator) ([]fileEdit, []string) {
 // droid: one custom model per Meridian model in settings.json; Droid
 // expands ${NAME} in apiKey there.
 func droid(t Target, l locator) ([]fileEdit, []string) {
-	f := fileEdit{path: filepath.Join(l.home, ".factory", "settings.json"), format: jsonc}
+	f := fileEdit{path: filepath.Join(l.home, ".factory", "settings.json"), format: jsonc, secret: t.Key != ""}
 	for _, m := range t.Models {
 		f.edits = append(f.edits, confedit.Edit{Path: path("customModels"), Match: "displayName", Value: confedit.Obj{
 			{Key: "model", Value: m},
@@ -275,10 +295,7 @@ func droid(t Target, l locator) ([]fileEdit, []string) {
 // Exports are shell lines that point any client reading the usual
 // variables at Meridian.
 func Exports(t Target) []string {
-	key := placeholderKey
-	if t.KeyEnv != "" {
-		key = `"$` + t.KeyEnv + `"`
-	}
+	key := t.key(`"$VAR"`)
 	return []string{
 		"export ANTHROPIC_BASE_URL=" + t.BaseURL,
 		"export ANTHROPIC_API_KEY=" + key,

@@ -20,7 +20,8 @@ type Change struct {
 	Existed bool
 	Before  []byte
 	After   []byte
-	Mode    fs.FileMode
+	Mode    fs.FileMode // as it was; kept for undo
+	Private bool        // it holds a key: written readable by its owner only
 }
 
 // Plan is everything setup would do for one client.
@@ -75,6 +76,7 @@ func prepareFile(f fileEdit) (Change, error) {
 	case !errors.Is(err, fs.ErrNotExist):
 		return Change{}, err
 	}
+	ch.Private = f.secret
 	if f.format == verbatim {
 		ch.After = f.content
 		return ch, nil

@@ -322,3 +322,57 @@ func must[T any](v T, err error) T {
 func mustLookup(name string) Client { return must(Lookup(name)) }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// --key writes the key itself where each client reads it, in files only
+// their owner can read; undo puts the files back with their own modes.
+func TestSetupWritesAKey(t *testing.T) {
+	tg := target()
+	tg.Key = "mk-secret-123"
+	for _, c := range Clients() {
+		t.Run(c.Name, func(t *testing.T) {
+			home := t.TempDir()
+			if ex, ok := existing[c.Name]; ok {
+				write(t, filepath.Join(home, ex.path), ex.text, 0o644)
+			}
+			p := prepare(t, c, tg, home)
+			apply(t, p, home)
+			held := false
+			for _, ch := range p.Changes {
+				if !strings.Contains(string(ch.After), tg.Key) {
+					continue
+				}
+				held = true
+				if info, err := os.Stat(ch.Path); err != nil || info.Mode().Perm() != 0o600 {
+					t.Errorf("%s holds the key with mode %v (%v)", ch.Path, info.Mode().Perm(), err)
+				}
+			}
+			if !held || placeholder.MatchString(string(p.Changes[0].After)) {
+				t.Fatalf("no file holds the key, or the placeholder is still there:\n%s", p.Diff())
+			}
+			if _, err := Undo(c, filepath.Join(home, "backups")); err != nil {
+				t.Fatal(err)
+			}
+			if ex, ok := existing[c.Name]; ok {
+				if info, _ := os.Stat(filepath.Join(home, ex.path)); info.Mode().Perm() != 0o644 {
+					t.Errorf("undo left mode %v", info.Mode().Perm())
+				}
+			}
+		})
+	}
+}
+
+// Claude Code sends a set ANTHROPIC_AUTH_TOKEN before its key helper's
+// key: re-pointing a client set up without a key at a variable empties
+// the placeholder token, which Claude Code takes for unset.
+func TestClaudeCodeRepointedAtAVariableDropsThePlaceholder(t *testing.T) {
+	home := t.TempDir()
+	c := mustLookup("claude-code")
+	apply(t, prepare(t, c, target(), home), home)
+	tg := target()
+	tg.KeyEnv = "MERIDIAN_API_KEY"
+	p := prepare(t, c, tg, home)
+	got := string(p.Changes[0].After)
+	if !strings.Contains(got, `"apiKeyHelper": "printenv MERIDIAN_API_KEY"`) || !strings.Contains(got, `"ANTHROPIC_AUTH_TOKEN": ""`) {
+		t.Fatalf("settings after re-pointing:\n%s", got)
+	}
+}

@@ -168,8 +168,13 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*http.Req
 		s.signInPage(w, r)
 		return nil, false
 	}
-	writeError(w, r, &gateway.Error{Status: http.StatusUnauthorized, Type: anthropic.ErrAuthentication,
-		Message: "invalid or missing API key: send it as x-api-key or Authorization: Bearer"})
+	msg := "invalid or missing API key: send it as x-api-key or Authorization: Bearer"
+	if anyKey {
+		// Most often a client set up before the first key was made.
+		msg = "invalid or missing API key: this Meridian takes the keys `meridian key add` makes, as x-api-key or Authorization: Bearer; " +
+			"a client set up without one is pointed at one with `meridian setup CLIENT --key KEY`"
+	}
+	writeError(w, r, &gateway.Error{Status: http.StatusUnauthorized, Type: anthropic.ErrAuthentication, Message: msg})
 	return nil, false
 }
 

@@ -197,7 +197,7 @@ func CheckExposure(addr, apiKey string) error {
 		return fmt.Errorf("listen address %q: %w", addr, err)
 	}
 	if !isLoopbackHost(host) && apiKey == "" {
-		return fmt.Errorf("refusing to listen on %s without an API key: anyone who can reach it could use your Claude account; set --api-key (or MERIDIAN_API_KEY), or listen on 127.0.0.1", addr)
+		return fmt.Errorf("refusing to listen on %s without an API key: anyone who can reach it could use your Claude account; set an admin key, --admin-key (or MERIDIAN_ADMIN_KEY), or listen on 127.0.0.1", addr)
 	}
 	return nil
 }

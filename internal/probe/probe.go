@@ -163,7 +163,7 @@ func Probe(ctx context.Context, baseURL, apiKey string) (Report, error) {
 					Live: s.Processes.Live, Idle: s.Processes.Idle, Spares: s.Processes.Spares}
 			}
 		case http.StatusUnauthorized:
-			r.Problems = append(r.Problems, "the request figures need the API key (--api-key or MERIDIAN_API_KEY)")
+			r.Problems = append(r.Problems, "the request figures need the admin key (--admin-key or MERIDIAN_ADMIN_KEY)")
 		}
 	}
 	return r, nil

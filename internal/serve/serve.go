@@ -65,6 +65,9 @@ type Config struct {
 	LogLevel       string
 	LogFormat      string
 	Version        string // reported by /health and the startup log
+	// StartNotes are logged as warnings once the logger exists: what the
+	// command line noticed about how it was started.
+	StartNotes []string
 	StallTimeout   time.Duration
 	// LiveMemoryMiB bounds what idle claude processes hold (0: the default
 	// for this machine, DefaultLiveMemoryMiB); OneOffTTL keeps a one-off
@@ -178,6 +181,9 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	log, err := newLogger(cfg.LogLevel, cfg.LogFormat, io.MultiWriter(logTo, logs))
 	if err != nil {
 		return err
+	}
+	for _, n := range cfg.StartNotes {
+		log.Warn(n)
 	}
 	if cfg.Port < 0 || cfg.Port > 65535 {
 		return fmt.Errorf("--port %d: out of range", cfg.Port)

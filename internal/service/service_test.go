@@ -24,7 +24,7 @@ func unit(t *testing.T) Unit {
 	return Unit{
 		Binary:  bin,
 		Env:     map[string]string{"MERIDIAN_CONFIG": "/home/u/.config/meridian/config.toml", "PATH": "/usr/bin:/bin", "MERIDIAN_PORT": "4000"},
-		Secrets: map[string]string{"MERIDIAN_API_KEY": `k"ey 100%`},
+		Secrets: map[string]string{"MERIDIAN_ADMIN_KEY": `k"ey 100%`},
 		EnvFile: "/home/u/.config/meridian/service.env",
 		Drain:   30 * time.Second,
 		LogFile: "/Users/u/Library/Logs/meridian.log",
@@ -76,7 +76,7 @@ func TestSystemdAcceptsTheUnit(t *testing.T) {
 			t.Errorf("the unit lacks %s", want)
 		}
 	}
-	if strings.Contains(text, "k\\\"ey") || strings.Contains(text, "MERIDIAN_API_KEY") {
+	if strings.Contains(text, "k\\\"ey") || strings.Contains(text, "MERIDIAN_ADMIN_KEY") {
 		t.Errorf("the key is in the unit itself:\n%s", text)
 	}
 }
@@ -178,7 +178,7 @@ func TestInstallWithoutARunningSystemd(t *testing.T) {
 			t.Errorf("%s has mode %v: it holds or names the key", p, fi.Mode())
 		}
 	}
-	if env, _ := os.ReadFile(u.EnvFile); !strings.Contains(string(env), `MERIDIAN_API_KEY="k\"ey 100%"`) {
+	if env, _ := os.ReadFile(u.EnvFile); !strings.Contains(string(env), `MERIDIAN_ADMIN_KEY="k\"ey 100%"`) {
 		t.Errorf("environment file: %s", env)
 	}
 	st := m.State(context.Background())
@@ -202,10 +202,11 @@ func TestInstallWithoutARunningSystemd(t *testing.T) {
 	}
 }
 
-// The unit carries the caller's settings, the key apart, and waits out
-// the drain those settings ask for; a `go run` binary is refused.
+// The unit carries the caller's settings, the secrets apart, and waits
+// out the drain those settings ask for; a client's key stays out of it;
+// a `go run` binary is refused.
 func TestForBinary(t *testing.T) {
-	env := map[string]string{"PATH": "/bin", "MERIDIAN_PORT": "4000", "MERIDIAN_API_KEY": "k", "MERIDIAN_DRAIN_TIMEOUT": "2m", "HOME": "/home/u"}
+	env := map[string]string{"PATH": "/bin", "MERIDIAN_PORT": "4000", "MERIDIAN_ADMIN_KEY": "k", "MERIDIAN_CLUSTER_KEY": "c", "MERIDIAN_API_KEY": "client", "MERIDIAN_DRAIN_TIMEOUT": "2m", "HOME": "/home/u"}
 	u, err := ForBinary("/usr/bin/meridian", "/c/config.toml", "/c/service.env", "/l/meridian.log", env, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -213,8 +214,11 @@ func TestForBinary(t *testing.T) {
 	if u.Env["MERIDIAN_PORT"] != "4000" || u.Env["MERIDIAN_CONFIG"] != "/c/config.toml" || u.Env["PATH"] != "/bin" || u.Env["HOME"] != "" {
 		t.Errorf("env %v", u.Env)
 	}
-	if _, ok := u.Env["MERIDIAN_API_KEY"]; ok || u.Secrets["MERIDIAN_API_KEY"] != "k" || u.EnvFile != "/c/service.env" {
+	if _, ok := u.Env["MERIDIAN_ADMIN_KEY"]; ok || u.Secrets["MERIDIAN_ADMIN_KEY"] != "k" || u.Secrets["MERIDIAN_CLUSTER_KEY"] != "c" || u.EnvFile != "/c/service.env" {
 		t.Errorf("the key: env %v secrets %v file %q", u.Env, u.Secrets, u.EnvFile)
+	}
+	if _, ok := u.Env["MERIDIAN_API_KEY"]; ok || u.Secrets["MERIDIAN_API_KEY"] != "" {
+		t.Errorf("a client's key reached the unit: env %v secrets %v", u.Env, u.Secrets)
 	}
 	if !strings.Contains(u.Systemd(), "TimeoutStopSec=135s") {
 		t.Errorf("the stop timeout does not wait out a 2m drain:\n%s", u.Systemd())

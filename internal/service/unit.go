@@ -150,8 +150,13 @@ func ForBinary(bin, configPath, envFile, logFile string, env map[string]string, 
 	}
 	for k, v := range env {
 		switch {
+		case k == "MERIDIAN_ADMIN_KEY" || k == "MERIDIAN_CLUSTER_KEY":
+			if u.Secrets == nil {
+				u.Secrets = map[string]string{}
+			}
+			u.Secrets[k], u.EnvFile = v, envFile
 		case k == "MERIDIAN_API_KEY":
-			u.Secrets, u.EnvFile = map[string]string{k: v}, envFile
+			// A client's key: the service has no use for it.
 		case strings.HasPrefix(k, "MERIDIAN_") && k != "MERIDIAN_CONFIG":
 			u.Env[k] = v
 		}

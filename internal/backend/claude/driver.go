@@ -286,7 +286,7 @@ func (d *Driver) env(opts backend.StartOptions) []string {
 	for _, kv := range d.cfg.Env {
 		k, v, _ := strings.Cut(kv, "=")
 		switch k {
-		case "NODE_OPTIONS", "DEBUG", "CLAUDECODE", "MERIDIAN_API_KEY",
+		case "NODE_OPTIONS", "DEBUG", "CLAUDECODE", "MERIDIAN_API_KEY", "MERIDIAN_ADMIN_KEY", "MERIDIAN_CLUSTER_KEY",
 			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "CLAUDE_CODE_MAX_OUTPUT_TOKENS", "CLAUDE_CODE_CONFIG_WATCH_EVENTS",
 			"ENABLE_TOOL_SEARCH", "MCP_TOOL_TIMEOUT":
 			continue

@@ -67,8 +67,8 @@ type Config struct {
 	Version        string // reported by /health and the startup log
 	// StartNotes are logged as warnings once the logger exists: what the
 	// command line noticed about how it was started.
-	StartNotes []string
-	StallTimeout   time.Duration
+	StartNotes   []string
+	StallTimeout time.Duration
 	// LiveMemoryMiB bounds what idle claude processes hold (0: the default
 	// for this machine, DefaultLiveMemoryMiB); OneOffTTL keeps a one-off
 	// conversation's process.

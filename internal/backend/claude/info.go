@@ -32,10 +32,14 @@ func (d *Driver) Version(ctx context.Context) (string, error) {
 	return v, nil
 }
 
-// Auth runs `claude auth status --json`. A logged-out CLI exits 1 but still
-// prints its status, which is then returned without error.
+// Auth runs `claude auth status --json` as the gateway's sessions see
+// it: without the user's settings files (--setting-sources=, as every
+// session runs), whose env block may hold a token meant for a client,
+// such as the placeholder `meridian setup claude-code` writes. A
+// logged-out CLI exits 1 but still prints its status, which is then
+// returned without error.
 func (d *Driver) Auth(ctx context.Context) (backend.Auth, error) {
-	out, runErr := d.run(ctx, "auth", "status", "--json")
+	out, runErr := d.run(ctx, "--setting-sources=", "auth", "status", "--json")
 	var st authStatus
 	if err := json.Unmarshal(bytes.TrimSpace(out), &st); err != nil {
 		if runErr != nil {

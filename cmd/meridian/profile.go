@@ -1,11 +1,16 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -51,12 +56,16 @@ line, and kept in files only you can read. The implicit profile "default" uses t
 
 	var kind, baseURL string
 	var priority int
+	var loginTimeout time.Duration
 	add := &cobra.Command{
 		Use:   "add NAME --kind login|token|api",
 		Short: "Add a profile (token and api: the secret on standard input; login: the CLI's login in your terminal)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			p := profile.Profile{Name: args[0], Kind: profile.Kind(kind), Priority: priority, BaseURL: baseURL}
+			if p.Kind == profile.Login && !profile.IsTerminal(os.Stdin) {
+				return errNoTerminal(p.Name)
+			}
 			secret := ""
 			if p.Kind == profile.Token || p.Kind == profile.API {
 				what := map[profile.Kind]string{profile.Token: "token from `claude setup-token`", profile.API: "API key"}[p.Kind]
@@ -70,8 +79,12 @@ line, and kept in files only you can read. The implicit profile "default" uses t
 				return err
 			}
 			if p.Kind == profile.Login {
-				if err := runLogin(c, st(), p, claudePath, environ); err != nil {
-					return fmt.Errorf("profile %s was added, but its login did not finish (run `meridian profile login %s`): %w", p.Name, p.Name, err)
+				if err := runLogin(c, st(), p, claudePath, environ, loginTimeout); err != nil {
+					// A profile that cannot answer is not left behind.
+					if rmErr := st().Remove(p.Name, nil); rmErr != nil {
+						return fmt.Errorf("profile %s: %w; removing it failed too: %v", p.Name, err, rmErr)
+					}
+					return fmt.Errorf("profile %s was not added: %w", p.Name, err)
 				}
 			}
 			return show(c, profileView{Profile: p}, fmt.Sprintf("added profile %s (%s, priority %d)", p.Name, p.Kind, p.Priority))
@@ -80,6 +93,7 @@ line, and kept in files only you can read. The implicit profile "default" uses t
 	add.Flags().StringVar(&kind, "kind", "", "login, token or api")
 	add.Flags().IntVar(&priority, "priority", 0, "order for failover: lower goes first")
 	add.Flags().StringVar(&baseURL, "base-url", "", "an api profile's API base URL")
+	add.Flags().DurationVar(&loginTimeout, "login-timeout", defaultLoginTimeout, "how long a login profile's login may take before it is given up and the profile removed")
 	_ = add.MarkFlagRequired("kind")
 
 	list := &cobra.Command{
@@ -139,12 +153,16 @@ line, and kept in files only you can read. The implicit profile "default" uses t
 			if !ok {
 				return fmt.Errorf("%w: %s", profile.ErrUnknown, args[0])
 			}
-			if err := runLogin(c, st(), p, claudePath, environ); err != nil {
+			if !profile.IsTerminal(os.Stdin) {
+				return errNoTerminal(p.Name)
+			}
+			if err := runLogin(c, st(), p, claudePath, environ, loginTimeout); err != nil {
 				return err
 			}
 			return show(c, profileView{Profile: p}, "logged in profile "+p.Name)
 		},
 	}
+	login.Flags().DurationVar(&loginTimeout, "login-timeout", defaultLoginTimeout, "how long the login may take before it is given up")
 
 	remove := &cobra.Command{
 		Use:   "remove NAME",
@@ -154,10 +172,19 @@ line, and kept in files only you can read. The implicit profile "default" uses t
 			busy := func(name string) (bool, error) {
 				return serve.ProfileBusy(c.Context(), dataDir, env["MERIDIAN_STORE"], name)
 			}
+			before, err := st().Read()
+			if err != nil {
+				return err
+			}
 			if err := st().Remove(args[0], busy); err != nil {
 				return err
 			}
-			return show(c, map[string]string{"removed": args[0]}, "removed profile "+args[0])
+			text, v := "removed profile "+args[0], map[string]string{"removed": args[0]}
+			if before.Default == args[0] {
+				text += "; it was the default, which is now " + profile.DefaultName + " (the login of the environment meridian runs in; `meridian profile default NAME` picks another)"
+				v["default"] = profile.DefaultName
+			}
+			return show(c, v, text)
 		},
 	}
 
@@ -201,12 +228,55 @@ func limitsText(u *backend.PlanUsage) string {
 	return strings.Join(parts, ", ")
 }
 
-// runLogin runs the CLI's login for a profile on the user's terminal.
-func runLogin(c *cobra.Command, s *profile.Store, p profile.Profile, claudePath string, environ []string) error {
-	cmd, err := s.LoginCommand(c.Context(), p, claudePath, environ)
+// defaultLoginTimeout bounds the CLI's login: long enough to open the
+// URL, sign in and paste the code back.
+const defaultLoginTimeout = 10 * time.Minute
+
+// errNoTerminal refuses a login with nobody to answer its prompt: the
+// CLI would wait for a pasted code forever.
+func errNoTerminal(name string) error {
+	return fmt.Errorf("a login profile signs in with the claude CLI's own login, which asks for a code in a terminal, "+
+		"and standard input is not one: run `meridian profile add %s --kind login` in a terminal, or add a token profile "+
+		"(`claude setup-token`, then `meridian profile add %s --kind token`, the token on standard input)", name, name)
+}
+
+// interrupted reports whether the CLI ended on the terminal's Ctrl-C,
+// which reaches it and meridian both: by SIGINT, or exiting 128+2.
+func interrupted(err error) bool {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ee.ExitCode() == 128+int(syscall.SIGINT) || ok && ws.Signaled() && ws.Signal() == syscall.SIGINT
+}
+
+// runLogin runs the CLI's login for a profile on the user's terminal,
+// at most timeout, and then checks that the profile is logged in.
+func runLogin(c *cobra.Command, s *profile.Store, p profile.Profile, claudePath string, environ []string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(c.Context(), timeout)
+	defer cancel()
+	cmd, err := s.LoginCommand(ctx, p, claudePath, environ)
 	if err != nil {
 		return err
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, c.OutOrStdout(), c.ErrOrStderr()
-	return cmd.Run()
+	cmd.WaitDelay = 5 * time.Second
+	err = cmd.Run()
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return fmt.Errorf("the login did not finish within %s (--login-timeout)", timeout)
+	case c.Context().Err() != nil || interrupted(err):
+		return errors.New("the login was interrupted")
+	case err != nil:
+		return fmt.Errorf("the claude CLI's login failed: %w", err)
+	}
+	a, why := serve.ProfileAuth(c.Context(), s, p, claudePath, environ)
+	if a == nil || !a.LoggedIn {
+		if why == "" {
+			why = "the CLI reports it logged out"
+		}
+		return fmt.Errorf("the login ended, but the profile is not logged in (%s)", why)
+	}
+	return nil
 }

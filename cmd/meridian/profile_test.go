@@ -127,7 +127,7 @@ func TestProfileCommands(t *testing.T) {
 		t.Fatalf("remove while busy: %d %s", code, out)
 	}
 	lease.Release()
-	if out, code := p.run("", "remove", "work", "--json"); code != 0 || !strings.Contains(out, `"removed":"work"`) {
+	if out, code := p.run("", "remove", "work", "--json"); code != 0 || !strings.Contains(out, `"default":"default","removed":"work"`) {
 		t.Fatalf("remove: %d %s", code, out)
 	}
 	if _, err := os.Stat(filepath.Join(p.dataDir, "profiles/.secrets/work")); !errors.Is(err, os.ErrNotExist) {
@@ -137,10 +137,16 @@ func TestProfileCommands(t *testing.T) {
 
 // A login profile runs the CLI's own login in its config dir on the
 // user's terminal: under a pseudo-terminal it gets as far as offering the
-// browser sign-in, offline.
+// browser sign-in, offline. A login given up (Ctrl-C) leaves no profile;
+// without a terminal it is refused at once, and one that takes too long
+// is given up.
 func TestProfileLoginUnderATerminal(t *testing.T) {
 	t.Parallel()
 	dataDir := t.TempDir()
+	p := profileCLI{t: t, bin: buildBinary(t), dataDir: dataDir, env: []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()}}
+	if out, code := p.run("", "add", "pro", "--kind", "login"); code == 0 || !strings.Contains(out, "not one: run `meridian profile add pro --kind login` in a terminal") {
+		t.Fatalf("a login without a terminal: %d %s", code, out)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, buildBinary(t), "profile", "add", "pro", "--kind", "login", "--data-dir", dataDir, "--claude-path", testkit.ClaudePath(t))
@@ -178,10 +184,51 @@ func TestProfileLoginUnderATerminal(t *testing.T) {
 	if err != nil || !strings.Contains(shown, "https://claude.ai/oauth/authorize") {
 		t.Fatalf("the login flow did not offer the browser sign-in: %v\n%q", err, shown)
 	}
-	_, _ = tty.Write([]byte{3}) // Ctrl-C: the user gives up
-	_ = cmd.Wait()
 	if _, err := os.Stat(filepath.Join(dataDir, "profiles", "pro")); err != nil {
 		t.Fatalf("the profile's config dir: %v", err)
+	}
+	_, _ = tty.Write([]byte{3}) // Ctrl-C: the user gives up
+	_ = cmd.Wait()
+	waitScreen := func(want string) {
+		t.Helper()
+		if err := testkit.WaitFor(10*time.Second, func() error {
+			mu.Lock()
+			defer mu.Unlock()
+			if !strings.Contains(screen.String(), want) {
+				return errors.New("not yet")
+			}
+			return nil
+		}); err != nil {
+			mu.Lock()
+			defer mu.Unlock()
+			t.Fatalf("%q never showed:\n%q", want, screen.String())
+		}
+	}
+	waitScreen("profile pro was not added: the login was interrupted")
+	if _, err := os.Stat(filepath.Join(dataDir, "profiles", "pro")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the profile whose login was given up is still there: %v", err)
+	}
+	if out, _ := p.run("", "list"); strings.Contains(out, "pro") {
+		t.Fatalf("list after the login was given up:\n%s", out)
+	}
+
+	cmd = exec.CommandContext(ctx, p.bin, "profile", "add", "slow", "--kind", "login", "--login-timeout", "3s", "--data-dir", dataDir, "--claude-path", testkit.ClaudePath(t))
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir(), "TERM=xterm"}
+	var out bytes.Buffer
+	tty2, err := pty.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty2.Close()
+	done := make(chan struct{})
+	go func() { _, _ = io.Copy(&out, tty2); close(done) }()
+	_ = cmd.Wait()
+	<-done
+	if !strings.Contains(out.String(), "profile slow was not added: the login did not finish within 3s") {
+		t.Fatalf("a login that took too long:\n%q", out.String())
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "profiles", "slow")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the timed-out profile is still there: %v", err)
 	}
 }
 

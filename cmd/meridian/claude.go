@@ -22,11 +22,16 @@ recorded as a primary spawn and MERIDIAN_SPAWN_ID names it, so the children it s
 meridian spawn are its own. Interactive sessions load the meridian-spawn-watch mod, which
 hands the session its finished children as a new turn when it sits idle; set
 harness.claude.spawn_watch.enabled = false in the config file to leave it out. Print runs
-(-p) never load it. Subcommands, --help and --version run claude unchanged.
+(-p) never load it. Subcommands and --version run claude unchanged; --help prints this, then
+claude's own help.
 
 The config file is MERIDIAN_CONFIG, else meridian/config.toml in XDG_CONFIG_HOME or ~/.config.`,
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			help := len(args) > 0 && (args[0] == "--help" || args[0] == "-h")
+			if help {
+				fmt.Fprintf(cmd.OutOrStdout(), "meridian claude: %s\n\n%s\n\nUsage:\n  %s\n\nThe claude CLI's own help follows.\n\n", cmd.Short, cmd.Long, cmd.UseLine())
+			}
 			self, err := os.Executable()
 			if err != nil {
 				return fmt.Errorf("find the meridian binary: %w", err)
@@ -40,10 +45,15 @@ The config file is MERIDIAN_CONFIG, else meridian/config.toml in XDG_CONFIG_HOME
 				Claude: envOr(env, spawn.EnvClaudePath, "claude"), DataDir: envOr(env, spawn.EnvDataDir, defaultDataDir(env)),
 				Config: config.Path(env), Self: self, Cwd: cwd, Log: spawnLogger(env, slog.LevelWarn),
 			})
-			if err != nil {
-				return err
+			if err == nil {
+				err = s.Exec(cmd.Context())
 			}
-			return s.Exec(cmd.Context())
+			if help && err != nil {
+				// This command's own help is out; the CLI's could not follow.
+				fmt.Fprintf(cmd.OutOrStdout(), "(%v)\n", err)
+				return nil
+			}
+			return err
 		},
 	}
 }

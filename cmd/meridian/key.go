@@ -26,6 +26,11 @@ func newKeyCommand(env map[string]string) *cobra.Command {
 when it is made or rotated; only its digest is kept. Once any key exists the model routes need one
 (or --admin-key, the admin key, which alone opens the pages and admin routes). Usage is attributed to
 the key's name, never the key.`,
+		Example: `  meridian key add laptop-codex --rpm 30 --concurrent 2   # prints the key once
+  meridian setup codex --key mk-…                         # point a client at it
+  meridian key add ci --models 'claude-sonnet-*' --tokens-per-day 2000000 --expires 30d
+  meridian key list
+  meridian key revoke laptop-codex`,
 	}
 	cmd.PersistentFlags().StringVar(&dataDir, "data-dir", envOr(env, "MERIDIAN_DATA_DIR", defaultDataDir(env)), "where Meridian keeps its state (MERIDIAN_DATA_DIR)")
 	cmd.PersistentFlags().StringVar(&dsn, "store", env["MERIDIAN_STORE"], "the shared store: empty for SQLite in the data dir, or a postgres:// DSN (MERIDIAN_STORE)")

@@ -41,6 +41,10 @@ func newProfileCommand(env map[string]string, environ []string) *cobra.Command {
 flow, in your terminal), token (a long-lived token from 'claude setup-token') and api (an API key,
 optionally with --base-url). Tokens and keys are read from standard input, never from the command
 line, and kept in files only you can read. The implicit profile "default" uses the environment.`,
+		Example: `  meridian profile add pro --kind login          # the CLI's own login, in this terminal
+  meridian profile add work --kind api < key.txt # an API key, from standard input
+  meridian profile list                          # login state and plan limits of each
+  meridian profile default pro                   # requests that name no profile go here`,
 	}
 	cmd.PersistentFlags().StringVar(&dataDir, "data-dir", envOr(env, "MERIDIAN_DATA_DIR", defaultDataDir(env)), "where Meridian keeps its state (MERIDIAN_DATA_DIR)")
 	cmd.PersistentFlags().StringVar(&claudePath, "claude-path", envOr(env, "MERIDIAN_CLAUDE_PATH", "claude"), "the claude CLI binary (MERIDIAN_CLAUDE_PATH)")

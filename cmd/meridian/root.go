@@ -49,37 +49,89 @@ func newRootCommand(environ []string, hurry <-chan struct{}) *cobra.Command {
 		return serve.Run(cmd.Context(), *cfg, environ, cmd.ErrOrStderr())
 	}
 	root := &cobra.Command{
-		Use:           "meridian",
-		Short:         "A local Anthropic Messages API gateway backed by the official claude CLI",
-		Long:          "meridian serves the Anthropic Messages API on a local port and answers by driving the official claude CLI.\nWith no subcommand it runs `meridian serve`.",
+		Use:   "meridian",
+		Short: "A local gateway that answers the Anthropic and OpenAI APIs with the official claude and agy CLIs",
+		Long: `meridian serves the Anthropic Messages API and the OpenAI Chat Completions and Responses APIs
+on a local port, and answers them by driving the official CLIs you are logged in to (claude, or
+Antigravity's agy) as subprocesses. Coding agents and SDKs point at it as they would at the APIs.
+
+Start it with "meridian" (the same as "meridian serve"; "meridian serve --help" lists its flags),
+open http://127.0.0.1:3456/ to see what it does, and point a client at it with
+"meridian setup CLIENT".`,
+		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE:          serve,
 	}
+	root.SetVersionTemplate("meridian {{.Version}}\n")
+	root.AddGroup(
+		&cobra.Group{ID: groupGateway, Title: "Run the gateway:"},
+		&cobra.Group{ID: groupClients, Title: "Point clients at it, and who may use it:"},
+		&cobra.Group{ID: groupAgents, Title: "Background agents:"})
+	root.SetUsageFunc(usage)
 	serveCmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the gateway (the default command)",
-		Args:  cobra.NoArgs,
-		RunE:  serve,
+		Long: `serve runs the gateway on 127.0.0.1:3456 until it is stopped: the first SIGINT or SIGTERM drains it
+(running requests finish within --drain-timeout), a second one ends the drain at once. Every flag
+has an environment twin (shown beside it), and the settings file (MERIDIAN_CONFIG, else
+~/.config/meridian/config.toml) may hold the same settings; a flag wins over its variable.`,
+		Example: `  meridian serve                                  # 127.0.0.1:3456, the claude CLI on PATH
+  meridian serve --port 4000 --max-live 4         # another port, at most 4 live claude processes
+  meridian serve --backend antigravity            # answer with Google Antigravity's agy
+  MERIDIAN_ADMIN_KEY=… meridian serve --host 0.0.0.0   # beyond loopback: an admin key is required`,
+		Args:    cobra.NoArgs,
+		GroupID: groupGateway,
+		RunE:    serve,
 	}
-	// The flags belong to both root and serve, so `meridian --port 1` and
-	// `meridian serve --port 1` mean the same.
+	// The flags belong to both root and serve, so "meridian --port 1" and
+	// "meridian serve --port 1" mean the same; the root's help leaves them
+	// to serve's.
 	for _, c := range []*cobra.Command{root, serveCmd} {
 		if err := bindServeFlags(c.Flags(), cfg, env); err != nil && envErr == nil {
 			envErr = err
 		}
 	}
+	hideFlags(root.Flags())
+	// -C is git's global flag for the spawn commands (meridian -C DIR spawn
+	// …, as the spawn spec has it): accepted before the command, shown and
+	// taken by spawn, refused for the rest.
 	var chdir string
-	root.PersistentFlags().StringVarP(&chdir, "directory", "C", "", "act on the project at `DIR`, read-only: spawn commands then never record anything as seen")
-	root.AddCommand(serveCmd, newSpawnCommand(env, environ, &chdir), newClaudeCommand(env, environ), newStatusCommand(env), newSetupCommand(env, environ), newServiceCommand(env), newProfileCommand(env, environ), newKeyCommand(env), &cobra.Command{
+	root.PersistentFlags().StringVarP(&chdir, "directory", "C", "", "act on the project at `DIR`, read-only")
+	hideFlags(root.PersistentFlags())
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if chdir != "" && !underSpawn(cmd) {
+			return fmt.Errorf("-C DIR applies to the spawn commands only, not to %q", cmd.CommandPath())
+		}
+		return nil
+	}
+	versionCmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the version",
 		Args:  cobra.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) {
 			fmt.Fprintln(cmd.OutOrStdout(), "meridian", version())
 		},
-	}, newAgyGateCommand(), newGenDocsCommand(func() *cobra.Command { return newRootCommand(environ, hurry) }))
+	}
+	status, service := newStatusCommand(env), newServiceCommand(env)
+	status.GroupID, service.GroupID = groupGateway, groupGateway
+	setup, key, prof := newSetupCommand(env, environ), newKeyCommand(env), newProfileCommand(env, environ)
+	setup.GroupID, key.GroupID, prof.GroupID = groupClients, groupClients, groupClients
+	spawn, claude := newSpawnCommand(env, environ, &chdir), newClaudeCommand(env, environ)
+	spawn.GroupID, claude.GroupID = groupAgents, groupAgents
+	root.AddCommand(serveCmd, status, service, setup, key, prof, spawn, claude, versionCmd,
+		newAgyGateCommand(), newGenDocsCommand(func() *cobra.Command { return newRootCommand(environ, hurry) }))
 	return root
+}
+
+// underSpawn reports whether cmd is `meridian spawn` or one of its own.
+func underSpawn(cmd *cobra.Command) bool {
+	for c := cmd; c != nil; c = c.Parent() {
+		if c.Name() == "spawn" && c.Parent() != nil && !c.Parent().HasParent() {
+			return true
+		}
+	}
+	return false
 }
 
 // newAgyGateCommand is the hook agy runs in sessions with client tools:

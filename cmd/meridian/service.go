@@ -23,7 +23,11 @@ func newServiceCommand(env map[string]string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "service",
 		Short: "Run Meridian at login: a systemd user unit (Linux) or a launchd agent (macOS)",
-		Args:  cobra.NoArgs,
+		Example: `  meridian service install     # with the MERIDIAN_* settings of this shell; starts it
+  meridian service status      # the service manager's view, and whether Meridian answers
+  meridian service logs
+  meridian service uninstall`,
+		Args: cobra.NoArgs,
 	}
 	manager := func() service.Manager {
 		m := service.Manager{GOOS: runtime.GOOS, Home: env["HOME"], Env: env, UID: os.Getuid()}

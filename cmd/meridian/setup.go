@@ -34,10 +34,22 @@ func newSetupCommand(env map[string]string, environ []string) *cobra.Command {
 			"replaces and replaces each file whole. Running it again changes nothing; --undo puts the backup back.\n" +
 			"`meridian setup env --print` prints shell exports for clients that read the usual variables.",
 		Example:   "  meridian setup codex --dry-run\n  meridian setup opencode --set-default\n  meridian setup --undo opencode",
-		Args:      cobra.ExactArgs(1),
+		Args:      cobra.MaximumNArgs(1),
 		ValidArgs: append(names, "env"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
+			if len(args) == 0 && undo {
+				return fmt.Errorf("--undo needs the client whose files to put back: meridian setup --undo CLIENT")
+			}
+			if len(args) == 0 {
+				fmt.Fprintln(out, "meridian setup CLIENT points one of these clients at Meridian:")
+				for _, c := range clientsetup.Clients() {
+					fmt.Fprintf(out, "  %-12s %s\n", c.Name, c.Title)
+				}
+				fmt.Fprintf(out, "  %-12s %s\n", "env", "anything that reads ANTHROPIC_BASE_URL or OPENAI_BASE_URL (prints shell exports: --print)")
+				fmt.Fprintln(out, "\nFor example: meridian setup claude-code. --dry-run shows the change first; meridian setup --help says more.")
+				return nil
+			}
 			base := "http://" + net.JoinHostPort(host, strconv.Itoa(port))
 			t := clientsetup.Target{BaseURL: base, SetDefault: setDefault}
 			key, err := setupKey(cmd, env, &t, keyArg, keyEnv)

@@ -46,6 +46,11 @@ The caller is the spawn's lead: a process with MERIDIAN_SPAWN_ID set (another sp
 session started by meridian claude), else the project's root lead. A lead learns which of
 its children finished through collect and ack, wait, or any command that shows a finished
 child's report; run with -C DIR, commands only look and never record anything as seen.`,
+		Example: `  meridian spawn -p "write the tests for parser.go" --desc tests   # prints p1 at once
+  meridian spawn list                  # your children: running, done, owed to you
+  meridian spawn wait                  # block until they finish, print their reports
+  meridian spawn collect; meridian spawn ack p1   # what the spawn-watch mod does
+  meridian -C ../other spawn status    # look at another project, read-only`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if c.prompt == "" && c.promptFile == "" {
@@ -55,6 +60,7 @@ child's report; run with -C DIR, commands only look and never record anything as
 		},
 	}
 	pf := cmd.PersistentFlags()
+	pf.StringVarP(chdir, "directory", "C", "", "act on the project at `DIR`, read-only: commands then never record anything as seen (also before the command: meridian -C DIR spawn …)")
 	pf.StringVar(&sc.dataDir, "data-dir", envOr(env, spawn.EnvDataDir, defaultDataDir(env)), "where Meridian keeps its state (MERIDIAN_DATA_DIR)")
 	pf.StringVar(&sc.claudePath, "claude-path", envOr(env, spawn.EnvClaudePath, "claude"), "the claude CLI binary, a path or a name on PATH (MERIDIAN_CLAUDE_PATH)")
 	pf.BoolVar(&sc.json, "json", false, "print JSON instead of text")

@@ -17,6 +17,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/httpapi"
 	"github.com/meridian-gw/meridian/internal/pool"
+	"github.com/meridian-gw/meridian/internal/profile"
 	"github.com/meridian-gw/meridian/internal/responses"
 	"github.com/meridian-gw/meridian/internal/serve"
 	"github.com/meridian-gw/meridian/internal/telemetry/history"
@@ -43,6 +44,14 @@ func newRootCommand(environ []string, hurry <-chan struct{}) *cobra.Command {
 		cfg.SparesChosen = serve.Chosen{Fixed: chosen("spares", "MERIDIAN_SPARES"),
 			Min: chosen("spares-min", "MERIDIAN_SPARES_MIN"), Max: chosen("spares-max", "MERIDIAN_SPARES_MAX")}
 		cfg.StoreOnCommandLine = cmd.Flags().Changed("store")
+		// A person at a terminal gets lines to read and a first screen;
+		// a service manager or a pipe keeps logfmt.
+		if f, ok := cmd.ErrOrStderr().(*os.File); ok && profile.IsTerminal(f) {
+			cfg.Welcome = true
+			if !chosen("log-format", "MERIDIAN_LOG_FORMAT") {
+				cfg.LogFormat = "terminal"
+			}
+		}
 		if env["MERIDIAN_API_KEY"] != "" && cfg.APIKey == "" {
 			cfg.StartNotes = append(cfg.StartNotes, "MERIDIAN_API_KEY is set here but is a client's key, which serve does not read: the admin key is --admin-key or MERIDIAN_ADMIN_KEY")
 		}
@@ -203,7 +212,7 @@ func bindServeFlags(fs *pflag.FlagSet, cfg *serve.Config, env map[string]string)
 	_ = fs.MarkDeprecated("api-key", "use --admin-key (or MERIDIAN_ADMIN_KEY)")
 	str(&cfg.APIKey, "admin-key", "MERIDIAN_ADMIN_KEY", "", "the admin key: it alone opens the pages and admin routes, and any route takes it (x-api-key or Authorization: Bearer); needed to listen beyond loopback")
 	str(&cfg.LogLevel, "log-level", "MERIDIAN_LOG_LEVEL", "info", "debug, info, warn or error")
-	str(&cfg.LogFormat, "log-format", "MERIDIAN_LOG_FORMAT", "text", "text or json")
+	str(&cfg.LogFormat, "log-format", "MERIDIAN_LOG_FORMAT", "text", "text (logfmt), json, or terminal (time, level and message first; the default when stderr is a terminal)")
 
 	duration := func(p *time.Duration, name, envName string, def time.Duration, usage string) {
 		fs.DurationVar(p, name, twin(env, envName, def, time.ParseDuration, "a duration (e.g. 30s)", note), usage+" ("+envName+")")

@@ -14,6 +14,7 @@ func TestImportsFlowDownward(t *testing.T) {
 		"internal/backend",
 		"internal/backend/agy",
 		"internal/backend/claude",
+		"internal/clientsetup",
 		"internal/cluster",
 		"internal/config",
 		"internal/gateway",
@@ -36,6 +37,7 @@ func TestImportsFlowDownward(t *testing.T) {
 		"internal/store/sqlite",
 		"internal/store/sqlstore",
 		"internal/telemetry/history",
+		"internal/termlog",
 		"internal/transcripts",
 	)
 }

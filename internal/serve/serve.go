@@ -31,6 +31,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/responses"
 	"github.com/meridian-gw/meridian/internal/session"
 	"github.com/meridian-gw/meridian/internal/sessiontree"
+	"github.com/meridian-gw/meridian/internal/termlog"
 	"github.com/meridian-gw/meridian/internal/transcripts"
 )
 
@@ -68,6 +69,9 @@ type Config struct {
 	// StartNotes are logged as warnings once the logger exists: what the
 	// command line noticed about how it was started.
 	StartNotes   []string
+	// Welcome writes a few lines for a person at a terminal once the
+	// gateway listens: where, and what to do next.
+	Welcome      bool
 	StallTimeout time.Duration
 	// LiveMemoryMiB bounds what idle claude processes hold (0: the default
 	// for this machine, DefaultLiveMemoryMiB); OneOffTTL keeps a one-off
@@ -425,6 +429,9 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	}
 	log.Info("meridian listening", "addr", ln.Addr().String(), "version", cfg.Version, "data_dir", cfg.DataDir, "store", db.Engine, "store_at", db.Where,
 		"max_concurrent", cfg.MaxConcurrent, "max_live", cfg.MaxLive, "idle_ttl", cfg.IdleTTL, "api_key", cfg.APIKey != "")
+	if cfg.Welcome {
+		welcome(logTo, ln.Addr().String(), cfg.Backend)
+	}
 	// Transcripts of forked-away sessions are deleted in the background,
 	// joined before Run returns.
 	cleaner := &transcripts.Cleaner{
@@ -458,6 +465,8 @@ func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
 		return slog.New(slog.NewTextHandler(w, opts)), nil
 	case "json":
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	case "terminal":
+		return slog.New(termlog.New(w, opts)), nil
 	}
-	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+	return nil, fmt.Errorf("--log-format %q: want text, json or terminal", format)
 }

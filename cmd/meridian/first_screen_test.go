@@ -1,0 +1,65 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/meridian-gw/meridian/internal/testkit"
+)
+
+// Started in a terminal, meridian says where it listens and what to do
+// next, and logs lines a person reads (time, level, message first);
+// through a pipe its log stays logfmt (every other test reads that).
+func TestTheFirstScreenInATerminal(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command(buildBinary(t), "--port", "0", "--data-dir", t.TempDir(), "--claude-path", testkit.ClaudePath(t), "--spares", "0")
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir(), "TERM=xterm"}
+	tty, err := pty.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	var mu sync.Mutex
+	var screen bytes.Buffer
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := tty.Read(buf)
+			mu.Lock()
+			screen.Write(buf[:n])
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	shown := func() string { mu.Lock(); defer mu.Unlock(); return screen.String() }
+	err = testkit.WaitFor(30*time.Second, func() error {
+		if !strings.Contains(shown(), "Stop it:") {
+			return errors.New("no first screen yet")
+		}
+		return nil
+	})
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	_ = cmd.Wait()
+	got := shown()
+	if err != nil {
+		t.Fatalf("%v:\n%s", err, got)
+	}
+	for _, want := range []string{"Meridian is serving the Anthropic and OpenAI APIs at http://127.0.0.1:", "meridian setup CLIENT  (claude-code, opencode", "INFO  meridian listening  "} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the terminal lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "level=INFO") {
+		t.Errorf("logfmt on a terminal:\n%s", got)
+	}
+}

@@ -68,7 +68,7 @@ type Config struct {
 	Version        string // reported by /health and the startup log
 	// StartNotes are logged as warnings once the logger exists: what the
 	// command line noticed about how it was started.
-	StartNotes   []string
+	StartNotes []string
 	// Welcome writes a few lines for a person at a terminal once the
 	// gateway listens: where, and what to do next.
 	Welcome      bool

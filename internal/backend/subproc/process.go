@@ -222,7 +222,9 @@ func (p *Process) Close(before func()) {
 			p.log.Debug(p.opts.Name + " did not exit after stdin closed; terminating")
 			_ = p.proc.Signal(syscall.SIGTERM)
 			if !p.wait(p.exited, p.opts.KillGrace) {
-				p.log.Warn(p.opts.Name + " ignored SIGTERM; killing")
+				// Not a fault to report: the CLI had its stdin closed and a
+				// SIGTERM, and what its turns wrote is on disk by now.
+				p.log.Debug(p.opts.Name+" did not exit after SIGTERM; killing", "waited", p.opts.ExitGrace+p.opts.KillGrace)
 				_ = p.proc.Signal(syscall.SIGKILL)
 				<-p.exited
 			}

@@ -153,6 +153,20 @@ func (g *Gateway) converse(ctx context.Context, greq Request, ident adapter.Iden
 // errLeaseLost ends a turn whose lease another holder took.
 var errLeaseLost = errors.New("gateway: the turn lease was taken over")
 
+// label is how logs, telemetry and pages name the turn's verdict: a
+// conversation's first turn is "new" (nothing was held to diverge from),
+// one whose history had to be sent again is "replayed", the rest take
+// lineage's name.
+func (t *turn) label() string {
+	switch {
+	case t.replayed:
+		return "replayed"
+	case t.verdict.Kind == lineage.Diverged && len(t.mapping.State.Messages) == 0:
+		return "new"
+	}
+	return t.verdict.Kind.String()
+}
+
 func (t *turn) leaseLost() bool {
 	if t.lost == nil {
 		return false
@@ -216,14 +230,11 @@ func (g *Gateway) runTurn(ctx context.Context, t *turn, id string, out Output) e
 	if len(in.Results) > 0 {
 		r.reported = usageOf(t.live.Reported) // the paused turn's earlier responses
 	}
-	verdict := t.verdict.Kind.String()
-	if t.replayed {
-		verdict = "replayed"
-	}
+	verdict := t.label()
 	tr := telemetry.From(ctx)
 	tr.Verdict(verdict, t.reused)
 	res, err := g.turn(ctx, sess, in, g.emitter(tr, r))
-	logAttrs := []any{"conversation", t.ident.Key, "client", t.ident.Client, "verdict", t.verdict.Kind.String(),
+	logAttrs := []any{"conversation", t.ident.Key, "client", t.ident.Client, "verdict", verdict,
 		"live", t.reused, "session", sess.ID(), "model", r.start.Model, "took", g.cfg.Now().Sub(began)}
 	if p, ok := sess.(backend.Processor); ok {
 		logAttrs = append(logAttrs, "pid", p.Pid())

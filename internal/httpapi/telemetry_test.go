@@ -73,7 +73,7 @@ func TestTelemetryRecordsEachRequest(t *testing.T) {
 	if chat.API != telemetry.APIChat || chat.Status != 200 || chat.Tokens.Output != 7 {
 		t.Errorf("chat request: %+v", chat)
 	}
-	if first.Verdict != "diverged" || first.Live || first.Client != "claude-code" || first.Conversation == "" {
+	if first.Verdict != "new" || first.Live || first.Client != "claude-code" || first.Conversation == "" {
 		t.Errorf("first turn: %+v", first)
 	}
 	if cont.Verdict != "continuation" || !cont.Live || !cont.Stream || cont.Conversation != first.Conversation {

@@ -53,7 +53,8 @@ type Record struct {
 	// Model is what the client asked for; Effective what answered.
 	Model     string `json:"model,omitempty"`
 	Effective string `json:"effective_model,omitempty"`
-	// Verdict is lineage's: new, continues, diverged…; empty for requests
+	// Verdict is how the turn related to what its conversation held: new,
+	// continuation, compaction, undo, diverged, replayed; empty for requests
 	// without a conversation.
 	Verdict string `json:"verdict,omitempty"`
 	// Live says the turn ran on the conversation's live process.

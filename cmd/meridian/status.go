@@ -14,7 +14,8 @@ import (
 )
 
 // newStatusCommand wires `meridian status`: exit 0 when a Meridian
-// answers, 1 when nothing listens, 2 when something else holds the port.
+// answers, 1 when nothing listens, 2 when something else holds the port,
+// 3 when the Meridian reports it cannot serve (no CLI, not logged in).
 func newStatusCommand(env map[string]string) *cobra.Command {
 	var host, apiKey string
 	var port int
@@ -22,7 +23,11 @@ func newStatusCommand(env map[string]string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Ask the instance on the configured port whether it is Meridian and what it is doing",
-		Args:  cobra.NoArgs,
+		Long: `status asks whatever listens on --host and --port whether it is Meridian and what it is doing.
+It exits 0 when a Meridian answers and can serve, 1 when nothing listens, 2 when something
+else holds the port, and 3 when the Meridian reports it cannot serve (its CLI missing or not
+logged in).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			url := "http://" + net.JoinHostPort(host, strconv.Itoa(port))
 			r, err := probe.Probe(cmd.Context(), url, apiKey)
@@ -46,8 +51,11 @@ func newStatusCommand(env map[string]string) *cobra.Command {
 			} else {
 				fmt.Fprint(cmd.OutOrStdout(), r.Text())
 			}
-			if !r.Meridian {
+			switch {
+			case !r.Meridian:
 				return exitCode(2)
+			case r.Health != nil && r.Health.Status == "unavailable":
+				return exitCode(3)
 			}
 			return nil
 		},

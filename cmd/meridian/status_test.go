@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -107,5 +108,14 @@ func TestStatusThroughTheBinary(t *testing.T) {
 	out, code = status(t, g.bin, free)
 	if code != 1 || !strings.Contains(out, "nothing is listening") {
 		t.Errorf("status of nothing (exit %d):\n%s", code, out)
+	}
+
+	// A Meridian that cannot serve (no CLI where it looks) exits 3, and
+	// says so in words, without placeholders.
+	lost := newGateway(t)
+	lost.start("--claude-path", filepath.Join(t.TempDir(), "no-claude"))
+	out, code = status(t, lost.bin, portOf(t, lost.url))
+	if code != 3 || !strings.Contains(out, "status     unavailable") || !strings.Contains(out, "…/no-claude") || strings.ContainsAny(out, "<>") {
+		t.Errorf("status of a Meridian without its CLI (exit %d):\n%s", code, out)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/anthropic"
@@ -139,9 +140,15 @@ var (
 )
 
 // redact removes local paths, URLs and network addresses from a message
-// that reaches a client; the log keeps the original.
+// that reaches a client, in words that still read as a sentence: a path
+// keeps only its file name (…/claude), a URL and an address are named as
+// such. The log keeps the original.
 func redact(msg string) string {
-	msg = redactURL.ReplaceAllString(msg, "<url>")
-	msg = redactAddress.ReplaceAllString(msg, "<address>")
-	return redactPath.ReplaceAllString(msg, "$1<path>")
+	msg = redactURL.ReplaceAllString(msg, "a URL")
+	msg = redactAddress.ReplaceAllString(msg, "an address")
+	return redactPath.ReplaceAllStringFunc(msg, func(m string) string {
+		i := strings.IndexByte(m, '/')
+		base := m[strings.LastIndexByte(strings.TrimRight(m, "/"), '/')+1:]
+		return m[:i] + "…/" + strings.TrimRight(base, "/")
+	})
 }

@@ -48,11 +48,11 @@ func TestClassify(t *testing.T) {
 // what a client needs (the install hint, times, token counts) stays.
 func TestRedact(t *testing.T) {
 	for in, want := range map[string]string{
-		`fork/exec /home/u/.tools/claude/2.1.332/node_modules/claude: invalid argument`:              `fork/exec <path>: invalid argument`,
-		`API Error: Repeated 529 Overloaded errors. Check your inference gateway (127.0.0.1:38509).`: `API Error: Repeated 529 Overloaded errors. Check your inference gateway (<address>).`,
-		`request to http://10.0.0.7:8080/v1/messages failed`:                                         `request to <url> failed`,
-		`upstream api.internal.example:443 refused`:                                                  `upstream <address> refused`,
-		`claude CLI not found ("/tmp/x/no-such-claude"): install it with ` + "`npm install -g @anthropic-ai/claude-code`" + ` (or point --claude-path / MERIDIAN_CLAUDE_PATH at the binary)`: `claude CLI not found ("<path>"): install it with ` + "`npm install -g @anthropic-ai/claude-code`" + ` (or point --claude-path / MERIDIAN_CLAUDE_PATH at the binary)`,
+		`fork/exec /home/u/.tools/claude/2.1.332/node_modules/claude: invalid argument`:              `fork/exec …/claude: invalid argument`,
+		`API Error: Repeated 529 Overloaded errors. Check your inference gateway (127.0.0.1:38509).`: `API Error: Repeated 529 Overloaded errors. Check your inference gateway (an address).`,
+		`request to http://10.0.0.7:8080/v1/messages failed`:                                         `request to a URL failed`,
+		`upstream api.internal.example:443 refused`:                                                  `upstream an address refused`,
+		`claude CLI not found ("/tmp/x/no-such-claude"): install it with ` + "`npm install -g @anthropic-ai/claude-code`" + ` (or point --claude-path / MERIDIAN_CLAUDE_PATH at the binary)`: `claude CLI not found ("…/no-such-claude"): install it with ` + "`npm install -g @anthropic-ai/claude-code`" + ` (or point --claude-path / MERIDIAN_CLAUDE_PATH at the binary)`,
 		`resets 10:38pm (UTC)`:                           `resets 10:38pm (UTC)`,
 		`prompt is too long: 250000 tokens > 200000 max`: `prompt is too long: 250000 tokens > 200000 max`,
 		`No conversation found with session ID: 5f0c-11`: `No conversation found with session ID: 5f0c-11`,

@@ -62,7 +62,7 @@ func TestPlanReadingIsSingleFlightAndGoesStale(t *testing.T) {
 		if n := in.reads.Load(); n != 2 {
 			t.Fatalf("%d probes", n)
 		}
-		if want := "the latest reading failed: usage endpoint at <path> refused"; r.Error != want {
+		if want := "the latest reading failed: usage endpoint at …/x refused"; r.Error != want {
 			t.Fatalf("error %q, want %q", r.Error, want)
 		}
 		// A failure is not asked again at once.

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strings"
@@ -159,7 +160,8 @@ func Probe(ctx context.Context, baseURL, apiKey string) (Report, error) {
 				} `json:"processes"`
 			}
 			if json.Unmarshal(body, &s) == nil {
-				r.Today = &Today{Requests: s.Totals.Requests, Errors: s.Totals.Errors, Cost: s.Totals.Cost,
+				// Dollars to the hundredth of a cent: the estimate is no finer.
+				r.Today = &Today{Requests: s.Totals.Requests, Errors: s.Totals.Errors, Cost: math.Round(s.Totals.Cost*1e4) / 1e4,
 					Live: s.Processes.Live, Idle: s.Processes.Idle, Spares: s.Processes.Spares}
 			}
 		case http.StatusUnauthorized:

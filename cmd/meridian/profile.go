@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -126,21 +127,34 @@ line, and kept in files only you can read. The implicit profile "default" uses t
 			}
 			tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tKIND\tPRIORITY\tDEFAULT\tLOGIN\tRATE LIMITS")
+			// A long reason (the CLI missing) goes under the table, once,
+			// so the columns stay readable.
+			var notes []string
 			for _, v := range views {
-				login := v.Error
-				if v.Auth != nil {
-					login = "not logged in"
-					if v.Auth.LoggedIn {
-						login = "logged in (" + v.Auth.Method + ")"
+				login, limits := "unknown (see below)", "-"
+				switch {
+				case v.Auth == nil:
+					if !slices.Contains(notes, v.Error) {
+						notes = append(notes, v.Error)
 					}
+				case v.Auth.LoggedIn:
+					login, limits = "logged in ("+v.Auth.Method+")", limitsText(v.Plan)
+				default:
+					login = "not logged in"
 				}
 				def := ""
 				if v.Default {
 					def = "yes"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", v.Name, v.Kind, v.Priority, def, login, limitsText(v.Plan))
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", v.Name, v.Kind, v.Priority, def, login, limits)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			for _, n := range notes {
+				fmt.Fprintln(c.OutOrStdout(), "\nThe login could not be checked: "+strings.TrimPrefix(n, "unknown: "))
+			}
+			return nil
 		},
 	}
 

@@ -424,3 +424,17 @@ func TestProvidersShowEachWindowsShare(t *testing.T) {
 		t.Fatalf("the page does not show five_hour at 20%%:\n%s", page)
 	}
 }
+
+// Without the CLI, profile list keeps its columns and says why the login
+// is unknown under the table, once.
+func TestProfileListWithoutTheCLI(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command(buildBinary(t), "profile", "list", "--data-dir", t.TempDir(), "--claude-path", filepath.Join(t.TempDir(), "no-claude"))
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()}
+	out, code := combined(t, cmd)
+	lines := strings.Split(out, "\n")
+	if code != 0 || len(lines) < 4 || !strings.HasPrefix(lines[1], "default") || len(lines[1]) > 80 ||
+		!strings.Contains(out, "The login could not be checked: ") || strings.Count(out, "not found") != 1 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+}

@@ -9,5 +9,5 @@ import (
 // Setup edits through the pure editor and writes through atomicfile; it
 // knows nothing of the gateway.
 func TestImportsFlowDownward(t *testing.T) {
-	testkit.CheckImports(t, "internal/confedit", "internal/atomicfile")
+	testkit.CheckImports(t, "internal/confedit", "internal/atomicfile", "internal/suggest")
 }

@@ -278,7 +278,7 @@ func (g *Gateway) runTurn(ctx context.Context, t *turn, id string, out Output) e
 			return errStaleSession
 		}
 		g.hold(ctx, t, sess, in)
-		e := r.misfit(classify(res.Failure, g.cfg.CLI, g.window.get(g.cfg.Now()), g.cfg.Now()), res.Failure)
+		e := g.failed(ctx, r, res.Failure)
 		g.log.Warn("turn failed", append(logAttrs, "status", e.Status, "type", e.Type,
 			"retry_after", e.RetryAfter, "wait_source", e.WaitSource, "error", res.Failure.Message)...)
 		return e

@@ -23,6 +23,7 @@ func TestImportsFlowDownward(t *testing.T) {
 		"internal/session",
 		"internal/sessiontree",
 		"internal/spareplan",
+		"internal/suggest",
 		"internal/telemetry",
 		"internal/textstop",
 	)

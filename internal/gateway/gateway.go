@@ -315,7 +315,7 @@ func (g *Gateway) oneShot(ctx context.Context, req *anthropic.MessagesRequest, o
 		}
 		return err // the output refused a write: the client is gone
 	case res.Failure != nil:
-		e := r.misfit(classify(res.Failure, g.cfg.CLI, g.window.get(g.cfg.Now()), g.cfg.Now()), res.Failure)
+		e := g.failed(ctx, r, res.Failure)
 		g.log.Warn("turn failed", "session", res.SessionID, "status", e.Status, "type", e.Type,
 			"retry_after", e.RetryAfter, "wait_source", e.WaitSource, "error", res.Failure.Message)
 		return e

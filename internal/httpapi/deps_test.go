@@ -27,6 +27,7 @@ func TestImportsFlowDownward(t *testing.T) {
 		"internal/responses",
 		"internal/retryafter",
 		"internal/store",
+		"internal/suggest",
 		"internal/telemetry",
 		"internal/telemetry/history",
 		"internal/web",

@@ -105,7 +105,13 @@ func TestUnknownRoutesAre404InAnthropicShape(t *testing.T) {
 	resp, body := do(t, http.MethodGet, s.URL+"/v1/nothing-here", "", nil)
 	anthropicError(t, resp, body, 404, "not_found_error", "/v1/nothing-here")
 	resp, body = do(t, http.MethodGet, s.URL+"/v1/messages", "", nil)
-	anthropicError(t, resp, body, 405, "not_found_error", "GET")
+	anthropicError(t, resp, body, 405, "invalid_request_error", "it takes POST")
+	if allow := resp.Header.Get("Allow"); allow != "POST" {
+		t.Errorf("405 without Allow: %q", allow)
+	}
+	// A near miss names the route meant.
+	resp, body = do(t, http.MethodPost, s.URL+"/v1/message", "{}", nil)
+	anthropicError(t, resp, body, 404, "not_found_error", "did you mean POST /v1/messages?")
 }
 
 // GET / names every API route, the Responses API's among them, and each
@@ -368,4 +374,15 @@ func TestBadModelNamesAre400(t *testing.T) {
 	if pids := testkit.Processes(s.Marker); len(pids) > 0 {
 		t.Fatalf("a refused request started claude: %v", pids)
 	}
+}
+
+// A model the upstream does not know gets a 404 that says where the
+// models are listed and names the one probably meant.
+func TestAnUnknownModelPointsAtTheList(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{})
+	s.Upstream.Always(testkit.Reply{Status: 404, ErrorMessage: "model: claude-sonet-5-5"})
+	resp, body := do(t, http.MethodPost, s.URL+"/v1/messages", `{"model":"claude-sonet-5-5","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`,
+		map[string]string{"Content-Type": "application/json"})
+	anthropicError(t, resp, body, 404, "not_found_error", "GET /v1/models lists the models this Meridian offers; did you mean claude-sonnet-5-5?")
 }

@@ -303,26 +303,6 @@ func (s *Server) routes() http.Handler {
 	return outer
 }
 
-// knownPaths answer 405 rather than 404 to a wrong method.
-func knownPath(p string) bool {
-	switch p {
-	case "/v1/messages", "/messages", "/v1/messages/count_tokens", "/messages/count_tokens",
-		"/v1/chat/completions", "/chat/completions", "/v1/responses", "/responses", "/v1/models", "/v1/sessions", "/health", "/ready", "/cluster", "/inflight", "/":
-		return true
-	}
-	return false
-}
-
-func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
-	if knownPath(r.URL.Path) {
-		writeError(w, r, &gateway.Error{Status: http.StatusMethodNotAllowed, Type: "not_found_error",
-			Message: fmt.Sprintf("method %s is not allowed on %s", r.Method, r.URL.Path)})
-		return
-	}
-	writeError(w, r, &gateway.Error{Status: http.StatusNotFound, Type: "not_found_error",
-		Message: fmt.Sprintf("not found: %s %s", r.Method, r.URL.Path)})
-}
-
 // statusWriter records the status for the access log.
 type statusWriter struct {
 	http.ResponseWriter

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/meridian-gw/meridian/internal/config"
 	"github.com/meridian-gw/meridian/internal/httpapi"
 	"github.com/meridian-gw/meridian/internal/testkit"
 )
@@ -220,4 +221,24 @@ func anchors(page string) []string {
 		out = append(out, strings.ReplaceAll(h, " ", "-"))
 	}
 	return out
+}
+
+// The settings file's example in docs/configuration.md is one the
+// settings reader takes, with the values it shows.
+func TestDocsSettingsExampleParses(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(testkit.RepoRoot(t), "docs", "configuration.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)```toml\n(# ~/.config/meridian/config.toml.*?)```").FindSubmatch(doc)
+	if m == nil {
+		t.Fatal("docs/configuration.md has no settings file example")
+	}
+	c, err := config.Parse(m[1])
+	if err != nil {
+		t.Fatalf("the example does not parse: %v", err)
+	}
+	if c.Harness.Claude.SpawnWatch.Enabled || c.Pricing["claude-sonnet-5"].Output != 15 {
+		t.Fatalf("the example reads as %+v", c)
+	}
 }

@@ -83,8 +83,9 @@ open http://127.0.0.1:3456/ to see what it does, and point a client at it with
 		Short: "Run the gateway (the default command)",
 		Long: `serve runs the gateway on 127.0.0.1:3456 until it is stopped: the first SIGINT or SIGTERM drains it
 (running requests finish within --drain-timeout), a second one ends the drain at once. Every flag
-has an environment twin (shown beside it), and the settings file (MERIDIAN_CONFIG, else
-~/.config/meridian/config.toml) may hold the same settings; a flag wins over its variable.`,
+has an environment twin (shown beside it); a flag wins over its variable. The settings file
+(MERIDIAN_CONFIG, else ~/.config/meridian/config.toml) holds the price overrides for the cost
+estimates (see docs/configuration.md).`,
 		Example: `  meridian serve                                  # 127.0.0.1:3456, the claude CLI on PATH
   meridian serve --port 4000 --max-live 4         # another port, at most 4 live claude processes
   meridian serve --backend antigravity            # answer with Google Antigravity's agy

@@ -219,12 +219,21 @@ func TestPagesInABrowser(t *testing.T) {
 	b := newBrowser(t)
 
 	b.do(t, chromedp.Navigate(g.url+"/telemetry"))
-	requests, errs := text(t, b, "#card-requests .value"), text(t, b, "#card-errors .value")
+	requests, failed, clientErrs := text(t, b, "#card-requests .value"), text(t, b, "#card-errors .value"), text(t, b, "#client-errors")
 	live, cost, costNote := text(t, b, "#card-live .value"), text(t, b, "#card-cost .value"), text(t, b, "#card-cost .sub")
 	// Three answers of 11 input, 7 output, 3 cache-read and 5 cache-write
-	// tokens at 3, 15, 0.30 and 3.75 dollars per million: $0.000473.
-	if requests != "4" || errs != "1" || live != "100%" || cost != "$0.0005" || costNote != "estimate" {
-		t.Errorf("overview cards: requests %q errors %q live %q cost %q (%q)", requests, errs, live, cost, costNote)
+	// tokens at 3, 15, 0.30 and 3.75 dollars per million: $0.000473. The
+	// refused request was the client's mistake, not a failure.
+	if requests != "4" || failed != "0" || clientErrs != "1" || live != "100%" || cost != "$0.0005" || costNote != "estimate" {
+		t.Errorf("overview cards: requests %q failed %q client errors %q live %q cost %q (%q)", requests, failed, clientErrs, live, cost, costNote)
+	}
+	if types := text(t, b, "#client-error-types"); !strings.Contains(types, "invalid_request_error") {
+		t.Errorf("client errors by type: %q", types)
+	}
+	// Everything recorded is minutes old: the hour is shown, not a day
+	// of empty slices.
+	if on := text(t, b, ".windows a.on"); on != "1h" {
+		t.Errorf("a fresh install's dashboard opens on the %s window, want 1h", on)
 	}
 	if bars := count(t, b, "#chart-requests svg rect"); len(bars) == 0 {
 		t.Error("the requests chart drew no bars")
@@ -234,6 +243,10 @@ func TestPagesInABrowser(t *testing.T) {
 	b.do(t, chromedp.Navigate(g.url+"/telemetry?tab=requests"))
 	if rows := count(t, b, "tr.request"); len(rows) != 4 {
 		t.Errorf("the requests table shows %d rows, want 4", len(rows))
+	}
+	// The refused request says why, as its client was told.
+	if detail := text(t, b, "tr.error-detail"); !strings.Contains(detail, "invalid_request_error") || !strings.Contains(detail, "messages") {
+		t.Errorf("the refused request's row says %q", detail)
 	}
 	b.screenshot(t, "requests")
 	// The filters, used as a user does: errors only.
@@ -266,6 +279,22 @@ func TestPagesInABrowser(t *testing.T) {
 		t.Errorf("providers page: %q", provider)
 	}
 	b.screenshot(t, "providers")
+
+	// /key is in the navigation, and its form says what this Meridian
+	// (no admin key, no key made yet) takes.
+	b.do(t, chromedp.Click(chromedp.CSS(`nav a[href="/key"]`)))
+	b.waitLocation(t, "/key")
+	if form := text(t, b, "#sign-in"); !strings.Contains(form, "meridian key add") || !strings.Contains(form, "started without an admin key") ||
+		!strings.Contains(form, "No key is in force") {
+		t.Errorf("the /key form says %q", form)
+	}
+	b.forget() // /key answered its form with 401, which the browser logs
+
+	b.fits(t, 1280, g.url+"/", g.url+"/telemetry", g.url+"/telemetry?tab=requests", g.url+"/telemetry?tab=logs", g.url+"/providers", g.url+"/cluster")
+	b.fits(t, 420, g.url+"/", g.url+"/providers", g.url+"/key")
+	b.forget() // /key's 401 again
+	b.do(t, chromedp.Navigate(g.url+"/cluster"))
+	b.screenshot(t, "cluster")
 	b.clean(t)
 }
 
@@ -286,8 +315,8 @@ func TestPagesNeedTheKey(t *testing.T) {
 	}
 	b.do(t, chromedp.Navigate(g.url+"/telemetry"))
 	b.do(t, chromedp.SendKeys(`form.sign-in input[name=key]`, "wrong"), chromedp.Submit(`form.sign-in`), chromedp.WaitVisible(`p.refused`))
-	if title := text(t, b, "h1"); title != "Sign in" {
-		t.Fatalf("a wrong key showed %q", title)
+	if title, form := text(t, b, "h1"), text(t, b, "#sign-in"); title != "Sign in" || !strings.Contains(form, "started with an admin key") {
+		t.Fatalf("a wrong key showed %q: %q", title, form)
 	}
 	b.screenshot(t, "sign-in")
 	b.forget() // the refusals above, as the browser logged them
@@ -313,6 +342,31 @@ func TestPagesNeedTheKey(t *testing.T) {
 		resp.Body.Close()
 	}
 	b.clean(t)
+}
+
+// clipped lists what does not fit the page's width: the page itself
+// scrolling sideways, a table wider than its panel, a card's text wider
+// than its card.
+const clipped = `(() => {
+	const out = [], de = document.documentElement;
+	if (de.scrollWidth > window.innerWidth) out.push("the page is " + de.scrollWidth + " px wide in a " + window.innerWidth + " px window");
+	for (const el of document.querySelectorAll(".scroll, .card, .panel, header, form")) {
+		if (el.scrollWidth > el.clientWidth + 1) out.push((el.id || el.className || el.tagName) + " holds " + el.scrollWidth + " px in " + el.clientWidth);
+	}
+	return out;
+})()`
+
+// fits loads each page at width px and fails the test for anything clipped.
+func (b *browser) fits(t *testing.T, width int64, urls ...string) {
+	t.Helper()
+	b.do(t, chromedp.EmulateViewport(width, 900))
+	for _, u := range urls {
+		b.do(t, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS("main")))
+		for _, c := range get(t, b, chromedp.Evaluate[[]string](clipped)) {
+			t.Errorf("%s at %d px: %s", u, width, c)
+		}
+	}
+	b.do(t, chromedp.EmulateViewport(1280, 1000))
 }
 
 func httpGetT(t *testing.T, u string) (int, string) {

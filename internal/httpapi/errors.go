@@ -29,7 +29,7 @@ func openAIRequest(r *http.Request) bool {
 // writeError renders an error envelope in the request's protocol, with its
 // status and, for statuses that carry one, Retry-After.
 func writeError(w http.ResponseWriter, r *http.Request, e *gateway.Error) {
-	telemetry.From(r.Context()).Failed(e.Status, e.Type)
+	telemetry.From(r.Context()).Failed(e.Status, e.Type, e.Message)
 	retryAfterHeader(w.Header(), e)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(e.Status)

@@ -15,6 +15,8 @@ import (
 
 	"github.com/meridian-gw/meridian/internal/clientsetup"
 	"github.com/meridian-gw/meridian/internal/gateway"
+	"github.com/meridian-gw/meridian/internal/keyrule"
+	"github.com/meridian-gw/meridian/internal/store"
 	"github.com/meridian-gw/meridian/internal/telemetry"
 	"github.com/meridian-gw/meridian/internal/telemetry/history"
 	"github.com/meridian-gw/meridian/internal/web"
@@ -76,8 +78,29 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.page(w, r, http.StatusUnauthorized, func(b *bytes.Buffer) error {
-		return s.pages.RenderSignIn(b, s.cfg.Version, web.SignIn{Next: next, Wrong: true})
+		return s.pages.RenderSignIn(b, s.cfg.Version, s.signInForm(r, next, true))
 	})
+}
+
+// signInForm says what the form takes here: the admin key, if this
+// Meridian was started with one, and keys of `meridian key add`, if any
+// is in force.
+func (s *Server) signInForm(r *http.Request, next string, wrong bool) web.SignIn {
+	return web.SignIn{Next: next, Wrong: wrong, ForKey: next == "/key", AdminKey: s.hasKey, Admin: s.hasKey && s.cookieOK(r),
+		Keys: s.anyKeyInForce(r)}
+}
+
+// anyKeyInForce says whether some key of `meridian key add` is active:
+// model requests then need a key.
+func (s *Server) anyKeyInForce(r *http.Request) bool {
+	if s.keys == nil {
+		return false
+	}
+	now := time.Now()
+	_, ok, _ := s.keys.find(r.Context(), now, func(k store.Key) bool {
+		return keyrule.State(k.Revoked, k.Expires, now) == keyrule.Active
+	})
+	return ok
 }
 
 // onwardPath is where a signed-in browser goes: only ever a path here.
@@ -126,7 +149,7 @@ func (s *Server) signInPage(w http.ResponseWriter, r *http.Request) {
 	q.Del("key")
 	next := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
 	s.page(w, r, http.StatusUnauthorized, func(b *bytes.Buffer) error {
-		return s.pages.RenderSignIn(b, s.cfg.Version, web.SignIn{Next: next.String()})
+		return s.pages.RenderSignIn(b, s.cfg.Version, s.signInForm(r, next.String(), false))
 	})
 }
 
@@ -145,7 +168,8 @@ func landingBackend(id, prefix string, cli gateway.CLI, h gateway.CLIHealth) web
 // landing is GET / for a browser.
 func (s *Server) landing(w http.ResponseWriter, r *http.Request) {
 	h := s.dispatch.Default().Health(r.Context())
-	l := web.Landing{Status: h.Status, Processes: s.load(), ProcessesLabel: s.processesLabel(), CostToday: "$0", KeyRequired: s.hasKey}
+	l := web.Landing{Status: h.Status, Processes: s.load(), ProcessesLabel: s.processesLabel(), CostToday: "$0",
+		KeyRequired: s.hasKey || s.anyKeyInForce(r)}
 	l.Backends = append(l.Backends, landingBackend("cli", "", s.dispatch.Default().CLI(), h.CLI()))
 	for _, m := range s.cfg.Mounts {
 		if m.Gateway != nil {
@@ -165,7 +189,7 @@ func (s *Server) landing(w http.ResponseWriter, r *http.Request) {
 			for _, rec := range recs {
 				t.Add(rec)
 			}
-			l.RequestsToday, l.ErrorsToday = t.Requests, t.Errors
+			l.RequestsToday, l.FailedToday, l.ClientErrorsToday = t.Requests, t.Failures(), t.ClientErrors
 			l.CostToday = web.USD(t.Cost)
 		}
 	}
@@ -207,6 +231,16 @@ var dashboardWindows = []struct {
 	d    time.Duration
 }{{"1h", time.Hour}, {"24h", 24 * time.Hour}, {"7d", 7 * 24 * time.Hour}, {"30d", 30 * 24 * time.Hour}}
 
+// fittingWindow is the dashboard's window when none is asked for: the
+// day, or the hour while everything recorded is younger than that (a
+// fresh install's few requests would be one sliver of a day's chart).
+func fittingWindow(since, now time.Time) string {
+	if since.IsZero() || now.Sub(since) < time.Hour {
+		return "1h"
+	}
+	return "24h"
+}
+
 // dashboard is GET /telemetry.
 func (s *Server) dashboard(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.History == nil {
@@ -218,10 +252,14 @@ func (s *Server) dashboard(w http.ResponseWriter, r *http.Request) {
 	if !slices.Contains([]string{"overview", "requests", "logs"}, d.Tab) {
 		d.Tab = "overview"
 	}
-	window := 24 * time.Hour
+	now := time.Now()
 	if d.Window == "" {
 		d.Window = "24h"
+		if _, since, err := s.cfg.History.Cumulative(r.Context()); err == nil {
+			d.Window = fittingWindow(since, now)
+		}
 	}
+	window := 24 * time.Hour
 	for _, wd := range dashboardWindows {
 		if wd.name == d.Window {
 			window = wd.d
@@ -237,7 +275,6 @@ func (s *Server) dashboard(w http.ResponseWriter, r *http.Request) {
 	for _, tab := range []string{"overview", "requests", "logs"} {
 		d.Tabs = append(d.Tabs, web.Link{Name: tab, Href: link(tab, d.Window), On: tab == d.Tab})
 	}
-	now := time.Now()
 	records, err := s.cfg.History.Between(r.Context(), now.Add(-window), now.Add(time.Second))
 	if err != nil {
 		s.fail(w, r, err)
@@ -256,7 +293,7 @@ func (s *Server) dashboard(w http.ResponseWriter, r *http.Request) {
 	case "requests":
 		d.F = history.Filter{Client: q.Get("client"), Model: q.Get("model"), Verdict: q.Get("verdict"), Key: q.Get("key"),
 			MissedCache: q.Get("missed_cache") == "1"}
-		if st := q.Get("status"); st == "ok" || st == "error" {
+		if st := q.Get("status"); statusFilter(st) {
 			d.F.Status = st
 		}
 		for _, g := range d.S.ByClient {

@@ -77,7 +77,18 @@ func noteFailure(r *http.Request, err error) {
 		return
 	}
 	ge := asGatewayError(settled(r, err))
-	telemetry.From(r.Context()).Failed(ge.Status, ge.Type)
+	telemetry.From(r.Context()).Failed(ge.Status, ge.Type, ge.Message)
+}
+
+// statusFilter says whether a request list's status filter is one of the
+// named ones: "" (any), ok, error (any error), client (the client's to
+// fix), failed (the gateway's or the upstream's).
+func statusFilter(s string) bool {
+	switch s {
+	case "", "ok", "error", "client", "failed":
+		return true
+	}
+	return false
 }
 
 // summaryWindow bounds the window a summary may ask for.
@@ -156,9 +167,10 @@ func (s *Server) telemetryRequests(w http.ResponseWriter, r *http.Request) {
 	}
 	f := history.Filter{API: q.Get("api"), Client: q.Get("client"), Model: q.Get("model"), Verdict: q.Get("verdict"), Key: q.Get("key"),
 		Status: q.Get("status"), MissedCache: q.Get("missed_cache") == "1" || q.Get("missed_cache") == "true"}
-	if f.Status != "" && f.Status != "ok" && f.Status != "error" {
+	if !statusFilter(f.Status) {
 		if _, err := strconv.Atoi(f.Status); err != nil {
-			s.fail(w, r, &gateway.Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: "status", Message: "status must be ok, error or an HTTP status code"})
+			s.fail(w, r, &gateway.Error{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: "status",
+				Message: "status must be ok, error, client, failed or an HTTP status code"})
 			return
 		}
 	}

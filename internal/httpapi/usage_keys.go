@@ -182,7 +182,7 @@ func (s *Server) keyPage(w http.ResponseWriter, r *http.Request) {
 	}
 	if k == nil || s.cfg.Keys == nil {
 		s.page(w, r, http.StatusUnauthorized, func(b *bytes.Buffer) error {
-			return s.pages.RenderSignIn(b, s.cfg.Version, web.SignIn{Next: "/key"})
+			return s.pages.RenderSignIn(b, s.cfg.Version, s.signInForm(r, "/key", false))
 		})
 		return
 	}

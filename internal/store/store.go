@@ -335,12 +335,15 @@ type Request struct {
 	Cost                            float64
 	Status                          int
 	ErrorType                       string
+	ErrorMessage                    string // as the client got it, cut short
 }
 
 // RequestFilter selects records for a page of the request list.
 type RequestFilter struct {
 	API, Client, Model, Verdict, Key string
-	// Status is "ok", "error" or an HTTP status code.
+	// Status is "ok", "error" (any), "client" (a 4xx but 429: the
+	// client's to fix), "failed" (the gateway's or upstream's) or an HTTP
+	// status code.
 	Status string
 	// MissedCache keeps only continuations that read nothing from the
 	// cache.

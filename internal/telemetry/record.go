@@ -72,7 +72,26 @@ type Record struct {
 	Cost      float64 `json:"cost_usd"`
 	Status    int     `json:"status"`
 	ErrorType string  `json:"error_type,omitempty"`
+	// ErrorMessage is the error's text as the client got it (already free
+	// of paths and secrets), cut to maxErrorMessage runes.
+	ErrorMessage string `json:"error_message,omitempty"`
 }
+
+// maxErrorMessage bounds the error text a record keeps: enough to say
+// what went wrong, never a whole upstream body.
+const maxErrorMessage = 300
+
+// ClientError says whether a status is the client's to fix (a bad
+// request, a key refused, a model not found, a client that left) rather
+// than a failure of the gateway or the upstream. 429 is the upstream's
+// or a key's limit: not a mistake in the request.
+func ClientError(status int) bool {
+	return status >= 400 && status < 500 && status != 429
+}
+
+// Failed says whether a record is any error: a status of 400 or more, or
+// none at all.
+func Failed(r Record) bool { return r.Status >= 400 || r.Status == 0 }
 
 // ConversationHash shortens a conversation key to a stable label that does
 // not reveal it.
@@ -220,10 +239,14 @@ func (tr *Trace) FirstByte(at time.Time) {
 	})
 }
 
-// Failed notes the error a request was answered with: its status and
-// type. An error inside a stream that began with 200 counts as its status.
-func (tr *Trace) Failed(status int, errorType string) {
-	tr.update(func(r *Record) { tr.failed, r.ErrorType = status, errorType })
+// Failed notes the error a request was answered with: its status, type
+// and message. An error inside a stream that began with 200 counts as its
+// status.
+func (tr *Trace) Failed(status int, errorType, message string) {
+	if rs := []rune(message); len(rs) > maxErrorMessage {
+		message = string(rs[:maxErrorMessage-1]) + "…"
+	}
+	tr.update(func(r *Record) { tr.failed, r.ErrorType, r.ErrorMessage = status, errorType, message })
 }
 
 // Finish closes the record with the response's status and error type at

@@ -17,10 +17,13 @@ type Bucket struct {
 	Start    time.Time `json:"start"`
 	Requests int       `json:"requests"`
 	Errors   int       `json:"errors"`
-	TTFT     Quantiles `json:"ttft"`
-	Total    Quantiles `json:"total"`
-	Tokens   Tokens    `json:"tokens"`
-	Cost     float64   `json:"cost_usd"`
+	// ClientErrors are the errors among Errors that were the client's
+	// to fix (ClientError).
+	ClientErrors int       `json:"client_errors"`
+	TTFT         Quantiles `json:"ttft"`
+	Total        Quantiles `json:"total"`
+	Tokens       Tokens    `json:"tokens"`
+	Cost         float64   `json:"cost_usd"`
 }
 
 // Group is a figure broken down by one name (a day, a model, a client, an
@@ -35,21 +38,31 @@ type Group struct {
 
 // Totals are counts over a span of records.
 type Totals struct {
-	Requests int     `json:"requests"`
-	Errors   int     `json:"errors"`
-	Replays  int     `json:"replays"`
-	Tokens   Tokens  `json:"tokens"`
-	Cost     float64 `json:"cost_usd"`
+	Requests int `json:"requests"`
+	Errors   int `json:"errors"`
+	// ClientErrors are the errors among Errors that were the client's to
+	// fix (ClientError); the rest failed in the gateway or upstream.
+	ClientErrors int     `json:"client_errors"`
+	Replays      int     `json:"replays"`
+	Tokens       Tokens  `json:"tokens"`
+	Cost         float64 `json:"cost_usd"`
 	// Unpriced counts requests whose model has no known price: their cost
 	// is not in Cost.
 	Unpriced int `json:"unpriced"`
 }
 
+// Failures are the errors that were not the client's to fix: the
+// gateway's and the upstream's.
+func (t Totals) Failures() int { return t.Errors - t.ClientErrors }
+
 // Add counts one record.
 func (t *Totals) Add(r Record) {
 	t.Requests++
-	if r.Status >= 400 || r.Status == 0 {
+	if Failed(r) {
 		t.Errors++
+		if ClientError(r.Status) {
+			t.ClientErrors++
+		}
 	}
 	if r.Replay {
 		t.Replays++
@@ -86,9 +99,12 @@ type Summary struct {
 	ByKey []Group `json:"by_key"`
 	// ByHost groups by the host that served each request: every host
 	// sharing the store.
-	ByHost   []Group `json:"by_host"`
-	Errors   []Group `json:"errors_by_type"`
-	Verdicts []Group `json:"verdicts"`
+	ByHost []Group `json:"by_host"`
+	// Errors are the gateway's and the upstream's failures by type;
+	// ClientErrors the errors that were the client's to fix.
+	Errors       []Group `json:"errors_by_type"`
+	ClientErrors []Group `json:"client_errors_by_type"`
+	Verdicts     []Group `json:"verdicts"`
 }
 
 // MissedCache says whether a record is a successful continuation that
@@ -113,7 +129,8 @@ func Summarize(records []Record, from, to time.Time, buckets int, loc *time.Loca
 		s.Series[i].Start = from.Add(time.Duration(i) * size)
 	}
 	var allTTFT, allTotal []float64
-	days, models, clients, apis, hosts, errs, verdicts, keys := groups{}, groups{}, groups{}, groups{}, groups{}, groups{}, groups{}, groups{}
+	days, models, clients, apis, hosts, verdicts, keys := groups{}, groups{}, groups{}, groups{}, groups{}, groups{}, groups{}
+	errs, clientErrs := groups{}, groups{}
 	var continued, live int
 	var prompt, cached int64
 	for _, r := range records {
@@ -124,8 +141,13 @@ func Summarize(records []Record, from, to time.Time, buckets int, loc *time.Loca
 		i := int(r.Time.Sub(from) / size)
 		b := &s.Series[i]
 		b.Requests++
-		failed := r.Status >= 400 || r.Status == 0
-		if failed {
+		failed := Failed(r)
+		switch {
+		case failed && ClientError(r.Status):
+			b.Errors++
+			b.ClientErrors++
+			clientErrs.add(cmp.Or(r.ErrorType, "unknown"), r)
+		case failed:
 			b.Errors++
 			errs.add(cmp.Or(r.ErrorType, "unknown"), r)
 		}
@@ -176,7 +198,7 @@ func Summarize(records []Record, from, to time.Time, buckets int, loc *time.Loca
 	}
 	s.ByDay = days.byName()
 	s.ByModel, s.ByClient, s.ByAPI, s.ByHost, s.ByKey = models.byCost(), clients.byCost(), apis.byCost(), hosts.byCost(), keys.byCost()
-	s.Errors, s.Verdicts = errs.byCount(), verdicts.byCount()
+	s.Errors, s.ClientErrors, s.Verdicts = errs.byCount(), clientErrs.byCount(), verdicts.byCount()
 	return s
 }
 
@@ -189,7 +211,7 @@ func (g groups) add(name string, r Record) {
 		g[name] = x
 	}
 	x.Requests++
-	if r.Status >= 400 || r.Status == 0 {
+	if Failed(r) {
 		x.Errors++
 	}
 	x.Tokens = x.Tokens.Add(r.Tokens)

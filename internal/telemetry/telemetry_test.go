@@ -2,8 +2,12 @@ package telemetry
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/meridian-gw/meridian/internal/testkit"
 )
@@ -74,5 +78,45 @@ func TestSummarize(t *testing.T) {
 	}
 	if s.ByClient[0].Name != "claude-code" || s.ByClient[0].Requests != 3 || s.ByDay[0].Name != "2026-11-30" {
 		t.Fatalf("clients %+v days %+v", s.ByClient, s.ByDay)
+	}
+}
+
+// A bad request, a refused key and a client that left are the client's
+// to fix; a limit, an overload and a CLI that failed are not: the
+// summary keeps them apart, in its totals, its series and its types.
+func TestClientErrorsApartFromFailures(t *testing.T) {
+	t0 := time.Date(2026, 12, 5, 9, 0, 0, 0, time.UTC)
+	var records []Record
+	for i, e := range []struct {
+		status int
+		typ    string
+	}{{200, ""}, {400, "invalid_request_error"}, {401, "authentication_error"}, {404, "not_found_error"}, {499, "client_gone"},
+		{429, "rate_limit_error"}, {529, "overloaded_error"}, {500, "api_error"}, {400, "invalid_request_error"}} {
+		records = append(records, Record{Time: t0.Add(time.Duration(i) * time.Second), Status: e.status, ErrorType: e.typ})
+	}
+	s := Summarize(records, t0, t0.Add(time.Hour), 4, time.UTC)
+	if s.Totals.Errors != 8 || s.Totals.ClientErrors != 5 || s.Series[0].ClientErrors != 5 || s.Series[0].Errors != 8 {
+		t.Fatalf("totals %+v, first slice %+v", s.Totals, s.Series[0])
+	}
+	names := func(gs []Group) (out []string) {
+		for _, g := range gs {
+			out = append(out, fmt.Sprintf("%s=%d", g.Name, g.Requests))
+		}
+		return out
+	}
+	if got := names(s.Errors); !slices.Equal(got, []string{"api_error=1", "overloaded_error=1", "rate_limit_error=1"}) {
+		t.Errorf("failures by type %v", got)
+	}
+	if got := names(s.ClientErrors); !slices.Equal(got, []string{"invalid_request_error=2", "authentication_error=1", "client_gone=1", "not_found_error=1"}) {
+		t.Errorf("client errors by type %v", got)
+	}
+}
+
+func TestAFailureKeepsItsMessageCut(t *testing.T) {
+	tr := NewTrace(APIMessages, time.Now())
+	tr.Failed(400, "invalid_request_error", strings.Repeat("é", 1000))
+	rec := tr.Finish(200, "", time.Now())
+	if n := utf8.RuneCountInString(rec.ErrorMessage); rec.Status != 400 || n != maxErrorMessage || !strings.HasSuffix(rec.ErrorMessage, "…") {
+		t.Fatalf("status %d, message of %d runes", rec.Status, n)
 	}
 }

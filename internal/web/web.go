@@ -10,7 +10,9 @@ import (
 	"html/template"
 	"io"
 	"io/fs"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -71,6 +73,17 @@ func funcMap() template.FuncMap {
 		"keyed": func(groups []telemetry.Group) bool {
 			return slices.ContainsFunc(groups, func(g telemetry.Group) bool { return g.Name != "" })
 		},
+		"clientError": telemetry.ClientError,
+		"count":       Count,
+		// shortHost is a host's name up to its domain: machine names in
+		// a cloud run long and differ in their first label.
+		"shortHost": func(h string) string {
+			if net.ParseIP(h) != nil {
+				return h
+			}
+			name, _, _ := strings.Cut(h, ".")
+			return name
+		},
 		"mib": func(b int64) string { return fmt.Sprintf("%d MiB", b>>20) },
 		"clock": func(t time.Time) string {
 			lt := t.Local()
@@ -86,6 +99,25 @@ func funcMap() template.FuncMap {
 			return t.Local().Format("Jan 2 15:04")
 		},
 	}
+}
+
+// Count formats a count of tokens for a table: exact below ten thousand,
+// then to three figures (12.3k, 1.23M), so a column stays narrow.
+func Count(n int64) string {
+	f := float64(n)
+	switch {
+	case n < 10_000:
+		return strconv.FormatInt(n, 10)
+	case n < 100_000:
+		return fmt.Sprintf("%.1fk", f/1e3)
+	case n < 1_000_000:
+		return fmt.Sprintf("%.0fk", f/1e3)
+	case n < 10_000_000:
+		return fmt.Sprintf("%.2fM", f/1e6)
+	case n < 100_000_000:
+		return fmt.Sprintf("%.1fM", f/1e6)
+	}
+	return fmt.Sprintf("%.0fM", f/1e6)
 }
 
 // USD formats dollars for a page.
@@ -136,10 +168,12 @@ type Landing struct {
 	Processes      gateway.BackendLoad
 	ProcessesLabel string
 	RequestsToday  int
-	ErrorsToday    int
-	CostToday      string
-	Hints          []Hint
-	KeyRequired    bool
+	// FailedToday failed in the gateway or upstream; ClientErrorsToday
+	// were the clients' to fix.
+	FailedToday, ClientErrorsToday int
+	CostToday                      string
+	Hints                          []Hint
+	KeyRequired                    bool
 }
 
 // LandingBackend is one CLI that answers on the listener.
@@ -190,11 +224,19 @@ func (p *Pages) RenderCluster(w io.Writer, version string, c ClusterPage) error 
 	return p.render(w, "cluster", "Cluster", version, "cluster", c)
 }
 
-// SignIn is the sign-in form: the page to go on to, and whether a wrong
-// key was just sent.
+// SignIn is the sign-in form: the page to go on to, whether a wrong key
+// was just sent, and what this Meridian takes, so the form says how it
+// was started.
 type SignIn struct {
 	Next  string
 	Wrong bool
+	// ForKey: the form is /key's, for a key of `meridian key add`.
+	ForKey bool
+	// AdminKey: this Meridian was started with an admin key; Admin: this
+	// browser is signed in with it.
+	AdminKey, Admin bool
+	// Keys: some key of `meridian key add` is in force.
+	Keys bool
 }
 
 // KeyPage is what /key shows the holder of one API key: its own figures.
@@ -210,12 +252,17 @@ type KeyPage struct {
 
 // RenderKey writes one key's own page.
 func (p *Pages) RenderKey(w io.Writer, version string, k KeyPage) error {
-	return p.render(w, "key", "Key "+k.Name, version, "", k)
+	return p.render(w, "key", "Key "+k.Name, version, "key", k)
 }
 
-// RenderSignIn writes the sign-in form, which posts the admin key.
+// RenderSignIn writes the sign-in form, which posts the admin key or a
+// key of `meridian key add`.
 func (p *Pages) RenderSignIn(w io.Writer, version string, s SignIn) error {
-	return p.render(w, "signin", "Sign in", version, "", s)
+	nav := ""
+	if s.ForKey {
+		nav = "key"
+	}
+	return p.render(w, "signin", "Sign in", version, nav, s)
 }
 
 // Link is a tab or a window choice.
@@ -264,17 +311,17 @@ func (p *Pages) RenderDashboard(w io.Writer, version string, d Dashboard) error 
 func chartsOf(s telemetry.Summary) Charts {
 	n := len(s.Series)
 	starts := make([]time.Time, n)
-	ok, failed := make([]float64, n), make([]float64, n)
+	ok, client, failed := make([]float64, n), make([]float64, n), make([]float64, n)
 	ttft50, ttft95, tot50, tot95 := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
 	in, out, read, write := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
 	for i, b := range s.Series {
 		starts[i] = b.Start
-		ok[i], failed[i] = float64(b.Requests-b.Errors), float64(b.Errors)
+		ok[i], client[i], failed[i] = float64(b.Requests-b.Errors), float64(b.ClientErrors), float64(b.Errors-b.ClientErrors)
 		ttft50[i], ttft95[i], tot50[i], tot95[i] = b.TTFT.P50, b.TTFT.P95, b.Total.P50, b.Total.P95
 		in[i], out[i], read[i], write[i] = float64(b.Tokens.Input), float64(b.Tokens.Output), float64(b.Tokens.CacheRead), float64(b.Tokens.CacheWrite)
 	}
 	var c Charts
-	c.Requests = Bars("requests over time", "", starts, Series{"answered", "s1", ok}, Series{"errors", "err", failed})
+	c.Requests = Bars("requests over time", "", starts, Series{"answered", "s1", ok}, Series{"client errors", "s3", client}, Series{"failed", "err", failed})
 	unit := " ms"
 	if all := append(slices.Clone(tot95), ttft95...); len(all) > 0 && slices.Max(all) >= 2000 {
 		unit = " s"

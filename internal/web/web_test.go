@@ -61,11 +61,19 @@ func TestDashboardNamesHostsWhenSeveral(t *testing.T) {
 	if got := render("overview", a, b); !strings.Contains(got, `id="hosts"`) || !strings.Contains(got, "host-b") {
 		t.Fatal("the overview of two hosts does not group by host")
 	}
-	if got := render("requests", a, b); !strings.Contains(got, "<th>host</th>") || !strings.Contains(got, "<code>host-a</code>") {
+	if got := render("requests", a, b); !strings.Contains(got, "<th>time · host</th>") || !strings.Contains(got, `<small class="host" title="host-a">host-a</small>`) {
 		t.Fatal("the requests of two hosts do not name their host")
 	}
-	if got := render("overview", a) + render("requests", a); strings.Contains(got, `id="hosts"`) || strings.Contains(got, "<th>host</th>") {
+	if got := render("overview", a) + render("requests", a); strings.Contains(got, `id="hosts"`) || strings.Contains(got, "host</th>") {
 		t.Fatal("one host's dashboard shows hosts")
+	}
+}
+
+func TestCountStaysNarrow(t *testing.T) {
+	for in, want := range map[int64]string{0: "0", 9999: "9999", 12345: "12.3k", 123456: "123k", 1234567: "1.23M", 12345678: "12.3M", 123456789: "123M"} {
+		if got := Count(in); got != want {
+			t.Errorf("Count(%d) = %q, want %q", in, got, want)
+		}
 	}
 }
 

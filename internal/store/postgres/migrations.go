@@ -208,6 +208,9 @@ func migrations() []string {
 	);
 	ALTER TABLE requests ADD COLUMN key_name TEXT NOT NULL DEFAULT '';
 	CREATE INDEX requests_key_at ON requests (key_name, at);`,
+		// 5: the error text a request was answered with, for the
+		// dashboard's request list.
+		`ALTER TABLE requests ADD COLUMN error_message TEXT NOT NULL DEFAULT '';`,
 	}
 }
 

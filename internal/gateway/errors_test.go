@@ -53,6 +53,7 @@ func TestRedact(t *testing.T) {
 		`request to http://10.0.0.7:8080/v1/messages failed`:                                         `request to a URL failed`,
 		`upstream api.internal.example:443 refused`:                                                  `upstream an address refused`,
 		`claude CLI not found ("/tmp/x/no-such-claude"): install it with ` + "`npm install -g @anthropic-ai/claude-code`" + ` (or point --claude-path / MERIDIAN_CLAUDE_PATH at the binary)`: `claude CLI not found ("…/no-such-claude"): install it with ` + "`npm install -g @anthropic-ai/claude-code`" + ` (or point --claude-path / MERIDIAN_CLAUDE_PATH at the binary)`,
+		"install it as antigravity.google/cli says (its installer puts it in ~/.local/bin), sign in once by running `agy` in a terminal":                                                     "install it as antigravity.google/cli says (its installer puts it in ~/.local/bin), sign in once by running `agy` in a terminal",
 		`resets 10:38pm (UTC)`:                           `resets 10:38pm (UTC)`,
 		`prompt is too long: 250000 tokens > 200000 max`: `prompt is too long: 250000 tokens > 200000 max`,
 		`No conversation found with session ID: 5f0c-11`: `No conversation found with session ID: 5f0c-11`,

@@ -31,7 +31,10 @@ import (
 const MinVersion = "1.1.18"
 
 // InstallHint says how to get agy.
-const InstallHint = "install Antigravity's CLI (agy) and sign in once by running `agy` in a terminal"
+// It names the site without a scheme: messages to clients have their
+// URLs taken out, and this one must stay.
+const InstallHint = "agy is Google Antigravity's CLI: install it as antigravity.google/cli says (its installer puts it in ~/.local/bin), " +
+	"sign in once by running `agy` in a terminal, or point --agy-path / MERIDIAN_AGY_PATH at the binary"
 
 // Defaults for Config.
 const (

@@ -97,7 +97,9 @@ func TestVersionModelsAndAuth(t *testing.T) {
 	if a, err := old.d.Auth(context.Background()); err != nil || a.LoggedIn {
 		t.Fatalf("signed out: %+v %v", a, err)
 	}
-	if _, err := agy.New(agy.Config{Path: filepath.Join(t.TempDir(), "agy")}).Locate(); !errors.Is(err, backend.ErrUnavailable) {
+	// A missing agy says where agy comes from.
+	if _, err := agy.New(agy.Config{Path: filepath.Join(t.TempDir(), "agy")}).Locate(); !errors.Is(err, backend.ErrUnavailable) ||
+		!strings.Contains(err.Error(), "antigravity.google/cli") || !strings.Contains(err.Error(), "--agy-path") {
 		t.Fatalf("missing agy: %v", err)
 	}
 }

@@ -124,7 +124,7 @@ func repointNote(w io.Writer, made apikeys.View, all []apikeys.View) {
 	}
 	if first {
 		fmt.Fprintln(w, "\nThis is the first key: from now on the model routes refuse a request without a key (401).\n"+
-			"Clients set up without a key stop working (Claude Code then says \"Not logged in\"); point each one at a key:")
+			"Clients set up without a key stop working (they get 401, which names the fix); point each one at a key:")
 	} else {
 		fmt.Fprintln(w, "\nPoint a client at it:")
 	}

@@ -30,7 +30,7 @@ func openAIRequest(r *http.Request) bool {
 // status and, for statuses that carry one, Retry-After.
 func writeError(w http.ResponseWriter, r *http.Request, e *gateway.Error) {
 	telemetry.From(r.Context()).Failed(e.Status, e.Type, e.Message)
-	retryAfterHeader(w.Header(), e)
+	retryHeaders(w.Header(), e)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(e.Status)
 	if openAIRequest(r) {
@@ -40,11 +40,26 @@ func writeError(w http.ResponseWriter, r *http.Request, e *gateway.Error) {
 	_, _ = w.Write(anthropic.AppendError(nil, e.Type, e.Message, 0))
 }
 
-// retryAfterHeader sets Retry-After for errors that carry a wait.
-func retryAfterHeader(h http.Header, e *gateway.Error) {
+// retryHeaders sets Retry-After for errors that carry a wait, and
+// X-Should-Retry: false for those another try cannot fix.
+func retryHeaders(h http.Header, e *gateway.Error) {
 	if secs := e.RetryAfterSeconds(); secs > 0 {
 		h.Set("Retry-After", strconv.Itoa(secs))
 	}
+	if !retryable(e.Status) {
+		// The Anthropic and OpenAI SDKs, and Claude Code's own retry
+		// loop, honour this: without it Claude Code retries a refused key
+		// for three minutes before it says anything.
+		h.Set("X-Should-Retry", "false")
+	}
+}
+
+// retryable says whether sending the same request again may succeed
+// without anyone changing anything: a timeout, a conflict, a limit, or
+// a failure on the gateway's or the upstream's side.
+func retryable(status int) bool {
+	return status < 400 || status >= 500 || status == http.StatusRequestTimeout || status == http.StatusConflict ||
+		status == http.StatusTooManyRequests
 }
 
 // errShutdown is why running requests are cancelled when the drain time

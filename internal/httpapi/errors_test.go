@@ -158,6 +158,15 @@ func TestUpstreamErrorsMapToStatuses(t *testing.T) {
 			} else if v := ae.Response.Header.Get("Retry-After"); v != "" {
 				t.Fatalf("unexpected Retry-After %q", v)
 			}
+			// What another try cannot fix says so: Claude Code retries a
+			// 401 for three minutes otherwise. The rest may be retried.
+			want := ""
+			if c.status < 500 {
+				want = "false"
+			}
+			if got := ae.Response.Header.Get("X-Should-Retry"); got != want {
+				t.Fatalf("X-Should-Retry = %q, want %q", got, want)
+			}
 		})
 	}
 }

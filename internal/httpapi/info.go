@@ -83,7 +83,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	if h.Status == "unavailable" {
 		status = http.StatusServiceUnavailable
 		// Every 503 says when to look again.
-		retryAfterHeader(w.Header(), gateway.Unavailable("the "+chosen.CLI().Name+" CLI is not usable"))
+		retryHeaders(w.Header(), gateway.Unavailable("the "+chosen.CLI().Name+" CLI is not usable"))
 	}
 	writeJSON(w, status, body)
 }

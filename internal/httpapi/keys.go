@@ -168,10 +168,12 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*http.Req
 		s.signInPage(w, r)
 		return nil, false
 	}
-	msg := "invalid or missing API key: send it as x-api-key or Authorization: Bearer"
+	// The header's name stays out of these: Claude Code shows any 401
+	// that names x-api-key as "Not logged in", hiding the rest.
+	msg := "invalid or missing API key: send this Meridian's admin key as the API key (or a bearer token)"
 	if anyKey {
 		// Most often a client set up before the first key was made.
-		msg = "invalid or missing API key: this Meridian takes the keys `meridian key add` makes, as x-api-key or Authorization: Bearer; " +
+		msg = "invalid or missing API key: this Meridian takes the keys `meridian key add` makes, as the API key or a bearer token; " +
 			"a client set up without one is pointed at one with `meridian setup CLIENT --key KEY`"
 	}
 	writeError(w, r, &gateway.Error{Status: http.StatusUnauthorized, Type: anthropic.ErrAuthentication, Message: msg})

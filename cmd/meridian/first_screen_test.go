@@ -1,16 +1,11 @@
 package main
 
 import (
-	"bytes"
-	"errors"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/creack/pty"
 
 	"github.com/meridian-gw/meridian/internal/testkit"
 )
@@ -22,35 +17,11 @@ func TestTheFirstScreenInATerminal(t *testing.T) {
 	t.Parallel()
 	cmd := exec.Command(buildBinary(t), "--port", "0", "--data-dir", t.TempDir(), "--claude-path", testkit.ClaudePath(t), "--spares", "0")
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir(), "TERM=xterm"}
-	tty, err := pty.Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tty.Close()
-	var mu sync.Mutex
-	var screen bytes.Buffer
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, err := tty.Read(buf)
-			mu.Lock()
-			screen.Write(buf[:n])
-			mu.Unlock()
-			if err != nil {
-				return
-			}
-		}
-	}()
-	shown := func() string { mu.Lock(); defer mu.Unlock(); return screen.String() }
-	err = testkit.WaitFor(30*time.Second, func() error {
-		if !strings.Contains(shown(), "Stop it:") {
-			return errors.New("no first screen yet")
-		}
-		return nil
-	})
+	term := startPty(t, cmd)
+	err := term.waitFor(30*time.Second, "Stop it:")
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	_ = cmd.Wait()
-	got := shown()
+	got := term.shown()
 	if err != nil {
 		t.Fatalf("%v:\n%s", err, got)
 	}

@@ -14,7 +14,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -151,57 +150,21 @@ func TestProfileLoginUnderATerminal(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, buildBinary(t), "profile", "add", "pro", "--kind", "login", "--data-dir", dataDir, "--claude-path", testkit.ClaudePath(t))
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir(), "TERM=xterm"}
-	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 30, Cols: 120})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tty.Close()
-	var mu sync.Mutex
-	var screen bytes.Buffer
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, err := tty.Read(buf)
-			mu.Lock()
-			screen.Write(buf[:n])
-			mu.Unlock()
-			if err != nil {
-				return
-			}
-		}
-	}()
-	err = testkit.WaitFor(45*time.Second, func() error {
-		mu.Lock()
-		defer mu.Unlock()
-		if !strings.Contains(screen.String(), "Paste code here") {
-			return errors.New("no sign-in prompt yet")
-		}
-		return nil
-	})
-	mu.Lock()
-	shown := screen.String()
-	mu.Unlock()
+	term := startPty(t, cmd)
+	err := term.waitFor(45*time.Second, "Paste code here")
+	shown := term.shown()
 	if err != nil || !strings.Contains(shown, "https://claude.ai/oauth/authorize") {
 		t.Fatalf("the login flow did not offer the browser sign-in: %v\n%q", err, shown)
 	}
 	if _, err := os.Stat(filepath.Join(dataDir, "profiles", "pro")); err != nil {
 		t.Fatalf("the profile's config dir: %v", err)
 	}
-	_, _ = tty.Write([]byte{3}) // Ctrl-C: the user gives up
+	_, _ = term.tty.Write([]byte{3}) // Ctrl-C: the user gives up
 	_ = cmd.Wait()
 	waitScreen := func(want string) {
 		t.Helper()
-		if err := testkit.WaitFor(10*time.Second, func() error {
-			mu.Lock()
-			defer mu.Unlock()
-			if !strings.Contains(screen.String(), want) {
-				return errors.New("not yet")
-			}
-			return nil
-		}); err != nil {
-			mu.Lock()
-			defer mu.Unlock()
-			t.Fatalf("%q never showed:\n%q", want, screen.String())
+		if err := term.waitFor(10*time.Second, want); err != nil {
+			t.Fatalf("%q never showed:\n%q", want, term.shown())
 		}
 	}
 	waitScreen("profile pro was not added: the login was interrupted")

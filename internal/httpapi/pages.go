@@ -253,9 +253,17 @@ func (s *Server) dashboard(w http.ResponseWriter, r *http.Request) {
 		d.Tab = "overview"
 	}
 	now := time.Now()
+	// The totals of everything kept: the overview shows them, and their
+	// start picks the window when none was asked for. One read serves both.
+	var cumulative telemetry.Totals
+	var since time.Time
+	var cumErr error
+	if d.Tab == "overview" || d.Window == "" {
+		cumulative, since, cumErr = s.cfg.History.Cumulative(r.Context())
+	}
 	if d.Window == "" {
 		d.Window = "24h"
-		if _, since, err := s.cfg.History.Cumulative(r.Context()); err == nil {
+		if cumErr == nil {
 			d.Window = fittingWindow(since, now)
 		}
 	}
@@ -284,12 +292,11 @@ func (s *Server) dashboard(w http.ResponseWriter, r *http.Request) {
 	d.P, d.PLabel = s.load(), s.processesLabel()
 	switch d.Tab {
 	case "overview":
-		tot, since, err := s.cfg.History.Cumulative(r.Context())
-		if err != nil {
-			s.fail(w, r, err)
+		if cumErr != nil {
+			s.fail(w, r, cumErr)
 			return
 		}
-		d.Cumulative, d.Since = tot, since
+		d.Cumulative, d.Since = cumulative, since
 	case "requests":
 		d.F = history.Filter{Client: q.Get("client"), Model: q.Get("model"), Verdict: q.Get("verdict"), Key: q.Get("key"),
 			MissedCache: q.Get("missed_cache") == "1"}

@@ -293,14 +293,14 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("/", s.notFound)
 	h := s.track(s.recoverer(s.logRequests(s.guard(s.chooseProfile(mux)))))
 	if len(s.cfg.Open) == 0 {
-		return h
+		return s.boundUnreadBody(h)
 	}
 	outer := http.NewServeMux()
 	for _, m := range s.cfg.Open {
 		outer.Handle(m.Prefix+"/", s.recoverer(s.localOnly(http.StripPrefix(m.Prefix, m.Handler))))
 	}
 	outer.Handle("/", h)
-	return outer
+	return s.boundUnreadBody(outer)
 }
 
 // statusWriter records the status for the access log.

@@ -122,7 +122,7 @@ func (s *terminalSession) exit() error {
 	case err := <-s.done:
 		s.done <- err
 		return err
-	case <-time.After(20 * time.Second):
+	case <-time.After(testkit.Scale(20 * time.Second)):
 		s.t.Fatalf("claude did not exit after /exit; screen:\n%s", s.screen())
 		return nil
 	}

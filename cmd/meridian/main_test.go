@@ -183,7 +183,7 @@ func TestBinaryServesAndStopsCleanly(t *testing.T) {
 		if err != nil {
 			t.Fatalf("exit: %v", err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(testkit.Scale(10 * time.Second)):
 		_ = cmd.Process.Kill()
 		t.Fatal("meridian did not stop on SIGTERM")
 	}

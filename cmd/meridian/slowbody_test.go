@@ -74,7 +74,7 @@ func TestStalledBodiesDoNotHoldTheDrain(t *testing.T) {
 		if err != nil {
 			t.Fatalf("meridian exited with %v", err)
 		}
-	case <-time.After(15 * time.Second):
+	case <-time.After(testkit.Scale(15 * time.Second)):
 		t.Fatal("meridian still runs 15 s after SIGTERM with 50 stalled bodies open (drain timeout 60 s)")
 	}
 	t.Logf("exited %v after SIGTERM with 50 stalled bodies", time.Since(signalled).Round(time.Millisecond))

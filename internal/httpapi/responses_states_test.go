@@ -20,7 +20,7 @@ import (
 // kept well above that.
 func TestFailedResponseStreamLeavesItsMessageIncomplete(t *testing.T) {
 	t.Parallel()
-	s := newStack(t, stackOptions{sessions: true, stallTimeout: 8 * time.Second})
+	s := newStack(t, stackOptions{sessions: true, stallTimeout: testkit.Scale(8 * time.Second)})
 	s.Upstream.Always(testkit.Reply{Text: "a partial answer that stops", ChunkSize: 5, StallAfter: 4})
 	st := s.chatClient().Responses.NewStreaming(context.Background(), respParams("start and stall"))
 	var doneItem string

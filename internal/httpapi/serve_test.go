@@ -78,7 +78,7 @@ func TestServeGivesUpOnAWedgedHandler(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(testkit.Scale(10 * time.Second)):
 		t.Fatal("Serve waited on for a wedged handler")
 	}
 	if !strings.Contains(log.String(), "GET /wedged") {
@@ -192,7 +192,7 @@ func TestHurryEndsTheDrain(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(testkit.Scale(10 * time.Second)):
 		t.Fatal("the drain went on after Hurry")
 	}
 	if c, _ := cause.Load().(error); !errors.Is(c, errShutdown) {
@@ -274,7 +274,7 @@ func TestOpenMounts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(30 * time.Second):
+	case <-time.After(testkit.Scale(30 * time.Second)):
 		t.Fatal("an open mount's stream held the drain")
 	}
 	if strings.Contains(log.String(), "secret-token") {

@@ -171,7 +171,7 @@ func TestSpareIsReplacedOffTheRequestPath(t *testing.T) {
 	}
 	select {
 	case <-launches.held: // the replacement waits at the gate; the answer came first
-	case <-time.After(10 * time.Second):
+	case <-time.After(testkit.Scale(10 * time.Second)):
 		t.Fatal("no replacement was launched")
 	}
 	launches.set(true)

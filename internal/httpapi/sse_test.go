@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"github.com/meridian-gw/meridian/internal/testkit"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -192,7 +194,7 @@ func (r *syncRecorder) waitFor(t *testing.T, what string) {
 	t.Helper()
 	select {
 	case <-r.wrote:
-	case <-time.After(5 * time.Second):
+	case <-time.After(testkit.Scale(5 * time.Second)):
 		t.Fatalf("no %s was written", what)
 	}
 }

@@ -56,6 +56,7 @@ func startFamily(t *testing.T, session string) *family {
 func (f *family) childrenCancelled(t *testing.T, within time.Duration, left int) {
 	t.Helper()
 	began := time.Now()
+	deadline := began.Add(testkit.Scale(within))
 	for i, done := range f.children {
 		select {
 		case err := <-done:
@@ -63,11 +64,11 @@ func (f *family) childrenCancelled(t *testing.T, within time.Duration, left int)
 			if !errors.As(err, &ae) || ae.StatusCode != 499 || !strings.Contains(ae.RawJSON(), "cancelled") {
 				t.Fatalf("subagent %d: %v", i+1, err)
 			}
-		case <-time.After(within):
-			t.Fatalf("subagent %d still runs %v after its lead was cancelled", i+1, within)
+		case <-time.After(time.Until(deadline)):
+			t.Fatalf("subagent %d still runs %v after its lead was cancelled", i+1, testkit.Scale(within))
 		}
 	}
-	if err := testkit.WaitFor(within-time.Since(began), func() error {
+	if err := testkit.WaitFor(within, func() error {
 		if n := len(testkit.Processes(f.s.Marker)); n != left {
 			return fmt.Errorf("%d claude processes, want %d", n, left)
 		}

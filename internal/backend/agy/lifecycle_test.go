@@ -84,14 +84,14 @@ func TestStdinWriteEndsWithTheContext(t *testing.T) {
 		if err == nil {
 			t.Fatal("the blocked turn reported success")
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(testkit.Scale(10 * time.Second)):
 		t.Fatal("a write to a stopped agy did not end with its context")
 	}
 	closed := make(chan struct{})
 	go func() { sess.Close(); close(closed) }()
 	select {
 	case <-closed:
-	case <-time.After(10 * time.Second):
+	case <-time.After(testkit.Scale(10 * time.Second)):
 		t.Fatal("Close did not join a stopped agy")
 	}
 }
@@ -115,7 +115,7 @@ func TestCloseJoinsTheReadinessCheck(t *testing.T) {
 	go func() { d.Close(); close(closed) }()
 	select {
 	case <-closed:
-	case <-time.After(10 * time.Second):
+	case <-time.After(testkit.Scale(10 * time.Second)):
 		t.Fatal("Close did not end the readiness check")
 	}
 }

@@ -17,11 +17,11 @@ func TestTheFirstScreenInATerminal(t *testing.T) {
 	t.Parallel()
 	cmd := exec.Command(buildBinary(t), "--port", "0", "--data-dir", t.TempDir(), "--claude-path", testkit.ClaudePath(t), "--spares", "0")
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir(), "TERM=xterm"}
-	term := startPty(t, cmd)
-	err := term.waitFor(30*time.Second, "Stop it:")
+	term := testkit.StartPty(t, cmd)
+	err := term.WaitFor(30*time.Second, "Stop it:")
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	_ = cmd.Wait()
-	got := term.shown()
+	got := term.Shown()
 	if err != nil {
 		t.Fatalf("%v:\n%s", err, got)
 	}

@@ -51,7 +51,7 @@ func TestGoInstallRuns(t *testing.T) {
 	defer func() { _ = proc.Process.Kill(); _ = proc.Wait() }()
 	// No claude here: health answers, saying so; the landing page and
 	// its assets are in the binary.
-	if status, body := httpGetT(t, "http://"+addr+"/health"); status != http.StatusServiceUnavailable || !strings.Contains(body, `"found":false`) {
+	if status, body := testkit.Get(t, "http://"+addr+"/health"); status != http.StatusServiceUnavailable || !strings.Contains(body, `"found":false`) {
 		t.Fatalf("GET /health from the installed binary: %d %.200s", status, body)
 	}
 	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/", nil)

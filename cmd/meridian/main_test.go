@@ -1,15 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"io"
-	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -91,72 +87,13 @@ func TestVersion(t *testing.T) {
 }
 
 // buildBinary builds meridian into a temporary directory.
-func buildBinary(t testing.TB) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "meridian")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("go build: %v", err)
-	}
-	return bin
-}
-
-var listeningRe = regexp.MustCompile(`meridian listening.*addr"?[=:]"?([0-9.:\[\]]+)`)
+func buildBinary(t testing.TB) string { return testkit.BuildMeridian(t) }
 
 // startBinary runs the binary on a free port and returns once it accepts
 // connections, with the process, its address and how long that took.
 func startBinary(t testing.TB, bin string) (*exec.Cmd, string, time.Duration) {
 	t.Helper()
-	return startBinaryWith(t, bin, "--claude-path", filepath.Join(t.TempDir(), "absent-claude"))
-}
-
-// startBinaryWith is startBinary with flags of the caller's.
-func startBinaryWith(t testing.TB, bin string, args ...string) (*exec.Cmd, string, time.Duration) {
-	t.Helper()
-	cmd := exec.Command(bin, append([]string{"--port", "0", "--data-dir", t.TempDir()}, args...)...)
-	cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}
-	start := time.Now()
-	addr := startCmd(t, cmd)
-	return cmd, addr, time.Since(start)
-}
-
-// startCmd starts a meridian command and returns its address once it
-// accepts connections.
-func startCmd(t testing.TB, cmd *exec.Cmd) string {
-	t.Helper()
-	return startCmdLog(t, cmd, io.Discard)
-}
-
-// startCmdLog is startCmd keeping the whole log in w.
-func startCmdLog(t testing.TB, cmd *exec.Cmd, w io.Writer) string {
-	t.Helper()
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(io.TeeReader(stderr, w))
-	var addr string
-	for addr == "" && sc.Scan() {
-		if m := listeningRe.FindStringSubmatch(sc.Text()); m != nil {
-			addr = m[1]
-		}
-	}
-	if addr == "" {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		t.Fatal("meridian never reported listening")
-	}
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn.Close()
-	go func() { _, _ = io.Copy(w, stderr) }()
-	return addr
+	return testkit.ServeMeridian(t, bin, "--claude-path", filepath.Join(t.TempDir(), "absent-claude"))
 }
 
 // The binary starts, serves, and drains on SIGTERM with exit status 0.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/meridian-gw/meridian/internal/spawn"
 	"github.com/meridian-gw/meridian/internal/spawn/proc"
+	"github.com/meridian-gw/meridian/internal/testkit"
 )
 
 // BenchmarkCollectWake runs the built binary's collect against a running
@@ -61,9 +62,9 @@ func BenchmarkCollectWake(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(msOf(median(wakes)), "wake-ms")
-	b.ReportMetric(msOf(slices.Max(wakes)), "wake-max-ms")
-	b.ReportMetric(msOf(median(deliveries)), "delivery-ms")
+	b.ReportMetric(testkit.Millis(testkit.Median(wakes)), "wake-ms")
+	b.ReportMetric(testkit.Millis(slices.Max(wakes)), "wake-max-ms")
+	b.ReportMetric(testkit.Millis(testkit.Median(deliveries)), "delivery-ms")
 }
 
 func awaitLine(b *testing.B, sc *bufio.Scanner, want string) {
@@ -75,11 +76,3 @@ func awaitLine(b *testing.B, sc *bufio.Scanner, want string) {
 	}
 	b.Fatalf("collect never logged %q", want)
 }
-
-func median(d []time.Duration) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
-func msOf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -12,6 +12,7 @@ func TestImportsFlowDownward(t *testing.T) {
 		"internal/adapter",
 		"internal/answers",
 		"internal/anthropic",
+		"internal/apikeys",
 		"internal/backend",
 		"internal/clientsetup",
 		"internal/cluster",

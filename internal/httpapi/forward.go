@@ -81,7 +81,7 @@ func (s *Server) admitPeer(w http.ResponseWriter, r *http.Request) (*http.Reques
 	}
 	ctx := context.WithValue(r.Context(), forwardedKey{}, scope)
 	if name := r.Header.Get(headerForwardedKey); name != "" && s.keys != nil {
-		k, ok, err := s.keys.named(ctx, name, time.Now())
+		k, ok, err := s.keys.Named(ctx, name, time.Now())
 		if err != nil || !ok {
 			writeError(w, r, gateway.Unavailable("could not find the API key the forwarded request came with; send it again"))
 			return r, false

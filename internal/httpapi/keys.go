@@ -2,81 +2,22 @@ package httpapi
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/anthropic"
+	"github.com/meridian-gw/meridian/internal/apikeys"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/keyrule"
 	"github.com/meridian-gw/meridian/internal/retryafter"
 	"github.com/meridian-gw/meridian/internal/store"
 	"github.com/meridian-gw/meridian/internal/telemetry"
 )
-
-// keyTTL is how long the keys read from the store are trusted: a key
-// added, revoked or rotated on any host takes effect here within it (and
-// the time one List takes).
-const keyTTL = time.Second
-
-// keyLease is how long a key's running request counts when its host stops
-// renewing it (it died holding it); running requests renew it at half.
-const keyLease = 2 * time.Minute
-
-// keyring is the store's keys by digest, read again on the first request
-// after keyTTL: a map lookup per request, one query a second at most, and
-// nothing at all while no request comes.
-type keyring struct {
-	keys store.Keys
-	mu   sync.Mutex
-	read time.Time
-	by   map[string]store.Key // by digest
-}
-
-// lookup finds the key with a digest; any reports whether any key exists.
-// When the store cannot be read the keys last read stand; with none read
-// yet the error is returned.
-func (kr *keyring) lookup(ctx context.Context, digest string, now time.Time) (k store.Key, found, any bool, err error) {
-	kr.mu.Lock()
-	defer kr.mu.Unlock()
-	if err := kr.fresh(ctx, now); err != nil {
-		return k, false, false, err
-	}
-	k, found = kr.by[digest]
-	return k, found, len(kr.by) > 0, nil
-}
-
-// named finds a key by its name: a request another host forwarded names
-// the key it came with.
-func (kr *keyring) named(ctx context.Context, name string, now time.Time) (store.Key, bool, error) {
-	return kr.find(ctx, now, func(k store.Key) bool { return k.Name == name })
-}
-
-// fresh reads the keys again when those read are older than keyTTL.
-// Called with mu held.
-func (kr *keyring) fresh(ctx context.Context, now time.Time) error {
-	if kr.by != nil && now.Sub(kr.read) < keyTTL {
-		return nil
-	}
-	list, err := kr.keys.List(ctx)
-	if err != nil {
-		if kr.by != nil {
-			return nil
-		}
-		return err
-	}
-	kr.by, kr.read = make(map[string]store.Key, len(list)), now
-	for _, k := range list {
-		kr.by[k.Digest] = k
-	}
-	return nil
-}
 
 // callerKey carries the key a request authenticated with.
 type callerKey struct{}
@@ -141,7 +82,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*http.Req
 	anyKey := false
 	if s.keys != nil && (presented != "" || !s.hasKey) {
 		now := time.Now()
-		k, found, exist, err := s.keys.lookup(r.Context(), keyrule.Digest(presented), now)
+		k, found, exist, err := s.keys.Lookup(r.Context(), presented, now)
 		if err != nil {
 			s.log.Error("store: could not read the API keys", "err", err)
 			writeError(w, r, gateway.Unavailable("could not check the API key: the store is not answering; send it again"))
@@ -228,33 +169,25 @@ func (s *Server) admitKey(w http.ResponseWriter, r *http.Request, model string) 
 	if !inScope(w, r, k, model) {
 		return nil, false
 	}
-	lim := keyrule.Limits{RPM: k.RPM, Concurrent: k.Concurrent, TokensPerDay: k.TokensPerDay}
-	if lim == (keyrule.Limits{}) {
+	if apikeys.Limits(*k) == (keyrule.Limits{}) {
 		return func() {}, true
 	}
+	tokens := s.admission.Tokens(r.Context(), k.Name, telemetry.From(r.Context()).TokenTotal)
 	if counted(r.Context()) {
 		// The host that forwarded it counts it running; the tokens are
 		// known here, where it runs.
-		return s.keyTokens(r.Context(), k.Name), true
+		return tokens, true
 	}
-	now := time.Now()
-	run := store.KeyRun{ID: rand.Text(), Host: s.cfg.Host, At: now, Until: now.Add(keyLease)}
-	var verdict keyrule.Verdict
-	admitted, err := s.cfg.Keys.Admit(r.Context(), k.Name, run, now.Add(-keyrule.Window), keyrule.Day(now),
-		func(u store.KeyUse) bool {
-			verdict = keyrule.Decide(lim, keyrule.Use{Hits: u.Hits, Running: u.Running, TokensToday: u.TokensToday}, now)
-			return verdict.OK
-		})
+	release, verdict, err := s.admission.Admit(r.Context(), *k, time.Now())
 	if err != nil {
 		s.log.Error("store: could not count a request of an API key", "key", k.Name, "err", err)
 		writeError(w, r, gateway.Unavailable("could not check the API key's limits: the store is not answering; send it again"))
 		return nil, false
 	}
-	if !admitted {
+	if release == nil {
 		writeError(w, r, overLimit(k, verdict))
 		return nil, false
 	}
-	release, tokens := s.keyRunning(r.Context(), k.Name, run.ID), s.keyTokens(r.Context(), k.Name)
 	return func() { release(); tokens() }, true
 }
 
@@ -290,49 +223,6 @@ func overLimit(k *store.Key, v keyrule.Verdict) *gateway.Error {
 		Message: fmt.Sprintf("the API key %q is at %s; send it again in %s", k.Name, what, v.Wait.Round(time.Second))}
 }
 
-// keyRunning keeps an admitted request counted while it runs (renewing
-// its lease) and returns what releases it.
-func (s *Server) keyRunning(ctx context.Context, name, id string) func() {
-	stop, renewed := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(renewed)
-		t := time.NewTicker(keyLease / 2)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case now := <-t.C:
-				if err := s.cfg.Keys.Renew(context.WithoutCancel(ctx), name, id, now.Add(keyLease)); err != nil {
-					s.log.Warn("store: could not renew a key's running request", "key", name, "err", err)
-				}
-			}
-		}
-	}()
-	return func() {
-		close(stop)
-		<-renewed
-		if err := s.cfg.Keys.Release(context.WithoutCancel(ctx), name, id); err != nil {
-			s.log.Warn("store: could not release a key's running request; its lease lapses instead", "key", name, "err", err)
-		}
-	}
-}
-
-// keyTokens returns what adds the tokens the request's answers used from
-// now to the key's day. A request forwarded to another host has none
-// here: that host adds them.
-func (s *Server) keyTokens(ctx context.Context, name string) func() {
-	tr := telemetry.From(ctx)
-	before := tr.TokenTotal()
-	return func() {
-		if used := tr.TokenTotal() - before; used > 0 {
-			if err := s.cfg.Keys.AddTokens(context.WithoutCancel(ctx), name, keyrule.Day(time.Now()), used); err != nil {
-				s.log.Warn("store: could not count a key's tokens", "key", name, "err", err)
-			}
-		}
-	}
-}
-
 // keyCookie holds, for a browser signed in with a person's or tool's key,
 // a token derived from the key's digest (never the key); it opens that
 // key's own page, /key, and nothing else.
@@ -345,15 +235,10 @@ func keyToken(digest string) string {
 
 // keyInForce finds an active key by its secret.
 func (s *Server) keyInForce(r *http.Request, secret string) (store.Key, bool) {
-	if s.keys == nil || secret == "" {
+	if s.keys == nil {
 		return store.Key{}, false
 	}
-	now := time.Now()
-	k, found, _, err := s.keys.lookup(r.Context(), keyrule.Digest(secret), now)
-	if err != nil || !found || keyrule.State(k.Revoked, k.Expires, now) != keyrule.Active {
-		return store.Key{}, false
-	}
-	return k, true
+	return s.keys.Active(r.Context(), secret, time.Now())
 }
 
 // keyOfCookie finds the active key whose token the request's cookie holds.
@@ -363,23 +248,8 @@ func (s *Server) keyOfCookie(r *http.Request) (store.Key, bool) {
 		return store.Key{}, false
 	}
 	now := time.Now()
-	k, ok, _ := s.keys.find(r.Context(), now, func(k store.Key) bool {
+	k, ok, _ := s.keys.Find(r.Context(), now, func(k store.Key) bool {
 		return subtle.ConstantTimeCompare([]byte(keyToken(k.Digest)), []byte(c.Value)) == 1 && keyrule.State(k.Revoked, k.Expires, now) == keyrule.Active
 	})
 	return k, ok
-}
-
-// find returns the first key that match accepts.
-func (kr *keyring) find(ctx context.Context, now time.Time, match func(store.Key) bool) (store.Key, bool, error) {
-	kr.mu.Lock()
-	defer kr.mu.Unlock()
-	if err := kr.fresh(ctx, now); err != nil {
-		return store.Key{}, false, err
-	}
-	for _, k := range kr.by {
-		if match(k) {
-			return k, true, nil
-		}
-	}
-	return store.Key{}, false, nil
 }

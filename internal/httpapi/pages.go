@@ -97,7 +97,7 @@ func (s *Server) anyKeyInForce(r *http.Request) bool {
 		return false
 	}
 	now := time.Now()
-	_, ok, _ := s.keys.find(r.Context(), now, func(k store.Key) bool {
+	_, ok, _ := s.keys.Find(r.Context(), now, func(k store.Key) bool {
 		return keyrule.State(k.Revoked, k.Expires, now) == keyrule.Active
 	})
 	return ok

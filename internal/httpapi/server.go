@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/answers"
+	"github.com/meridian-gw/meridian/internal/apikeys"
 	"github.com/meridian-gw/meridian/internal/dispatch"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/journal"
@@ -133,10 +134,11 @@ type Server struct {
 	pages   *web.Pages
 	// dispatch chooses who answers each model request, and keeps what
 	// makes retries safe.
-	dispatch *dispatch.Dispatcher
-	apiKey   [32]byte // digest of the key, compared in constant time
-	hasKey   bool
-	keys     *keyring // nil without Config.Keys
+	dispatch  *dispatch.Dispatcher
+	apiKey    [32]byte // digest of the key, compared in constant time
+	hasKey    bool
+	keys      *apikeys.Ring      // nil without Config.Keys
+	admission *apikeys.Admission // nil without Config.Keys
 	// gate admits requests until the drain begins and counts those
 	// running: Serve returns after the last, or lastWait after cancelling
 	// them.
@@ -184,7 +186,7 @@ func New(cfg Config) (*Server, error) {
 		s.apiKey, s.hasKey = digest(cfg.APIKey), true
 	}
 	if cfg.Keys != nil {
-		s.keys = &keyring{keys: cfg.Keys}
+		s.keys, s.admission = apikeys.NewRing(cfg.Keys), apikeys.NewAdmission(cfg.Keys, cfg.Host, cfg.Logger)
 	}
 	s.handler = s.routes()
 	return s, nil

@@ -139,21 +139,11 @@ func (s *Server) ownFigures(ctx context.Context, k store.Key, window time.Durati
 	if out.Models == nil {
 		out.Models = []string{}
 	}
-	// A dry admission: it reads the key's use in the same transaction the
-	// limits are counted in, and records nothing.
-	_, err := s.cfg.Keys.Admit(ctx, k.Name, store.KeyRun{At: now}, now.Add(-keyrule.Window), keyrule.Day(now),
-		func(u store.KeyUse) bool {
-			for _, h := range u.Hits {
-				if now.Sub(h) < keyrule.Window {
-					out.Now.RequestsLastMinute++
-				}
-			}
-			out.Now.Running, out.Now.TokensToday = u.Running, u.TokensToday
-			return false
-		})
+	standing, err := s.admission.Standing(ctx, k.Name, now)
 	if err != nil {
 		return out, err
 	}
+	out.Now.RequestsLastMinute, out.Now.Running, out.Now.TokensToday = standing.RequestsLastMinute, standing.Running, standing.TokensToday
 	if s.cfg.History == nil {
 		return out, nil
 	}

@@ -24,15 +24,8 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	areq := creq.Anthropic()
-	done, ok := s.admitKey(w, r, areq.Model)
-	if !ok {
-		return
-	}
-	defer done()
-	if s.routed(w, r, raw, gateway.Request{Body: areq, Header: r.Header, Caller: callerName(r.Context()), Hints: bodyHints(creq.Identity)}) {
-		return
-	}
-	s.once(w, r, raw, areq, func(w http.ResponseWriter) {
+	greq := gateway.Request{Body: areq, Header: r.Header, Caller: callerName(r.Context()), Hints: bodyHints(creq.Identity), Echo: creq.Echo}
+	s.serveModel(w, r, modelCall{raw: raw, req: greq}, func(w http.ResponseWriter, _ *keyHold) {
 		searches := creq.WebSearch && s.gwFor(r.Context()).SearchesWeb()
 		ignored := creq.Ignored
 		if creq.WebSearch {
@@ -41,7 +34,6 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		setIgnored(w.Header(), s.withOutputLimit(r, ignored, creq.MaxTokensField))
 		id := "chatcmpl-" + rand.Text()
 		created := time.Now().Unix()
-		greq := gateway.Request{Body: areq, Header: r.Header, Caller: callerName(r.Context()), Hints: bodyHints(creq.Identity), Echo: creq.Echo}
 		if creq.Stream {
 			enc := openai.NewChunkEncoder(id, created, creq.IncludeUsage, creq.Format)
 			if searches {

@@ -49,18 +49,10 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	done, ok := s.admitKey(w, r, req.Model)
-	if !ok {
-		return
-	}
-	defer done()
-	if s.routed(w, r, raw, gateway.Request{Body: req, Header: r.Header, Caller: callerName(r.Context())}) {
-		return
-	}
-	s.once(w, r, raw, req, func(w http.ResponseWriter) {
+	greq := gateway.Request{Body: req, Header: r.Header, Caller: callerName(r.Context())}
+	s.serveModel(w, r, modelCall{raw: raw, req: greq}, func(w http.ResponseWriter, _ *keyHold) {
 		setIgnored(w.Header(), s.withOutputLimit(r, s.gwFor(r.Context()).Ignored(req), "max_tokens"))
 		id := gateway.NewMessageID()
-		greq := gateway.Request{Body: req, Header: r.Header, Caller: callerName(r.Context())}
 		if req.Stream {
 			_ = s.stream(w, r, greq, id, &messagesSSE{})
 			return

@@ -29,11 +29,9 @@ type responseCall struct {
 	id    string
 	scope string
 	store bool // a record exists and follows the response
-	// keyDone ends the request's count against its API key: when the
-	// handler returns, or for a background response when its run ends
-	// (then handedOff).
-	keyDone   func()
-	handedOff bool
+	// key is the request's count against its API key, which a
+	// background response's run takes over.
+	key *keyHold
 
 	endMu sync.Mutex
 	ended bool // the record holds the response's end
@@ -63,28 +61,13 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, invalidField(err))
 		return
 	}
-	if c.keyDone, ok = s.admitKey(w, r, areq.Model); !ok {
-		return
-	}
-	defer func() {
-		if !c.handedOff {
-			c.keyDone()
-		}
-	}()
 	// A background response runs where its conversation's live process
 	// is, as a foreground one does; it is followed from any host.
-	if s.routed(w, r, raw, gateway.Request{Body: areq, Header: r.Header, Caller: callerName(r.Context()), Hints: bodyHints(rreq.Identity)}) {
-		return
-	}
-	if rreq.Background {
-		// Not replayed (its answer is the stored response), but its tool
-		// results retire the saved batch that asked for them, as a
-		// foreground request's do.
-		s.dispatch.Retire(r.Context(), c.scope, resultIDs(areq))
+	greq := gateway.Request{Body: areq, Header: r.Header, Caller: callerName(r.Context()), Hints: bodyHints(rreq.Identity)}
+	s.serveModel(w, r, modelCall{raw: raw, req: greq, background: rreq.Background}, func(w http.ResponseWriter, key *keyHold) {
+		c.key = key
 		s.respond(w, r, c, areq)
-		return
-	}
-	s.once(w, r, raw, areq, func(w http.ResponseWriter) { s.respond(w, r, c, areq) })
+	})
 }
 
 // respond runs a response call: stored, in the background, streamed or

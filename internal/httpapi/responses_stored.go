@@ -104,11 +104,9 @@ func (s *Server) background(w http.ResponseWriter, r *http.Request, c *responseC
 	// The request's record is the run's: it is finished when the run
 	// ends, with the run's tokens and outcome.
 	tr := telemetry.From(r.Context())
-	c.handedOff = c.keyDone != nil // the run ends the key's count
+	keyDone := c.key.take() // the run ends the key's count
 	log, err := s.cfg.Jobs.Start(c.id, out.current, func(ctx context.Context, log *responses.EventLog) {
-		if c.keyDone != nil {
-			defer c.keyDone()
-		}
+		defer keyDone()
 		out.attach(log)
 		s.storeProgress(c, out.begin())
 		err := s.dispatch.Answer(telemetry.With(ctx, tr), call, out)
@@ -130,7 +128,7 @@ func (s *Server) background(w http.ResponseWriter, r *http.Request, c *responseC
 		}
 	})
 	if err != nil {
-		c.handedOff = false
+		c.key.giveBack()
 		ge := overloaded("too many background responses are running; retry when one has finished")
 		switch {
 		case errors.Is(err, context.Canceled):

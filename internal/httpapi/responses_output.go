@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"sync"
-	"time"
 
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/openai"
@@ -157,46 +156,16 @@ func (s *Server) followLog(w http.ResponseWriter, r *http.Request, log *response
 	s.streamFrames(w, r, func(ctx context.Context, write func([][]byte) error) error { return log.Follow(ctx, after, write) })
 }
 
-// streamFrames writes the frames follow hands it as an event stream, with pings
-// while it is quiet.
+// streamFrames writes the frames follow hands it (rendered when the run
+// recorded them) as an event stream through the one SSE writer, which
+// pings while it is quiet.
 func (s *Server) streamFrames(w http.ResponseWriter, r *http.Request, follow func(context.Context, func([][]byte) error) error) {
-	rc := http.NewResponseController(w)
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	var mu sync.Mutex
-	write := func(frames [][]byte) error {
-		mu.Lock()
-		defer mu.Unlock()
-		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
-		defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
-		for _, f := range frames {
-			if _, err := w.Write(f); err != nil {
-				return err
-			}
-		}
-		return rc.Flush()
+	o := newSSEWriter(w, &responsesSSE{}, s.cfg.PingInterval)
+	defer o.stopPings()
+	if err := o.writeFrames(nil); err != nil {
+		return
 	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(s.cfg.PingInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				_ = write([][]byte{openai.AppendPing(nil)})
-			}
-		}
-	})
-	err := follow(r.Context(), write)
-	close(stop)
-	wg.Wait()
-	if err != nil && r.Context().Err() == nil {
+	if err := follow(r.Context(), o.writeFrames); err != nil && r.Context().Err() == nil {
 		s.log.Debug("background stream ended early", "err", err)
 	}
 }

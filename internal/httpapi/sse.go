@@ -200,6 +200,18 @@ func (o *sseWriter) Finish(f gateway.Finish) error {
 	return o.flush()
 }
 
+// writeFrames writes frames rendered elsewhere (a background response's
+// recorded events) at once, committing the headers first.
+func (o *sseWriter) writeFrames(frames [][]byte) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.commit("")
+	for _, f := range frames {
+		o.buf = append(o.buf, f...)
+	}
+	return o.flush()
+}
+
 // fail ends a committed stream with an error frame and reports true; an
 // uncommitted one is left to the caller to answer with a status.
 func (o *sseWriter) fail(err error) bool {

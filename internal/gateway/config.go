@@ -98,6 +98,24 @@ type Request struct {
 	// will send it back as history, which is what lineage records. Nil
 	// means as answered: Anthropic clients echo the blocks they received.
 	Echo func(anthropic.Message) anthropic.Message
+
+	// conversation, once Identified has named it, is the conversation
+	// the request belongs to, shared by the copies the routing, the
+	// profile's choice and the answer each take: its digests are
+	// computed once.
+	conversation *adapter.Identity
+}
+
+// Identified is req naming its conversation once for every step that
+// asks which it is.
+func (req Request) Identified() Request {
+	id := identityOf(req)
+	req.conversation = &id
+	return req
+}
+
+func identityOf(req Request) adapter.Identity {
+	return adapter.Detect(req.Header, req.Body).Identify(req.Header, req.Body).WithHints(req.Hints, req.Body).Of(req.Caller).Bounded()
 }
 
 // Cascade carries the session tree's cancels to the other hosts sharing

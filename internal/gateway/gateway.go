@@ -199,10 +199,13 @@ func (g *Gateway) resolveListed(ctx context.Context, opts *backend.StartOptions)
 // identify names the conversation req belongs to; the zero Identity when
 // conversations are not kept.
 func (g *Gateway) identify(req Request) adapter.Identity {
-	if g.cfg.Sessions == nil {
+	switch {
+	case g.cfg.Sessions == nil:
 		return adapter.Identity{}
+	case req.conversation != nil:
+		return *req.conversation
 	}
-	return adapter.Detect(req.Header, req.Body).Identify(req.Header, req.Body).WithHints(req.Hints, req.Body).Of(req.Caller).Bounded()
+	return identityOf(req)
 }
 
 // ServedBy names the profile that last answered the conversation req

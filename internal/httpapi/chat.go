@@ -25,7 +25,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	areq := creq.Anthropic()
 	greq := gateway.Request{Body: areq, Header: r.Header, Caller: callerName(r.Context()), Hints: bodyHints(creq.Identity), Echo: creq.Echo}
-	s.serveModel(w, r, modelCall{raw: raw, req: greq}, func(w http.ResponseWriter, _ *keyHold) {
+	s.serveModel(w, r, modelCall{raw: raw, req: greq}, func(w http.ResponseWriter, greq gateway.Request, _ *keyHold) {
 		searches := creq.WebSearch && s.gwFor(r.Context()).SearchesWeb()
 		ignored := creq.Ignored
 		if creq.WebSearch {

@@ -50,7 +50,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	greq := gateway.Request{Body: req, Header: r.Header, Caller: callerName(r.Context())}
-	s.serveModel(w, r, modelCall{raw: raw, req: greq}, func(w http.ResponseWriter, _ *keyHold) {
+	s.serveModel(w, r, modelCall{raw: raw, req: greq}, func(w http.ResponseWriter, greq gateway.Request, _ *keyHold) {
 		setIgnored(w.Header(), s.withOutputLimit(r, s.gwFor(r.Context()).Ignored(req), "max_tokens"))
 		id := gateway.NewMessageID()
 		if req.Stream {

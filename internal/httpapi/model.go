@@ -22,8 +22,9 @@ type modelCall struct {
 // the host that holds its conversation, then a retry's saved answer, and
 // only then answer, which writes the API's own answer here. A key's hold
 // ends when the handler returns, unless answer hands it to a run that
-// outlives the request.
-func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, c modelCall, answer func(http.ResponseWriter, *keyHold)) {
+// outlives the request. The request names its conversation once, for the
+// routing, the profile's choice and the answer.
+func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, c modelCall, answer func(http.ResponseWriter, gateway.Request, *keyHold)) {
 	done, ok := s.admitKey(w, r, c.req.Body.Model)
 	if !ok {
 		return
@@ -34,15 +35,16 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, c modelCall,
 			key.done()
 		}
 	}()
+	c.req = c.req.Identified()
 	if s.routed(w, r, c.raw, c.req) {
 		return
 	}
 	if c.background {
 		s.dispatch.Retire(r.Context(), credentialScope(r), resultIDs(c.req.Body))
-		answer(w, key)
+		answer(w, c.req, key)
 		return
 	}
-	s.once(w, r, c.raw, c.req.Body, func(w http.ResponseWriter) { answer(w, key) })
+	s.once(w, r, c.raw, c.req.Body, func(w http.ResponseWriter) { answer(w, c.req, key) })
 }
 
 // keyHold is a request's count against its API key's limits.

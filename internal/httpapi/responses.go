@@ -64,15 +64,15 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
 	// A background response runs where its conversation's live process
 	// is, as a foreground one does; it is followed from any host.
 	greq := gateway.Request{Body: areq, Header: r.Header, Caller: callerName(r.Context()), Hints: bodyHints(rreq.Identity)}
-	s.serveModel(w, r, modelCall{raw: raw, req: greq, background: rreq.Background}, func(w http.ResponseWriter, key *keyHold) {
-		c.key = key
-		s.respond(w, r, c, areq)
+	s.serveModel(w, r, modelCall{raw: raw, req: greq, background: rreq.Background}, func(w http.ResponseWriter, greq gateway.Request, key *keyHold) {
+		c.key, c.greq = key, greq
+		s.respond(w, r, c)
 	})
 }
 
 // respond runs a response call: stored, in the background, streamed or
 // answered whole.
-func (s *Server) respond(w http.ResponseWriter, r *http.Request, c *responseCall, areq *anthropic.MessagesRequest) {
+func (s *Server) respond(w http.ResponseWriter, r *http.Request, c *responseCall) {
 	rreq := c.req
 	limit := ""
 	if rreq.MaxTokens > 0 {
@@ -84,7 +84,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, c *responseCall
 	}
 	setIgnored(w.Header(), s.withOutputLimit(r, ignored, limit))
 	c.meta = rreq.Meta(c.id, time.Now().Unix(), s.cfg.Sealer)
-	c.greq = gateway.Request{Body: areq, Header: r.Header, Caller: callerName(r.Context()), Hints: bodyHints(rreq.Identity), Echo: rreq.Echo}
+	c.greq.Echo = rreq.Echo
 	if rreq.Store && s.cfg.Responses != nil {
 		status := openai.StatusInProgress
 		if rreq.Background {

@@ -25,47 +25,29 @@ var localOnly = []string{"spawn_counters", "spawns", "spawn_consumed", "spawn_le
 func TestTheEnginesHoldOneSchema(t *testing.T) {
 	dsn := server(t).NewDatabase(t)
 	_ = open(t, dsn, Options{})
-	pg := columnsOf(t, func(q string) (rows [][2]string) {
-		conn, err := pgx.Connect(context.Background(), dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close(context.Background())
-		r, err := conn.Query(context.Background(), q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
-		for r.Next() {
-			var table, column string
-			if err := r.Scan(&table, &column); err != nil {
-				t.Fatal(err)
-			}
-			rows = append(rows, [2]string{table, column})
-		}
-		return rows
-	}, `SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'public'`)
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(context.Background(), `SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'public'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg := columnsOf(t, rows)
+	rows.Close()
 
 	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "meridian.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	lite := columnsOf(t, func(q string) (rows [][2]string) {
-		r, err := db.Query(q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
-		for r.Next() {
-			var table, column string
-			if err := r.Scan(&table, &column); err != nil {
-				t.Fatal(err)
-			}
-			rows = append(rows, [2]string{table, column})
-		}
-		return rows
-	}, `SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.name) p WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%'`)
+	liteRows, err := db.Query(`SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.name) p WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer liteRows.Close()
+	lite := columnsOf(t, liteRows)
 
 	if len(pg) < 10 || len(lite) < 10 {
 		t.Fatalf("read %d PostgreSQL and %d SQLite tables", len(pg), len(lite))
@@ -96,13 +78,20 @@ func TestTheEnginesHoldOneSchema(t *testing.T) {
 	t.Logf("%d shared tables alike", len(union(pg, lite))-len(localOnly))
 }
 
-// columnsOf runs q, which yields (table, column) rows, into each table's
-// sorted columns.
-func columnsOf(t *testing.T, query func(string) [][2]string, q string) map[string][]string {
+// columnsOf reads (table, column) rows, of either engine's driver, into
+// each table's sorted columns.
+func columnsOf(t *testing.T, rows interface {
+	Next() bool
+	Scan(...any) error
+}) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
-	for _, r := range query(q) {
-		out[r[0]] = append(out[r[0]], r[1])
+	for rows.Next() {
+		var table, column string
+		if err := rows.Scan(&table, &column); err != nil {
+			t.Fatal(err)
+		}
+		out[table] = append(out[table], column)
 	}
 	for _, cols := range out {
 		slices.Sort(cols)

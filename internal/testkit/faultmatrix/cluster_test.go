@@ -290,42 +290,32 @@ func stream(url, path, body string, see func(line string), header ...string) (in
 	return resp.StatusCode, lines, sc.Err()
 }
 
-func messagesBody(stream bool, turns ...string) string {
-	var msgs []map[string]string
+// turnsOf makes alternate turns, the user's first, into the messages (or
+// input items) of a body.
+func turnsOf(turns []string) []map[string]string {
+	var out []map[string]string
 	for i, text := range turns {
 		role := "user"
 		if i%2 == 1 {
 			role = "assistant"
 		}
-		msgs = append(msgs, map[string]string{"role": role, "content": text})
+		out = append(out, map[string]string{"role": role, "content": text})
 	}
-	b, _ := json.Marshal(map[string]any{"model": "test-model", "max_tokens": 100, "stream": stream, "messages": msgs})
+	return out
+}
+
+func messagesBody(stream bool, turns ...string) string {
+	b, _ := json.Marshal(map[string]any{"model": "test-model", "max_tokens": 100, "stream": stream, "messages": turnsOf(turns)})
 	return string(b)
 }
 
 func chatBody(stream bool, turns ...string) string {
-	var msgs []map[string]string
-	for i, text := range turns {
-		role := "user"
-		if i%2 == 1 {
-			role = "assistant"
-		}
-		msgs = append(msgs, map[string]string{"role": role, "content": text})
-	}
-	b, _ := json.Marshal(map[string]any{"model": "test-model", "stream": stream, "messages": msgs})
+	b, _ := json.Marshal(map[string]any{"model": "test-model", "stream": stream, "messages": turnsOf(turns)})
 	return string(b)
 }
 
 func responsesBody(stream, background bool, turns ...string) string {
-	var items []map[string]string
-	for i, text := range turns {
-		role := "user"
-		if i%2 == 1 {
-			role = "assistant"
-		}
-		items = append(items, map[string]string{"role": role, "content": text})
-	}
-	b, _ := json.Marshal(map[string]any{"model": "test-model", "stream": stream, "background": background, "input": items})
+	b, _ := json.Marshal(map[string]any{"model": "test-model", "stream": stream, "background": background, "input": turnsOf(turns)})
 	return string(b)
 }
 

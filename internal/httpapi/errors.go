@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -82,7 +83,11 @@ func settled(r *http.Request, err error) error {
 }
 
 // fail renders an error as the whole response.
-func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) { failWith(s.log, w, r, err) }
+
+// failWith renders an error as the whole response, logging to log what
+// the client is not told.
+func failWith(log *slog.Logger, w http.ResponseWriter, r *http.Request, err error) {
 	err = settled(r, err)
 	if r.Context().Err() != nil && !errors.Is(context.Cause(r.Context()), errShutdown) {
 		return // the client is gone; nobody reads an answer
@@ -92,7 +97,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		if errors.Is(err, context.Canceled) {
 			return
 		}
-		s.log.Error("request failed", "err", err)
+		log.Error("request failed", "err", err)
 	}
 	writeError(w, r, asGatewayError(err))
 }

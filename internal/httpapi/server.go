@@ -137,7 +137,8 @@ type Server struct {
 	dispatch  *dispatch.Dispatcher
 	apiKey    [32]byte // digest of the key, compared in constant time
 	hasKey    bool
-	keys      *apikeys.Ring      // nil without Config.Keys
+	keys      *apikeys.Ring // nil without Config.Keys
+	telemetry telemetryRoutes
 	admission *apikeys.Admission // nil without Config.Keys
 	// gate admits requests until the drain begins and counts those
 	// running: Serve returns after the last, or lastWait after cancelling
@@ -188,6 +189,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Keys != nil {
 		s.keys, s.admission = apikeys.NewRing(cfg.Keys), apikeys.NewAdmission(cfg.Keys, cfg.Host, cfg.Logger)
 	}
+	s.telemetry = telemetryRoutes{history: cfg.History, metrics: cfg.Metrics, logs: cfg.Logs, log: cfg.Logger, load: s.load}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -259,10 +261,10 @@ func (s *Server) table() []route {
 		route{"GET /health", s.health},
 		route{"GET /ready", s.ready},
 		route{"GET /cluster", s.cluster},
-		route{"GET /metrics", s.metrics},
-		route{"GET /telemetry/summary", s.telemetrySummary},
-		route{"GET /telemetry/requests", s.telemetryRequests},
-		route{"GET /telemetry/logs", s.telemetryLogs},
+		route{"GET /metrics", s.telemetry.exposition},
+		route{"GET /telemetry/summary", s.telemetry.summary},
+		route{"GET /telemetry/requests", s.telemetry.requests},
+		route{"GET /telemetry/logs", s.telemetry.lines},
 		route{"GET /telemetry", s.dashboard},
 		route{"GET /providers", s.providersPage},
 		route{"GET /providers/status", s.providersStatus},

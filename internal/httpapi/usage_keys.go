@@ -41,7 +41,7 @@ type keysUsage struct {
 // (?window=, 24h by default), from every host's records; keys unused in
 // it are listed with zeros.
 func (s *Server) usageKeys(w http.ResponseWriter, r *http.Request) {
-	window, ok := s.historyWindow(w, r)
+	window, ok := s.telemetry.window(w, r)
 	if !ok {
 		return
 	}

@@ -3,10 +3,12 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/cluster"
+	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/web"
 )
 
@@ -20,25 +22,38 @@ type Cluster interface {
 	Reachable(ctx context.Context) bool
 }
 
+// clusterRoutes say how this host and the others sharing its store stand:
+// the readiness a load balancer checks, and GET /cluster.
+type clusterRoutes struct {
+	host     string  // this host's id
+	store    string  // the store's engine
+	cluster  Cluster // nil: this host alone
+	version  string
+	pages    *web.Pages
+	log      *slog.Logger
+	load     func() gateway.BackendLoad // this host's processes now
+	draining func() bool
+}
+
 // ready answers a load balancer's readiness check: 200 while this host
 // takes requests; 503 with a wait from the moment it drains, and while
 // the store is out of its reach (then every model request would get a
 // 503). It needs no key and is never refused by the drain itself.
-func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+func (c *clusterRoutes) ready(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	status := "ready"
 	switch {
-	case s.gate.isClosed():
+	case c.draining():
 		status = "draining"
-	case s.cfg.Cluster != nil && !s.cfg.Cluster.Reachable(r.Context()):
+	case c.cluster != nil && !c.cluster.Reachable(r.Context()):
 		status = "store_unreachable"
 	}
 	if status != "ready" {
 		w.Header().Set("Retry-After", "5")
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": status, "host": s.cfg.Host})
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": status, "host": c.host})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": status, "host": s.cfg.Host})
+	writeJSON(w, http.StatusOK, map[string]string{"status": status, "host": c.host})
 }
 
 // clusterHost is one host of GET /cluster.
@@ -64,16 +79,16 @@ type clusterView struct {
 	Error string        `json:"error,omitempty"`
 }
 
-func (s *Server) clusterView(ctx context.Context) clusterView {
-	v := clusterView{Host: s.cfg.Host, Store: s.cfg.StoreEngine, Hosts: []clusterHost{}}
-	if s.cfg.Cluster == nil {
-		l := s.load()
-		v.Hosts = append(v.Hosts, clusterHost{Host: s.cfg.Host, State: "serving", Live: l.Live, Running: l.Running, Self: true})
+func (c *clusterRoutes) view(ctx context.Context) clusterView {
+	v := clusterView{Host: c.host, Store: c.store, Hosts: []clusterHost{}}
+	if c.cluster == nil {
+		l := c.load()
+		v.Hosts = append(v.Hosts, clusterHost{Host: c.host, State: "serving", Live: l.Live, Running: l.Running, Self: true})
 		return v
 	}
-	members, err := s.cfg.Cluster.Members(ctx)
+	members, err := c.cluster.Members(ctx)
 	if err != nil {
-		s.log.Warn("store: could not list the hosts sharing it", "err", err)
+		c.log.Warn("store: could not list the hosts sharing it", "err", err)
 		v.Error = "the store could not be read"
 		return v
 	}
@@ -82,9 +97,9 @@ func (s *Server) clusterView(ctx context.Context) clusterView {
 			Live: m.Live, Running: m.Running, Started: m.Started, Heartbeat: m.Expires, Self: m.Self}
 		if m.Self {
 			// This host's own figures are known now, not at its last beat.
-			l := s.load()
+			l := c.load()
 			h.Live, h.Running = l.Live, l.Running
-			if s.gate.isClosed() {
+			if c.draining() {
 				h.State = "draining"
 			}
 			v.Hosts = append([]clusterHost{h}, v.Hosts...)
@@ -95,9 +110,9 @@ func (s *Server) clusterView(ctx context.Context) clusterView {
 	return v
 }
 
-// cluster serves GET /cluster: JSON, or the page to a browser.
-func (s *Server) cluster(w http.ResponseWriter, r *http.Request) {
-	v := s.clusterView(r.Context())
+// hosts serves GET /cluster: JSON, or the page to a browser.
+func (c *clusterRoutes) hosts(w http.ResponseWriter, r *http.Request) {
+	v := c.view(r.Context())
 	if !wantsHTML(r) {
 		status := http.StatusOK
 		if v.Error != "" {
@@ -112,5 +127,5 @@ func (s *Server) cluster(w http.ResponseWriter, r *http.Request) {
 		page.Hosts = append(page.Hosts, web.ClusterHost{Host: h.Host, Addr: h.Addr, Version: h.Version, State: h.State,
 			Live: h.Live, Running: h.Running, Started: h.Started, Heartbeat: h.Heartbeat, Self: h.Self})
 	}
-	s.page(w, r, http.StatusOK, func(b *bytes.Buffer) error { return s.pages.RenderCluster(b, s.cfg.Version, page) })
+	renderPage(c.log, w, r, http.StatusOK, func(b *bytes.Buffer) error { return c.pages.RenderCluster(b, c.version, page) })
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -122,12 +123,17 @@ func wantsHTML(r *http.Request) bool {
 	return r.Method == http.MethodGet && strings.Contains(accept, "text/html") && !strings.HasPrefix(accept, "application/json")
 }
 
-// page renders into a buffer first, so a template failure is a clean 500
-// rather than half a page.
+// page renders a page of this server's.
 func (s *Server) page(w http.ResponseWriter, r *http.Request, status int, render func(*bytes.Buffer) error) {
+	renderPage(s.log, w, r, status, render)
+}
+
+// renderPage renders into a buffer first, so a template failure is a
+// clean 500 rather than half a page.
+func renderPage(log *slog.Logger, w http.ResponseWriter, r *http.Request, status int, render func(*bytes.Buffer) error) {
 	var buf bytes.Buffer
 	if err := render(&buf); err != nil {
-		s.log.Error("page failed to render", "path", r.URL.Path, "err", err)
+		log.Error("page failed to render", "path", r.URL.Path, "err", err)
 		http.Error(w, "the page failed to render", http.StatusInternalServerError)
 		return
 	}

@@ -139,6 +139,7 @@ type Server struct {
 	hasKey    bool
 	keys      *apikeys.Ring // nil without Config.Keys
 	telemetry telemetryRoutes
+	cluster   clusterRoutes
 	admission *apikeys.Admission // nil without Config.Keys
 	// gate admits requests until the drain begins and counts those
 	// running: Serve returns after the last, or lastWait after cancelling
@@ -190,6 +191,8 @@ func New(cfg Config) (*Server, error) {
 		s.keys, s.admission = apikeys.NewRing(cfg.Keys), apikeys.NewAdmission(cfg.Keys, cfg.Host, cfg.Logger)
 	}
 	s.telemetry = telemetryRoutes{history: cfg.History, metrics: cfg.Metrics, logs: cfg.Logs, log: cfg.Logger, load: s.load}
+	s.cluster = clusterRoutes{host: cfg.Host, store: cfg.StoreEngine, cluster: cfg.Cluster, version: cfg.Version, pages: pages,
+		log: cfg.Logger, load: s.load, draining: s.gate.isClosed}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -259,8 +262,8 @@ func (s *Server) table() []route {
 		route{"GET /v1/usage/keys", s.usageKeys},
 		route{"GET /v1/usage/key", s.usageOwnKey},
 		route{"GET /health", s.health},
-		route{"GET /ready", s.ready},
-		route{"GET /cluster", s.cluster},
+		route{"GET /ready", s.cluster.ready},
+		route{"GET /cluster", s.cluster.hosts},
 		route{"GET /metrics", s.telemetry.exposition},
 		route{"GET /telemetry/summary", s.telemetry.summary},
 		route{"GET /telemetry/requests", s.telemetry.requests},

@@ -27,6 +27,7 @@ type Cluster interface {
 type clusterRoutes struct {
 	host     string  // this host's id
 	store    string  // the store's engine
+	storeAt  string  // where it is (never a password)
 	cluster  Cluster // nil: this host alone
 	version  string
 	pages    *web.Pages
@@ -128,4 +129,53 @@ func (c *clusterRoutes) hosts(w http.ResponseWriter, r *http.Request) {
 			Live: h.Live, Running: h.Running, Started: h.Started, Heartbeat: h.Heartbeat, Self: h.Self})
 	}
 	renderPage(c.log, w, r, http.StatusOK, func(b *bytes.Buffer) error { return c.pages.RenderCluster(b, c.version, page) })
+}
+
+// storeHealth is the store's part of GET /health and /inflight: its
+// engine and how many hosts share it; for /inflight, behind the API key,
+// also its place (never a password) and those hosts.
+type storeHealth struct {
+	Engine    string       `json:"engine"`
+	At        string       `json:"at,omitempty"`
+	LiveHosts int          `json:"live_hosts"`
+	Hosts     []hostHealth `json:"hosts,omitempty"`
+	Error     string       `json:"error,omitempty"`
+}
+
+type hostHealth struct {
+	Host    string    `json:"host"`
+	Addr    string    `json:"addr,omitempty"`
+	Version string    `json:"version,omitempty"`
+	Started time.Time `json:"started"`
+	Expires time.Time `json:"heartbeat_expires"`
+}
+
+func (c *clusterRoutes) storeHealth(ctx context.Context, detailed bool) *storeHealth {
+	if c.store == "" {
+		return nil
+	}
+	out := &storeHealth{Engine: c.store, LiveHosts: 1}
+	if detailed && c.store != "sqlite" {
+		out.At = c.storeAt // a data dir's path is for no answer
+	}
+	if c.cluster == nil {
+		return out
+	}
+	members, err := c.cluster.Members(ctx)
+	if err != nil {
+		c.log.Warn("store: could not list the hosts sharing it", "err", err)
+		out.Error = "the store could not be read"
+		return out
+	}
+	out.LiveHosts = 0
+	for _, m := range members {
+		if m.State == cluster.Gone {
+			continue
+		}
+		out.LiveHosts++
+		if detailed {
+			out.Hosts = append(out.Hosts, hostHealth{Host: m.Host.Host, Addr: m.Addr, Version: m.Version, Started: m.Started, Expires: m.Expires})
+		}
+	}
+	return out
 }

@@ -1,19 +1,15 @@
 package httpapi
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"os"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/anthropic"
 	"github.com/meridian-gw/meridian/internal/backend"
-	"github.com/meridian-gw/meridian/internal/cluster"
 	"github.com/meridian-gw/meridian/internal/gateway"
 )
 
@@ -63,7 +59,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		Draining bool            `json:"draining,omitempty"`
 		Store    *storeHealth    `json:"store,omitempty"`
 		Profiles []profileHealth `json:"profiles,omitempty"`
-	}{Health: h, Host: s.cfg.Host, Draining: s.gate.isClosed(), Store: s.storeHealth(r.Context(), false)}
+	}{Health: h, Host: s.cfg.Host, Draining: s.gate.isClosed(), Store: s.cluster.storeHealth(r.Context(), false)}
 	if profiles := s.dispatch.Profiles(); len(profiles) > 1 {
 		// Each profile's probe is cached and single-flight in its gateway;
 		// the checks run side by side, each with the caller's patience.
@@ -154,135 +150,6 @@ func (s *Server) getModel(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeError(w, r, &gateway.Error{Status: http.StatusNotFound, Type: anthropic.ErrNotFound, Message: "model not found: " + id})
-}
-
-// listSessions serves GET /v1/sessions: the most recently used
-// conversations (?limit=, default 100, at most 1000).
-func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
-	limit := 100
-	if v := r.URL.Query().Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			writeError(w, r, gateway.InvalidRequest("limit: must be a positive integer"))
-			return
-		}
-		limit = min(n, 1000)
-	}
-	// A request that names a profile sees that profile's conversations
-	// only; one that names none sees every profile's, newest first.
-	gws := s.gateways()
-	if gw := named(r.Context()); gw != nil {
-		gws = []*gateway.Gateway{gw}
-	}
-	list := []gateway.SessionInfo{}
-	for _, gw := range gws {
-		some, err := gw.Sessions(r.Context(), limit)
-		if err != nil {
-			s.log.Error("store: could not list conversations", "err", err)
-			s.fail(w, r, gateway.StoreUnavailable("list the conversations"))
-			return
-		}
-		list = append(list, some...)
-	}
-	slices.SortStableFunc(list, func(a, b gateway.SessionInfo) int { return b.UpdatedAt.Compare(a.UpdatedAt) })
-	writeJSON(w, http.StatusOK, map[string]any{"data": list[:min(len(list), limit)]})
-}
-
-// getSession serves GET /v1/sessions/{key}.
-func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
-	key := r.PathValue("key")
-	info, ok, err := s.gwFor(r.Context()).Session(r.Context(), key)
-	switch {
-	case err != nil:
-		s.fail(w, r, err)
-	case !ok:
-		writeError(w, r, &gateway.Error{Status: http.StatusNotFound, Type: anthropic.ErrNotFound, Message: "no conversation with key " + strconv.Quote(key)})
-	default:
-		writeJSON(w, http.StatusOK, info)
-	}
-}
-
-// cancelSession serves POST /v1/sessions/{key}/cancel: the conversation's
-// running turn and the requests of every conversation below it are
-// cancelled; their clients hear why.
-func (s *Server) cancelSession(w http.ResponseWriter, r *http.Request) {
-	key := r.PathValue("key")
-	cancelled, known, err := s.gwFor(r.Context()).CancelSession(r.Context(), key)
-	switch {
-	case err != nil:
-		s.fail(w, r, err)
-	case !known:
-		writeError(w, r, &gateway.Error{Status: http.StatusNotFound, Type: anthropic.ErrNotFound, Message: "no conversation with key " + strconv.Quote(key)})
-	default:
-		if cancelled == nil {
-			cancelled = []string{}
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"key": key, "cancelled": cancelled})
-	}
-}
-
-// inflight serves GET /inflight: what runs and waits now, in the profile
-// the request names, else in every profile and backend on the listener.
-func (s *Server) inflight(w http.ResponseWriter, r *http.Request) {
-	if gw := named(r.Context()); gw != nil {
-		writeJSON(w, http.StatusOK, gw.Inflight())
-		return
-	}
-	in := gateway.MergeInflight(append(s.gateways(), s.mounted()...))
-	writeJSON(w, http.StatusOK, struct {
-		Host  string       `json:"host,omitempty"`
-		Store *storeHealth `json:"store,omitempty"`
-		gateway.Inflight
-	}{s.cfg.Host, s.storeHealth(r.Context(), true), in})
-}
-
-// storeHealth is the store's part of GET /health and /inflight: its
-// engine and how many hosts share it; for /inflight, behind the API key,
-// also its place (never a password) and those hosts.
-type storeHealth struct {
-	Engine    string       `json:"engine"`
-	At        string       `json:"at,omitempty"`
-	LiveHosts int          `json:"live_hosts"`
-	Hosts     []hostHealth `json:"hosts,omitempty"`
-	Error     string       `json:"error,omitempty"`
-}
-
-type hostHealth struct {
-	Host    string    `json:"host"`
-	Addr    string    `json:"addr,omitempty"`
-	Version string    `json:"version,omitempty"`
-	Started time.Time `json:"started"`
-	Expires time.Time `json:"heartbeat_expires"`
-}
-
-func (s *Server) storeHealth(ctx context.Context, detailed bool) *storeHealth {
-	if s.cfg.StoreEngine == "" {
-		return nil
-	}
-	out := &storeHealth{Engine: s.cfg.StoreEngine, LiveHosts: 1}
-	if detailed && s.cfg.StoreEngine != "sqlite" {
-		out.At = s.cfg.StoreAt // a data dir's path is for no answer
-	}
-	if s.cfg.Cluster == nil {
-		return out
-	}
-	members, err := s.cfg.Cluster.Members(ctx)
-	if err != nil {
-		s.log.Warn("store: could not list the hosts sharing it", "err", err)
-		out.Error = "the store could not be read"
-		return out
-	}
-	out.LiveHosts = 0
-	for _, m := range members {
-		if m.State == cluster.Gone {
-			continue
-		}
-		out.LiveHosts++
-		if detailed {
-			out.Hosts = append(out.Hosts, hostHealth{Host: m.Host.Host, Addr: m.Addr, Version: m.Version, Started: m.Started, Expires: m.Expires})
-		}
-	}
-	return out
 }
 
 // modelsError is a model list the CLI could not give, in words without

@@ -140,6 +140,7 @@ type Server struct {
 	keys      *apikeys.Ring // nil without Config.Keys
 	telemetry telemetryRoutes
 	cluster   clusterRoutes
+	sessions  sessionRoutes
 	admission *apikeys.Admission // nil without Config.Keys
 	// gate admits requests until the drain begins and counts those
 	// running: Serve returns after the last, or lastWait after cancelling
@@ -191,8 +192,9 @@ func New(cfg Config) (*Server, error) {
 		s.keys, s.admission = apikeys.NewRing(cfg.Keys), apikeys.NewAdmission(cfg.Keys, cfg.Host, cfg.Logger)
 	}
 	s.telemetry = telemetryRoutes{history: cfg.History, metrics: cfg.Metrics, logs: cfg.Logs, log: cfg.Logger, load: s.load}
-	s.cluster = clusterRoutes{host: cfg.Host, store: cfg.StoreEngine, cluster: cfg.Cluster, version: cfg.Version, pages: pages,
-		log: cfg.Logger, load: s.load, draining: s.gate.isClosed}
+	s.cluster = clusterRoutes{host: cfg.Host, store: cfg.StoreEngine, storeAt: cfg.StoreAt, cluster: cfg.Cluster, version: cfg.Version,
+		pages: pages, log: cfg.Logger, load: s.load, draining: s.gate.isClosed}
+	s.sessions = sessionRoutes{profiles: s.dispatch, mounted: s.mounted(), host: cfg.Host, store: s.cluster.storeHealth, log: cfg.Logger}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -254,10 +256,10 @@ func (s *Server) table() []route {
 	return append(t,
 		route{"GET /v1/models", s.listModels},
 		route{"GET /v1/models/{id}", s.getModel},
-		route{"GET /v1/sessions", s.listSessions},
-		route{"GET /v1/sessions/{key...}", s.getSession},
-		route{"POST /v1/sessions/{key}/cancel", s.cancelSession},
-		route{"GET /inflight", s.inflight},
+		route{"GET /v1/sessions", s.sessions.list},
+		route{"GET /v1/sessions/{key...}", s.sessions.get},
+		route{"POST /v1/sessions/{key}/cancel", s.sessions.cancel},
+		route{"GET /inflight", s.sessions.inflight},
 		route{"GET /v1/usage/quota", s.quota},
 		route{"GET /v1/usage/keys", s.usageKeys},
 		route{"GET /v1/usage/key", s.usageOwnKey},

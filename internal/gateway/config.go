@@ -73,7 +73,7 @@ type Config struct {
 	// Starts, when set, remembers the start-time options of new
 	// conversations across restarts: at start the first spare is made for
 	// the ones used most.
-	Starts StartLog
+	Starts pool.StartLog
 	// FreezeIdle stops idle processes after pool.DefaultFreezeAfter.
 	FreezeIdle bool
 
@@ -151,3 +151,12 @@ func freezeAfter(freeze bool) time.Duration {
 	}
 	return -1
 }
+
+// Spare sizing, for the flags' defaults.
+const (
+	// DefaultSparesMin is how many spare processes wait by default when no
+	// burst asks for more.
+	DefaultSparesMin = 1
+	// SpareMemory is what a waiting spare holds (pool.SpareMemory).
+	SpareMemory = pool.SpareMemory
+)

@@ -29,6 +29,15 @@ func contractKey(o backend.StartOptions) string {
 	return digest(append(parts, o.System...)...)
 }
 
+// startKey digests the options a process must be started with: a spare
+// serves only a conversation whose options give the same key. The system
+// prompt, tools and output schema come later (Bind); the CLI's own tool
+// list (web search) is on its command line.
+func startKey(o backend.StartOptions) string {
+	return digest(append([]string{o.Model, o.Dir, strconv.Itoa(o.MaxOutputTokens), strconv.Itoa(int(o.Thinking.Mode)),
+		strconv.Itoa(o.Thinking.Budget), o.Effort}, webSearchKey(o.WebSearch)...)...)
+}
+
 // toolDigests names each client tool by its whole definition.
 func toolDigests(tools []backend.Tool) []string {
 	out := make([]string, len(tools))
@@ -70,7 +79,8 @@ func toolsFit(have, want []string) (fits, adds bool) {
 
 // adoptTools makes a live process offer the request's tools: as it is, or
 // by telling it of the added ones. False sends the turn to a new process.
-func (g *Gateway) adoptTools(ctx context.Context, live *pool.Live, want []string, tools []backend.Tool) bool {
+func (t *turn) adoptTools(ctx context.Context, live *pool.Live, want []string, tools []backend.Tool) bool {
+	g := t.g
 	fits, adds := toolsFit(live.Tools, want)
 	if !fits {
 		return false

@@ -25,6 +25,7 @@ const publishTimeout = 10 * time.Second
 
 // turn is one conversation turn in flight.
 type turn struct {
+	g       *Gateway
 	req     *anthropic.MessagesRequest
 	echo    func(anthropic.Message) anthropic.Message
 	ident   adapter.Identity
@@ -63,7 +64,7 @@ type turn struct {
 // a turn that completed publishes what the session now holds.
 func (g *Gateway) converse(ctx context.Context, greq Request, ident adapter.Identity, opts backend.StartOptions, tools *clientTools, id string, out Output) error {
 	req := greq.Body
-	t := &turn{req: req, echo: greq.Echo, ident: ident, opts: opts, tools: tools}
+	t := &turn{g: g, req: req, echo: greq.Echo, ident: ident, opts: opts, tools: tools}
 	// Lineage compares what is durable of the client's messages: its
 	// per-turn blocks (OpenCode's hook envelopes) would make every turn
 	// an edit. They still reach the CLI.
@@ -71,7 +72,7 @@ func (g *Gateway) converse(ctx context.Context, greq Request, ident adapter.Iden
 	view := adapter.Durable(t.transient, req.Messages)
 	t.in = lineage.Digests(view)
 	t.tail = lineage.BlockDigests(view[len(view)-1])
-	if err := t.classify(ctx, g); err != nil {
+	if err := t.classify(ctx); err != nil {
 		return err
 	}
 	// A request the client named (a session header, a conversation id)
@@ -114,17 +115,17 @@ func (g *Gateway) converse(ctx context.Context, greq Request, ident adapter.Iden
 		defer stop(nil)
 		t.lost, t.lease = lease.Lost(), lease
 		// The conversation may have moved on while this turn waited.
-		if err := t.classify(ctx, g); err != nil {
+		if err := t.classify(ctx); err != nil {
 			return err
 		}
 	}
-	if err := g.refuseRepeats(ctx, t); err != nil {
+	if err := t.refuseRepeats(ctx); err != nil {
 		return err
 	}
 	if t.verdict.Kind == lineage.Diverged && t.pending == nil {
 		// A first turn (or one starting over): how many run at once is
 		// the demand spares follow.
-		defer g.arrive(t.opts)()
+		defer g.pool.Arrive(t.opts)()
 	}
 
 	release, err := g.admit(ctx)
@@ -133,19 +134,19 @@ func (g *Gateway) converse(ctx context.Context, greq Request, ident adapter.Iden
 	}
 	defer release()
 
-	err = g.runTurn(ctx, t, id, out)
+	err = t.run(ctx, id, out)
 	switch {
 	case errors.Is(err, errStaleSession):
 		// The stored session is gone from the CLI's disk: start over with
 		// the whole conversation.
 		g.log.Warn("stored "+g.cfg.CLI.Name+" session could not be resumed; replaying the conversation", "conversation", ident.Key, "session", t.mapping.SessionID)
 		t.verdict, t.pending, t.replayed = lineage.Verdict{Kind: lineage.Diverged}, nil, true
-		err = g.runTurn(ctx, t, id, out)
+		err = t.run(ctx, id, out)
 	case errors.Is(err, errLiveDied):
 		// The live process died before it answered: resume the stored
 		// session in a new one.
 		g.log.Warn("live "+g.cfg.CLI.Name+" process died before answering; resuming its conversation", "conversation", ident.Key)
-		err = g.runTurn(ctx, t, id, out)
+		err = t.run(ctx, id, out)
 	}
 	return err
 }
@@ -181,7 +182,8 @@ func (t *turn) leaseLost() bool {
 
 // classify loads what the conversation's session is known to hold and
 // decides how the request relates to it.
-func (t *turn) classify(ctx context.Context, g *Gateway) error {
+func (t *turn) classify(ctx context.Context) error {
+	g := t.g
 	m, err := g.cfg.Sessions.Load(ctx, g.cfg.Profile, t.ident.Key)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -210,15 +212,16 @@ var (
 	errLiveDied     = errors.New("gateway: live process died")
 )
 
-func (g *Gateway) runTurn(ctx context.Context, t *turn, id string, out Output) error {
-	sess, err := g.obtain(ctx, t)
+func (t *turn) run(ctx context.Context, id string, out Output) error {
+	g := t.g
+	sess, err := t.obtain(ctx)
 	if err != nil {
 		return err
 	}
 	nameSession(out, sess.ID())
 	in, perr := t.input()
 	if perr != nil {
-		g.pool.Put(t.live) // untouched: the paused turn still waits
+		g.pool.Return(t.live, pool.Keep) // untouched: the paused turn still waits
 		return perr
 	}
 	began := g.cfg.Now()
@@ -247,37 +250,37 @@ func (g *Gateway) runTurn(ctx context.Context, t *turn, id string, out Output) e
 		r.closeMessageUsage()
 		tr.Answered(r.start.Model, tokensOf(r.usage))
 		t.live.Reported = backendUsage(plus(r.reported, r.usage))
-		r.unsaved = g.publish(ctx, t, sess, res, &r.reply, pendingPin(r.calls))
+		r.unsaved = t.publish(ctx, sess, res, &r.reply, pendingPin(r.calls))
 		return r.finishPaused(res)
 	case errors.Is(err, errEnough):
 		// The client got less than the session holds: the process cannot
 		// be kept, and its answer is not published; the next turn resumes
 		// from the last published state (or where the CLI took this
 		// turn's tool results, which hold records).
-		g.pool.Discard(t.live)
-		g.hold(ctx, t, sess, in)
+		g.pool.Return(t.live, pool.Broken)
+		t.hold(ctx, sess, in)
 		g.log.Info("turn cut short", append(logAttrs, "stop_sequence", r.stopAt)...)
 		return r.finishEarly()
 	case err != nil:
-		g.pool.Discard(t.live)
+		g.pool.Return(t.live, pool.Broken)
 		if errors.Is(context.Cause(ctx), errLeaseLost) {
 			return &Error{Status: http.StatusConflict, Type: "conflict_error", RetryAfter: time.Second, Message: fmt.Sprintf(
 				"this turn of conversation %q stalled past its lease and another turn took over; send the request again", t.ident.Key)}
 		}
-		g.hold(ctx, t, sess, in)
+		t.hold(ctx, sess, in)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		return err
 	case res.Failure != nil:
-		g.pool.Discard(t.live)
+		g.pool.Return(t.live, pool.Broken)
 		if !r.started && t.reused && res.Failure.Kind == backend.FailBackend {
 			return errLiveDied
 		}
 		if t.verdict.Kind != lineage.Diverged && !r.started && staleSession(res.Failure) {
 			return errStaleSession
 		}
-		g.hold(ctx, t, sess, in)
+		t.hold(ctx, sess, in)
 		e := g.failed(ctx, r, res.Failure)
 		g.log.Warn("turn failed", append(logAttrs, "status", e.Status, "type", e.Type,
 			"retry_after", e.RetryAfter, "wait_source", e.WaitSource, "error", res.Failure.Message)...)
@@ -286,7 +289,7 @@ func (g *Gateway) runTurn(ctx context.Context, t *turn, id string, out Output) e
 	if err := r.structured(res); err != nil {
 		// The session holds an answer the client does not get: it is not
 		// kept, and the conversation stays where it was.
-		g.pool.Discard(t.live)
+		g.pool.Return(t.live, pool.Broken)
 		g.log.Warn("turn failed", append(logAttrs, "error", err.Error())...)
 		return err
 	}
@@ -295,39 +298,46 @@ func (g *Gateway) runTurn(ctx context.Context, t *turn, id string, out Output) e
 		"cache_read", res.Usage.CacheReadInputTokens, "cache_write", res.Usage.CacheCreationInputTokens)...)
 	tr.Answered(r.start.Model, tokensOf(usageOf(res.Usage)))
 	t.live.Reported = backend.Usage{}
-	r.unsaved = g.publish(ctx, t, sess, res, &r.reply, res.Pin) // before the last byte, as above
+	r.unsaved = t.publish(ctx, sess, res, &r.reply, res.Pin) // before the last byte, as above
 	return r.finish(res)
 }
 
-// obtain returns the session for a turn: the conversation's live process
-// when it stands exactly where the request continues, runs under the same
-// contract and offers the request's tools (or can be given the added
-// ones); otherwise a new process, resumed at the verdict's pin or fresh.
-func (g *Gateway) obtain(ctx context.Context, t *turn) (backend.Session, error) {
+// obtain returns the session for a turn, from the pool: the
+// conversation's live process when it stands exactly where the request
+// continues, runs under the same contract and offers the request's tools
+// (or can be given the added ones); for a new conversation a recycled
+// one-off or a spare; otherwise a new process (start).
+func (t *turn) obtain(ctx context.Context) (backend.Session, error) {
+	g := t.g
 	contract, tools := contractKey(t.opts), toolDigests(t.opts.Tools)
+	fresh := t.pending == nil && t.verdict.Kind == lineage.Diverged
+	l, from, err := g.pool.Obtain(ctx, pool.Want{
+		Key: t.ident.Key, Contract: contract, Tools: tools, Options: t.opts,
+		New: fresh, OneOff: fresh && t.ident.Fingerprint && t.mapping.Version == 0,
+		Fits: func(live *pool.Live) bool {
+			v := t.verdict
+			return v.AtEnd && live.Version == t.mapping.Version && live.Pin == v.Pin && live.Contract == contract &&
+				(t.pending == nil || onlyUser(t.req.Messages[v.From:])) && t.adoptTools(ctx, live, tools, t.opts.Tools)
+		},
+		Start: func(ctx context.Context) (backend.Session, backend.StartOptions, error) { return t.start(ctx) },
+	})
+	switch {
+	case errors.Is(err, pool.ErrFull):
+		return nil, newError(anthropic.StatusOverloaded, anthropic.ErrOverloaded,
+			"every live "+g.cfg.CLI.Name+" process is in use; retry later or raise --max-live", factsNow(g))
+	case err != nil:
+		return nil, g.startError(ctx, err)
+	}
+	t.live, t.reused = l, from == pool.Kept
+	return l.Session, nil
+}
+
+// start starts a new process for the turn: resumed at the verdict's pin
+// where this host has the session (its folder, or the transcript the
+// store shares), otherwise fresh with the conversation's whole history.
+func (t *turn) start(ctx context.Context) (backend.Session, backend.StartOptions, error) {
+	g := t.g
 	m := t.mapping
-	if live := g.pool.Take(t.ident.Key); live != nil {
-		v := t.verdict
-		if live.Session.Alive() && v.AtEnd && live.Version == m.Version && live.Pin == v.Pin && live.Contract == contract &&
-			(t.pending == nil || onlyUser(t.req.Messages[v.From:])) && g.adoptTools(ctx, live, tools, t.opts.Tools) {
-			t.live, t.reused = live, true
-			return live.Session, nil
-		}
-		g.pool.Discard(live) // another contract, or the conversation moved on elsewhere
-	}
-	t.reused = false
-	if t.pending == nil && t.verdict.Kind == lineage.Diverged {
-		opts := t.opts
-		if l := g.recycle(ctx, t, contract, tools); l != nil {
-			t.live = l
-			return l.Session, nil
-		}
-		if l := g.takeSpare(opts, t.ident.Key); l != nil {
-			l.Contract, l.Tools = contract, tools
-			t.live = l
-			return l.Session, nil
-		}
-	}
 	if t.pending != nil {
 		// The paused turn is gone with its process (or cannot take this
 		// request): the calls and their results reach a resumed or fresh
@@ -336,30 +346,48 @@ func (g *Gateway) obtain(ctx context.Context, t *turn) (backend.Session, error) 
 		t.verdict = lineage.Classify(withoutPendingEnd(m.State), t.in, t.tail)
 		t.replayed = t.verdict.Kind == lineage.Diverged
 	}
-	if t.verdict.Kind != lineage.Diverged && g.dropped.has(t.ident.Key, m.SessionID) {
+	if t.verdict.Kind != lineage.Diverged && g.pool.Rewound(t.ident.Key, m.SessionID) {
 		// A new one-off took its process and rewound the session past
 		// it: the CLI would refuse to resume there.
 		g.log.Info("the conversation's "+g.cfg.CLI.Name+" session served another conversation since; replaying it", "conversation", t.ident.Key)
 		t.verdict, t.replayed = lineage.Verdict{Kind: lineage.Diverged}, true
 	}
-	v := t.verdict
-	if err := g.pool.Reserve(ctx); err != nil {
-		if errors.Is(err, pool.ErrFull) {
-			return nil, newError(anthropic.StatusOverloaded, anthropic.ErrOverloaded,
-				"every live "+g.cfg.CLI.Name+" process is in use; retry later or raise --max-live", factsNow(g))
-		}
-		return nil, err
-	}
 	opts := t.opts
-	// The CLI finds its transcripts by working directory.
+	if t.verdict.Kind != lineage.Diverged {
+		if dir, ok := t.resumeDir(ctx); ok {
+			opts.Resume, opts.ResumeAt = m.SessionID, t.verdict.Pin
+			if dir != "" {
+				opts.Dir = dir
+			}
+		} else {
+			// Another host made the session: its working directory, and
+			// the transcript the CLI keeps under it, are not here. The
+			// conversation starts over with its whole history.
+			g.log.Info("the conversation's "+g.cfg.CLI.Name+" session was made on another host; replaying it here", "conversation", t.ident.Key)
+			t.verdict, t.replayed = lineage.Verdict{Kind: lineage.Diverged}, true
+		}
+	}
+	sess, err := g.cfg.Backend.Start(ctx, opts)
+	if err != nil {
+		return nil, opts, err
+	}
+	t.opts.Dir = opts.Dir
+	return sess, opts, nil
+}
+
+// resumeDir is where the CLI finds the conversation's session, which it
+// looks up by working directory: the folder it ran in, or, made on
+// another host, the folder its shared transcript is written to here. ""
+// with ok: the request's own folder. Not ok: nothing of it is here.
+func (t *turn) resumeDir(ctx context.Context) (string, bool) {
+	g := t.g
+	m := t.mapping
 	dir := m.Cwd
 	absent := dir != "" && !dirExists(dir)
-	if v.Kind != lineage.Diverged && g.cfg.Transcripts != nil {
-		// Made on another host, the session continues here from the
-		// transcript its CLI wrote there, shared through the store.
+	if g.cfg.Transcripts != nil {
 		here := dir
 		if here == "" || absent || m.Holder.Host != g.cfg.Sessions.Self().Host {
-			here = opts.Dir // another host's folder is not this host's to run in
+			here = t.opts.Dir // another host's folder is not this host's to run in
 		}
 		restored, err := g.cfg.Transcripts.Restore(ctx, t.ident.Key, m.SessionID, here)
 		if err != nil {
@@ -367,39 +395,14 @@ func (g *Gateway) obtain(ctx context.Context, t *turn) (backend.Session, error) 
 		}
 		switch {
 		case restored:
-			dir, absent = here, false
+			return here, true
 		case m.Holder != g.cfg.Sessions.Self():
 			// Nothing of the session is here and the store has no copy:
 			// a resume could only fail.
-			absent = true
+			return "", false
 		}
 	}
-	if v.Kind != lineage.Diverged && absent {
-		// Another host made the session: its working directory, and the
-		// transcript the CLI keeps under it, are not here. The
-		// conversation starts over with its whole history.
-		g.log.Info("the conversation's "+g.cfg.CLI.Name+" session was made on another host; replaying it here", "conversation", t.ident.Key)
-		t.verdict, t.replayed = lineage.Verdict{Kind: lineage.Diverged}, true
-		v = t.verdict
-	}
-	if v.Kind != lineage.Diverged {
-		opts.Resume, opts.ResumeAt = m.SessionID, v.Pin
-		if dir != "" {
-			opts.Dir = dir
-		}
-	}
-	sess, err := g.cfg.Backend.Start(ctx, opts)
-	if err != nil {
-		g.pool.Release()
-		return nil, g.startError(ctx, err)
-	}
-	if opts.Resume == "" {
-		g.refill(opts) // a new conversation's options: spares follow them
-	}
-	t.opts.Dir = opts.Dir
-	t.live = &pool.Live{Key: t.ident.Key, Session: sess, Contract: contract, Tools: tools}
-	g.pool.Track(t.live)
-	return sess, nil
+	return dir, !absent
 }
 
 // publish records what the session holds after a completed turn, as a
@@ -408,10 +411,11 @@ func (g *Gateway) obtain(ctx context.Context, t *turn) (backend.Session, error) 
 // claim a state the store does not know. It returns why the turn's state
 // was not saved, "" when it was: the client is told, since its next turn
 // then resumes from the last saved state or replays.
-func (g *Gateway) publish(ctx context.Context, t *turn, sess backend.Session, res *backend.Result, r *reply, pin string) string {
+func (t *turn) publish(ctx context.Context, sess backend.Session, res *backend.Result, r *reply, pin string) string {
+	g := t.g
 	if t.leaseLost() {
 		g.log.Warn("the turn's lease was taken over: nothing is published and its process is closed", "conversation", t.ident.Key)
-		g.pool.Discard(t.live)
+		g.pool.Return(t.live, pool.Broken)
 		return "another turn of the conversation took over"
 	}
 	reply := r.message()
@@ -428,7 +432,7 @@ func (g *Gateway) publish(ctx context.Context, t *turn, sess backend.Session, re
 	defer cancel()
 	if pin == "" {
 		g.log.Warn("the CLI named no message to resume at: nothing is published and its process is closed", "conversation", t.ident.Key)
-		g.pool.Discard(t.live)
+		g.pool.Return(t.live, pool.Broken)
 		return "the CLI did not say where the answer ends"
 	}
 	// The mapping, the lease's fence and the delivered tool results are
@@ -437,11 +441,11 @@ func (g *Gateway) publish(ctx context.Context, t *turn, sess backend.Session, re
 	switch {
 	case version == 0 && errors.Is(err, session.ErrConflict):
 		g.log.Warn("the conversation moved on while this turn ran; its process is closed", "conversation", t.ident.Key)
-		g.pool.Discard(t.live)
+		g.pool.Return(t.live, pool.Broken)
 		return "the conversation moved on elsewhere while this turn ran"
 	case version == 0:
 		g.log.Error("store: could not publish the conversation; its process is closed", "conversation", t.ident.Key, "err", err)
-		g.pool.Discard(t.live)
+		g.pool.Return(t.live, pool.Broken)
 		return "the store could not save it"
 	case err != nil:
 		g.log.Warn("store: the conversation was published but the clean-up after it failed", "conversation", t.ident.Key, "err", err)
@@ -452,7 +456,7 @@ func (g *Gateway) publish(ctx context.Context, t *turn, sess backend.Session, re
 	}
 	unsaved := ""
 	if g.cfg.NoLive && !res.Paused {
-		g.pool.Discard(t.live)
+		g.pool.Return(t.live, pool.Broken)
 		return unsaved
 	}
 	t.live.Version, t.live.Pin = version, pin
@@ -461,7 +465,7 @@ func (g *Gateway) publish(ctx context.Context, t *turn, sess backend.Session, re
 	// Its process is kept briefly; a turn waiting for tool results is not
 	// a one-off.
 	t.live.OneOff = t.ident.Fingerprint && version == 1 && !res.Paused
-	g.pool.Put(t.live)
+	g.pool.Return(t.live, pool.Keep)
 	return unsaved
 }
 
@@ -483,7 +487,8 @@ func onlyUser(msgs []anthropic.Message) bool {
 // interruption's note, the user's next words): it resumes there and sends
 // only those, rather than replaying. Nothing is recorded when the results
 // were not all taken, or another turn holds the conversation now.
-func (g *Gateway) hold(ctx context.Context, t *turn, sess backend.Session, in backend.Input) {
+func (t *turn) hold(ctx context.Context, sess backend.Session, in backend.Input) {
+	g := t.g
 	h, ok := sess.(backend.ResultHolder)
 	if !ok || len(in.Results) == 0 || t.leaseLost() {
 		return

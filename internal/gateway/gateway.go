@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"runtime"
 	"sync"
 	"time"
 
@@ -58,13 +57,7 @@ type Gateway struct {
 	closing context.Context
 	stop    context.CancelFunc
 	pool    *pool.Pool
-	hushMu  sync.Mutex // orders hush decisions, so the last one reads the latest count
-	busy    bool       // turns run on every core; under hushMu
-	busyAt  time.Time  // when they last did; under hushMu
 	tree    *sessiontree.Tree
-	spares  spares
-	planned int // the spares last planned, for the log (the worker's own)
-	dropped dropped
 	// long benches the profile's extended-context variants.
 	long failover.LongBench
 	// plans reads the plan's limits for /v1/usage/quota.
@@ -103,25 +96,24 @@ func New(cfg Config) *Gateway {
 	// Every running turn needs a live process; more turns than processes
 	// would have to evict active work.
 	cfg.MaxConcurrent = min(cfg.MaxConcurrent, cfg.MaxLive)
-	cfg.SparesMin = max(min(cfg.SparesMin, cfg.SparesMax), 0)
 	closing, stop := context.WithCancel(context.Background())
+	slots := admission.New(cfg.MaxConcurrent, cfg.QueueTimeout)
+	spares := pool.SpareConfig{Min: cfg.SparesMin, Max: cfg.SparesMax, CPU: cfg.SpareCPU,
+		Starts: cfg.Starts, Profile: cfg.Profile, Key: startKey}
+	spares.Backend, _ = cfg.Backend.(backend.SpareBackend)
 	g := &Gateway{
 		closing: closing,
 		stop:    stop,
 		cfg:     cfg,
 		log:     cfg.Logger,
-		slots:   admission.New(cfg.MaxConcurrent, cfg.QueueTimeout),
+		slots:   slots,
 		pool: pool.New(pool.Config{Max: cfg.MaxLive, IdleTTL: cfg.IdleTTL, OneOffTTL: cfg.OneOffTTL,
-			Memory: cfg.LiveMemory, FreezeAfter: freezeAfter(cfg.FreezeIdle), Log: cfg.Logger}),
+			Memory: cfg.LiveMemory, FreezeAfter: freezeAfter(cfg.FreezeIdle), Log: cfg.Logger, Spares: spares,
+			Load: func() (int, int) { running, waiting, _ := slots.Stats(); return running, waiting }}),
 		tree: cfg.Tree,
 	}
 	if g.tree == nil {
 		g.tree = sessiontree.New()
-	}
-	if b, ok := cfg.Backend.(backend.SpareBackend); ok && cfg.SparesMax > 0 {
-		g.spares.kick = make(chan struct{}, 1)
-		g.spares.options = map[string]backend.StartOptions{}
-		g.spares.wg.Go(func() { g.keepSpares(b) })
 	}
 	return g
 }
@@ -335,8 +327,8 @@ func (g *Gateway) admit(ctx context.Context) (func(), error) {
 	release, err := g.slots.Acquire(ctx)
 	telemetry.From(ctx).Queued(g.cfg.Now().Sub(began))
 	if err == nil {
-		g.hush()
-		return func() { release(); g.hush() }, nil
+		g.pool.TurnsChanged()
+		return func() { release(); g.pool.TurnsChanged() }, nil
 	}
 	if errors.Is(err, admission.ErrTimeout) {
 		_, waiting, size := g.slots.Stats()
@@ -345,27 +337,6 @@ func (g *Gateway) admit(ctx context.Context) (func(), error) {
 			size, g.cfg.CLI.Name, g.cfg.QueueTimeout, waiting), factsNow(g))
 	}
 	return nil, err
-}
-
-// hush holds idle processes still while turns run on every core (see
-// pool.Hush), and lets them go on once fewer do.
-func (g *Gateway) hush() {
-	g.hushMu.Lock()
-	defer g.hushMu.Unlock()
-	running, _, _ := g.slots.Stats()
-	busy := running >= runtime.NumCPU()
-	if busy || g.busy {
-		g.busyAt = g.cfg.Now() // busy until now
-	}
-	g.busy = busy
-	g.pool.Hush(busy)
-}
-
-// lastBusy is when turns last ran on every core.
-func (g *Gateway) lastBusy() time.Time {
-	g.hushMu.Lock()
-	defer g.hushMu.Unlock()
-	return g.busyAt
 }
 
 func (g *Gateway) startError(ctx context.Context, err error) error {

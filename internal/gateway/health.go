@@ -106,7 +106,6 @@ func (g *Gateway) Health(ctx context.Context) Health {
 // waits for them. Call it after the requests are done.
 func (g *Gateway) Close() {
 	g.stop()
-	g.spares.wg.Wait() // spares being started land in the pool, which closes them
 	g.pool.Close()
 	g.probes.Wait()
 	if g.cfg.Transcripts != nil {

@@ -121,7 +121,8 @@ func toolResultIDs(msgs []anthropic.Message) []string {
 // last message) the CLI already received and answered: a retried request
 // must not run the tools' turn upstream a second time. Results further back
 // are history and may be replayed.
-func (g *Gateway) refuseRepeats(ctx context.Context, t *turn) error {
+func (t *turn) refuseRepeats(ctx context.Context) error {
+	g := t.g
 	last := t.req.Messages[len(t.req.Messages)-1:]
 	if t.verdict.Skip > 0 && t.verdict.From == len(t.req.Messages)-1 {
 		last = t.sendFrom() // its skipped blocks the session holds already

@@ -8,4 +8,6 @@ import (
 
 // Dependencies flow downward: this package imports only what it owns
 // beyond the standard library.
-func TestImportsFlowDownward(t *testing.T) { testkit.CheckImports(t, "internal/backend") }
+func TestImportsFlowDownward(t *testing.T) {
+	testkit.CheckImports(t, "internal/backend", "internal/procmem", "internal/spareplan")
+}

@@ -58,7 +58,7 @@ func TestMemoryBoundClosesLRUIdle(t *testing.T) {
 			t.Fatal("closed within the bound")
 		}
 		// a is taken for a turn and grows; d arrives: the bound is passed.
-		if p.Take("a") != a {
+		if p.take("a") != a {
 			t.Fatal("a not idle")
 		}
 		as.mem = 500 << 20
@@ -137,7 +137,7 @@ func TestIdleSessionsFreezeAndThaw(t *testing.T) {
 		if !s.frozen.Load() {
 			t.Fatal("not frozen once settled")
 		}
-		if p.Take("a") != l || s.frozen.Load() {
+		if p.take("a") != l || s.frozen.Load() {
 			t.Fatal("taken but still frozen")
 		}
 		// Taken before the timer fires: never frozen while in use.
@@ -157,7 +157,7 @@ func TestIdleSessionsFreezeAndThaw(t *testing.T) {
 		if !s.frozen.Load() {
 			t.Fatal("not frozen after idling")
 		}
-		if p.Take("a") != l {
+		if p.take("a") != l {
 			t.Fatal("not handed back")
 		}
 		p.Discard(l)
@@ -182,7 +182,7 @@ func TestOneOffsFreezeAtOnce(t *testing.T) {
 		if !ones.frozen.Load() || ests.frozen.Load() {
 			t.Fatalf("at once: one-off frozen %v, established frozen %v; want only the one-off", ones.frozen.Load(), ests.frozen.Load())
 		}
-		if p.Take("one") != one || ones.frozen.Load() {
+		if p.take("one") != one || ones.frozen.Load() {
 			t.Fatal("a one-off taken again is still frozen")
 		}
 		p.Discard(one)
@@ -246,7 +246,7 @@ func TestHushFreezesIdleSessionsUntilQuiet(t *testing.T) {
 		put(t, p, awake)
 		busy, busys := heavy("busy", 1)
 		put(t, p, busy)
-		if p.Take("busy") != busy {
+		if p.take("busy") != busy {
 			t.Fatal("busy not idle")
 		}
 		p.Hush(true)
@@ -269,7 +269,7 @@ func TestHushFreezesIdleSessionsUntilQuiet(t *testing.T) {
 		}
 		// A hushed session taken for a turn is thawed, and stays so.
 		p.Hush(true)
-		if p.Take("old") != old || olds.frozen.Load() {
+		if p.take("old") != old || olds.frozen.Load() {
 			t.Fatal("taken while hushed, but still frozen")
 		}
 		p.Hush(false)
@@ -317,7 +317,7 @@ func TestMemoryIsMeasuredInIdleTime(t *testing.T) {
 			t.Fatalf("%d reads when it first became idle, want 1", n)
 		}
 		for range 3 {
-			if p.Take("a") != l {
+			if p.take("a") != l {
 				t.Fatal("not idle")
 			}
 			p.Put(l)

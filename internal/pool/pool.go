@@ -78,8 +78,13 @@ type Config struct {
 	// FreezeAfter stops an idle session's process once idle this long, if
 	// the backend can (0: DefaultFreezeAfter; negative: never).
 	FreezeAfter time.Duration
-	Log         *slog.Logger
-	Now         func() time.Time
+	// Load is how many turns run and how many wait for a slot now
+	// (TurnsChanged, and the spares' idle-time rule); nil: none.
+	Load func() (running, waiting int)
+	// Spares, with a Backend, keeps processes started ahead of need.
+	Spares SpareConfig
+	Log    *slog.Logger
+	Now    func() time.Time
 }
 
 // Pool holds live sessions.
@@ -101,6 +106,15 @@ type Pool struct {
 	closers    sync.WaitGroup
 	reclaiming int
 	exiting    int64
+
+	spares  *spareWorker // nil: no spares
+	dropped dropped
+	// stop ends the spare worker, which worker joins.
+	stop   context.CancelFunc
+	worker sync.WaitGroup
+	busyMu sync.Mutex // orders TurnsChanged, so the last one reads the latest count
+	busy   bool       // turns run on every core; under busyMu
+	busyAt time.Time  // when they last did; under busyMu
 }
 
 // New returns a pool and starts its reaper. Close stops it.
@@ -130,14 +144,24 @@ func New(cfg Config) *Pool {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Load == nil {
+		cfg.Load = func() (int, int) { return 0, 0 }
+	}
 	p := &Pool{cfg: cfg, now: cfg.Now, log: cfg.Log, idle: map[string]*Live{}, inUse: map[string]*Live{}, done: make(chan struct{})}
 	p.wg.Go(p.reap)
+	ctx, stop := context.WithCancel(context.Background())
+	p.stop = stop
+	if sc := cfg.Spares; sc.Backend != nil && sc.Max > 0 && sc.Key != nil {
+		sc.Min = max(min(sc.Min, sc.Max), 0)
+		p.spares = &spareWorker{p: p, cfg: sc, kick: make(chan struct{}, 1), options: map[string]backend.StartOptions{}}
+		p.worker.Go(func() { p.spares.run(ctx) })
+	}
 	return p
 }
 
-// Take removes the conversation's idle session from the pool, if it has
+// take removes the conversation's idle session from the pool, if it has
 // one. The caller owns it until it calls Put or Discard.
-func (p *Pool) Take(key string) *Live {
+func (p *Pool) take(key string) *Live {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	l := p.idle[key]
@@ -350,6 +374,8 @@ func (p *Pool) Holds(key string) (live, busy bool) {
 // Close stops the reaper and closes every idle session. Sessions in use
 // belong to their turns, which close or return them.
 func (p *Pool) Close() {
+	p.stop()
+	p.worker.Wait() // spares being started land in the pool, which closes them
 	close(p.done)
 	p.wg.Wait()
 	p.mu.Lock()

@@ -42,10 +42,10 @@ func TestTakePutDiscard(t *testing.T) {
 	}
 	a, as := live("a")
 	p.Put(a)
-	if got := p.Take("a"); got != a {
+	if got := p.take("a"); got != a {
 		t.Fatal("the idle session was not handed back")
 	}
-	if p.Take("a") != nil {
+	if p.take("a") != nil {
 		t.Fatal("a session was handed out twice")
 	}
 	p.Discard(a)
@@ -73,7 +73,7 @@ func TestReserveReclaimsTheLeastRecentlyUsedIdle(t *testing.T) {
 		p.Put(l)
 		clock = clock.Add(time.Minute)
 	}
-	oldS := p.Take("old").Session.(*fakeSession)
+	oldS := p.take("old").Session.(*fakeSession)
 	p.Put(&Live{Key: "old", Session: oldS}) // used again: now the most recent
 	clock = clock.Add(time.Minute)
 	newS := p.idle["new"].Session.(*fakeSession)
@@ -91,7 +91,7 @@ func TestReserveReclaimsTheLeastRecentlyUsedIdle(t *testing.T) {
 		t.Fatalf("count %d", n)
 	}
 	// With everything in use there is no room, and nothing active is taken.
-	p.Take("old")
+	p.take("old")
 	if err := p.Reserve(context.Background()); !errors.Is(err, ErrFull) {
 		t.Fatalf("err = %v, want ErrFull", err)
 	}

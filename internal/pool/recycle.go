@@ -2,6 +2,7 @@ package pool
 
 import (
 	"slices"
+	"sync"
 
 	"github.com/meridian-gw/meridian/internal/backend"
 )
@@ -50,4 +51,40 @@ func (p *Pool) TakeOneOff(contract string, tools []string, key string) (l *Live,
 // sameSet reports whether a and b hold the same names, in any order.
 func sameSet(a, b []string) bool {
 	return len(a) == len(b) && slices.Equal(slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b)))
+}
+
+// maxDropped bounds the conversations remembered as dropped from their
+// session: past it, the oldest one's next turn finds out by trying.
+const maxDropped = 256
+
+// dropped remembers the conversations whose session a recycled process
+// rewound past (Rewound).
+type dropped struct {
+	mu    sync.Mutex
+	of    map[string]string // conversation key → the session it can no longer resume
+	order []string
+}
+
+func (d *dropped) add(key, session string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.of == nil {
+		d.of = map[string]string{}
+	}
+	if _, ok := d.of[key]; !ok {
+		d.order = append(d.order, key)
+	}
+	d.of[key] = session
+	if len(d.order) > maxDropped {
+		delete(d.of, d.order[0])
+		d.order = d.order[1:]
+	}
+}
+
+// has reports whether conversation key's session was rewound past.
+func (d *dropped) has(key, session string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s, ok := d.of[key]
+	return ok && s == session
 }

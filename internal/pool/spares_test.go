@@ -34,7 +34,7 @@ func TestMakeRoomClosesOnlyIdleConversations(t *testing.T) {
 			p.Put(l)
 			time.Sleep(time.Second)
 		}
-		busy := p.Take("busy")
+		busy := p.take("busy")
 		if p.Room(1) {
 			t.Fatal("a full pool has room")
 		}

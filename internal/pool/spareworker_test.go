@@ -1,4 +1,4 @@
-package gateway
+package pool
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/meridian-gw/meridian/internal/admission"
 	"github.com/meridian-gw/meridian/internal/backend"
-	"github.com/meridian-gw/meridian/internal/pool"
 )
 
 // spareBackend starts fake spares and counts them.
@@ -42,9 +42,49 @@ func (s *idleSession) ID() string                      { return s.id }
 func (s *idleSession) Alive() bool                     { return !s.closed.Load() }
 func (s *idleSession) Bind(backend.StartOptions) error { return nil }
 
-func spareCount(g *Gateway) int {
+// testKey is the tests' start-time key: the gateway's digests more.
+func testKey(o backend.StartOptions) string { return o.Model + "/" + o.Effort }
+
+// spareRig is a pool with spares, its turns admitted as the gateway
+// admits them.
+type spareRig struct {
+	*Pool
+	slots *admission.Limiter
+}
+
+type rigConfig struct {
+	min, max, maxLive, concurrent int
+	cpu                           float64
+	starts                        StartLog
+}
+
+func newRig(b *spareBackend, c rigConfig) *spareRig {
+	if c.concurrent == 0 {
+		c.concurrent = 10
+	}
+	slots := admission.New(c.concurrent, time.Hour)
+	p := New(Config{Max: c.maxLive, FreezeAfter: -1,
+		Load:   func() (int, int) { r, w, _ := slots.Stats(); return r, w },
+		Spares: SpareConfig{Backend: b, Min: c.min, Max: c.max, CPU: c.cpu, Starts: c.starts, Key: testKey}})
+	return &spareRig{Pool: p, slots: slots}
+}
+
+// admit takes a slot as a turn does, telling the pool.
+func (r *spareRig) admit(t *testing.T) func() {
+	release, err := r.slots.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.TurnsChanged()
+	return func() { release(); r.TurnsChanged() }
+}
+
+// refill is a new conversation's start, as Obtain counts it.
+func (r *spareRig) refill(opts backend.StartOptions) { r.spares.started(opts) }
+
+func spareCount(p *spareRig) int {
 	n := 0
-	for _, c := range g.pool.Spares() {
+	for _, c := range p.Spares() {
 		n += c
 	}
 	return n
@@ -52,14 +92,14 @@ func spareCount(g *Gateway) int {
 
 // burstOf runs n first turns of opts at once (each takes a spare if one
 // waits, as a real turn does), then ends them.
-func burstOf(g *Gateway, opts backend.StartOptions, n int) {
+func burstOf(p *spareRig, opts backend.StartOptions, n int) {
 	var done []func()
 	for i := range n {
-		done = append(done, g.arrive(opts))
-		if l := g.takeSpare(opts, fmt.Sprint("conversation-", time.Now().UnixNano(), "-", i)); l != nil {
-			g.pool.Discard(l)
+		done = append(done, p.Arrive(opts))
+		if l := p.takeSpare(Want{Key: fmt.Sprint("conversation-", time.Now().UnixNano(), "-", i), New: true, Options: opts}); l != nil {
+			p.Discard(l)
 		} else {
-			g.refill(opts)
+			p.refill(opts)
 		}
 	}
 	for _, d := range done {
@@ -72,7 +112,7 @@ func burstOf(g *Gateway, opts backend.StartOptions, n int) {
 func TestSparesGrowWithABurstAndShrinkBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := &spareBackend{}
-		g := New(Config{Backend: b, SparesMin: 1, SparesMax: 12, MaxLive: 32})
+		g := newRig(b, rigConfig{min: 1, max: 12, maxLive: 32})
 		defer g.Close()
 		opts := backend.StartOptions{Model: "m"}
 		g.refill(opts) // a first conversation shows the options
@@ -114,7 +154,7 @@ func TestSparesGrowWithABurstAndShrinkBack(t *testing.T) {
 func TestOneAfterAnotherKeepsTheMinimum(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := &spareBackend{}
-		g := New(Config{Backend: b, SparesMin: 1, SparesMax: 12, MaxLive: 32})
+		g := newRig(b, rigConfig{min: 1, max: 12, maxLive: 32})
 		defer g.Close()
 		opts := backend.StartOptions{Model: "m"}
 		g.refill(opts)
@@ -142,7 +182,7 @@ func TestNoSpareWhileTurnsNeedTheMachine(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				b := &spareBackend{}
-				g := New(Config{Backend: b, SparesMin: 1, SparesMax: 4, MaxLive: 32, MaxConcurrent: hold.running})
+				g := newRig(b, rigConfig{min: 1, max: 4, maxLive: 32, concurrent: hold.running})
 				defer g.Close()
 				var releases []func()
 				for range hold.running {
@@ -186,16 +226,16 @@ func TestNoSpareWhileTurnsNeedTheMachine(t *testing.T) {
 func TestTheMinimumSpareMakesRoom(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := &spareBackend{}
-		g := New(Config{Backend: b, SparesMin: 1, SparesMax: 4, MaxLive: 3})
+		g := newRig(b, rigConfig{min: 1, max: 4, maxLive: 3})
 		defer g.Close()
 		var idle []*idleSession
 		for _, k := range []string{"a", "b", "c"} {
-			if err := g.pool.Reserve(context.Background()); err != nil {
+			if err := g.Reserve(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			s := &idleSession{id: k}
 			idle = append(idle, s)
-			g.pool.Put(&pool.Live{Key: k, Session: s})
+			g.Put(&Live{Key: k, Session: s})
 			time.Sleep(time.Second)
 		}
 		opts := backend.StartOptions{Model: "m"}
@@ -224,7 +264,7 @@ func TestASpareAtStartFromTheStartLog(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		log := &memStartLog{}
 		b := &spareBackend{}
-		g := New(Config{Backend: b, SparesMin: 1, SparesMax: 4, MaxLive: 8, Starts: log})
+		g := newRig(b, rigConfig{min: 1, max: 4, maxLive: 8, starts: log})
 		time.Sleep(5 * time.Second)
 		synctest.Wait()
 		if n := spareCount(g); n != 0 {
@@ -238,12 +278,12 @@ func TestASpareAtStartFromTheStartLog(t *testing.T) {
 			t.Fatalf("the start log has %d rows", len(log.rows))
 		}
 
-		g = New(Config{Backend: b, SparesMin: 1, SparesMax: 4, MaxLive: 8, Starts: log})
+		g = newRig(b, rigConfig{min: 1, max: 4, maxLive: 8, starts: log})
 		defer g.Close()
 		time.Sleep(5 * time.Second)
 		synctest.Wait()
-		want := startKey(backend.StartOptions{Model: "used", Effort: "high"})
-		if got := g.pool.Spares(); got[want] != 1 || len(got) != 1 {
+		want := testKey(backend.StartOptions{Model: "used", Effort: "high"})
+		if got := g.Spares(); got[want] != 1 || len(got) != 1 {
 			t.Fatalf("spares at start: %v, want one for the logged options", got)
 		}
 	})
@@ -279,7 +319,7 @@ func (m *memStartLog) Top(context.Context, string, time.Time) ([]byte, bool, err
 func TestNoSpareStartsDuringABurst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := &spareBackend{}
-		g := New(Config{Backend: b, SparesMin: 1, SparesMax: 12, MaxLive: 32, MaxConcurrent: 4})
+		g := newRig(b, rigConfig{min: 1, max: 12, maxLive: 32, concurrent: 4})
 		defer g.Close()
 		opts := backend.StartOptions{Model: "m"}
 		g.refill(opts)
@@ -289,7 +329,7 @@ func TestNoSpareStartsDuringABurst(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range 10 { // four run, six wait for a slot
 			wg.Go(func() {
-				done := g.arrive(opts)
+				done := g.Arrive(opts)
 				defer done()
 				release, err := g.slots.Acquire(context.Background())
 				if err != nil {
@@ -322,7 +362,7 @@ func TestNoSpareStartsDuringABurst(t *testing.T) {
 func TestSparesKeepToTheirCPUBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := &spareBackend{}
-		g := New(Config{Backend: b, SparesMin: 1, SparesMax: 12, MaxLive: 32, SpareCPU: 0.01})
+		g := newRig(b, rigConfig{min: 1, max: 12, maxLive: 32, cpu: 0.01})
 		defer g.Close()
 		opts := backend.StartOptions{Model: "m"}
 		g.refill(opts)

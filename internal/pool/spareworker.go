@@ -1,24 +1,20 @@
-package gateway
+package pool
 
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"runtime"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/backend"
-	"github.com/meridian-gw/meridian/internal/pool"
 	"github.com/meridian-gw/meridian/internal/procmem"
 	"github.com/meridian-gw/meridian/internal/spareplan"
 )
 
 // Spare sizing.
 const (
-	// DefaultSparesMin is how many spare processes wait by default when no
-	// burst asks for more.
-	DefaultSparesMin = 1
 	// SpareMemory is what a waiting spare holds, for the room check before
 	// one is started (measured: ~95 MiB PSS before its first turn).
 	SpareMemory = 128 << 20
@@ -28,6 +24,8 @@ const (
 	// recentStarts is how many recent new-process starts choose the
 	// contract spares are kept for at least.
 	recentStarts = 16
+	// startMemory is how far back the start log is read at start.
+	startMemory = 7 * 24 * time.Hour
 )
 
 // Pacing of the spare worker.
@@ -53,28 +51,25 @@ const (
 	replan = time.Minute
 )
 
-// spares keeps processes started ahead of need, so that a new
-// conversation's first turn skips the CLI's start: at least SparesMin for
-// the start-time contract recent new conversations used most, and as many
-// as recent bursts of new conversations ran at once for each contract, at
-// most SparesMax in all (spareplan decides). One background worker starts
-// and closes them, in idle time, never a request.
-type spares struct {
-	// last is the latest start beyond the minimum, for the CPU budget:
-	// when it began, and its process. The worker's own.
-	last struct {
-		at   time.Time
-		pid  int
-		cost time.Duration // its CPU as last read
-	}
-	mu      sync.Mutex
-	recent  []backend.StartOptions          // the start-time options of recent starts
-	demand  spareplan.Demand                // first turns running at once, per contract
-	options map[string]backend.StartOptions // the latest options of each contract
-	kick    chan struct{}                   // wakes the worker
-	wg      sync.WaitGroup
-	// unrecorded are the starts the worker has yet to count in StartLog.
-	unrecorded []backend.StartOptions
+// SpareConfig sets up the processes a pool starts ahead of need.
+type SpareConfig struct {
+	// Backend starts them; nil keeps no spares.
+	Backend backend.SpareBackend
+	// Min wait for the start-time contract recent new conversations used
+	// most; more wait after bursts of new conversations, as many as ran at
+	// once, Max in all (0: no spares).
+	Min, Max int
+	// CPU is the share of one core the starts beyond Min may use, spread
+	// over time (each start's measured cost sets the wait before the
+	// next); 0: no limit.
+	CPU float64
+	// Starts, when set, remembers the start-time options of new
+	// conversations across restarts, under Profile.
+	Starts  StartLog
+	Profile string
+	// Key digests the start-time options a spare serves: a spare serves
+	// only a conversation whose options give the same key.
+	Key func(backend.StartOptions) string
 }
 
 // StartLog remembers the start-time options new conversations used
@@ -84,103 +79,100 @@ type StartLog interface {
 	Top(ctx context.Context, profile string, since time.Time) ([]byte, bool, error)
 }
 
-// startMemory is how far back the start log is read at start.
-const startMemory = 7 * 24 * time.Hour
+// spareWorker keeps processes started ahead of need, so that a new
+// conversation's first turn skips the CLI's start: at least Min for the
+// start-time contract recent new conversations used most, and as many as
+// recent bursts of new conversations ran at once for each contract, at
+// most Max in all (spareplan decides). One goroutine starts and closes
+// them, in idle time, never a request.
+type spareWorker struct {
+	p   *Pool
+	cfg SpareConfig
+	// last is the latest start beyond the minimum, for the CPU budget:
+	// when it began, and its process. The worker's own.
+	last struct {
+		at   time.Time
+		pid  int
+		cost time.Duration // its CPU as last read
+	}
+	planned int // the spares last planned, for the log (the worker's own)
 
-// startKey digests the options a process must be started with: a spare
-// serves only a conversation whose options give the same key. The system
-// prompt, tools and output schema come later (Bind); the CLI's own tool
-// list (web search) is on its command line; resumes never use spares.
-func startKey(o backend.StartOptions) string {
-	return digest(append([]string{o.Model, o.Dir, strconv.Itoa(o.MaxOutputTokens), strconv.Itoa(int(o.Thinking.Mode)),
-		strconv.Itoa(o.Thinking.Budget), o.Effort}, webSearchKey(o.WebSearch)...)...)
+	mu      sync.Mutex
+	recent  []backend.StartOptions          // the start-time options of recent starts
+	demand  spareplan.Demand                // first turns running at once, per contract
+	options map[string]backend.StartOptions // the latest options of each contract
+	kick    chan struct{}                   // wakes the worker
+	// unrecorded are the starts the worker has yet to count in Starts.
+	unrecorded []backend.StartOptions
 }
 
-// startOnly is what of a conversation's options a spare is started with.
+// startOnly is what of a conversation's options a spare is started with:
+// the system prompt, tools and output schema come later (Bind), and
+// resumes never use spares.
 func startOnly(o backend.StartOptions) backend.StartOptions {
 	o.System, o.Tools, o.JSONSchema, o.Resume, o.ResumeAt, o.SessionID = nil, nil, nil, "", "", ""
 	return o
 }
 
-// sparesOn reports whether this gateway keeps spares at all.
-func (g *Gateway) sparesOn() bool { return g.spares.kick != nil }
+// on reports whether the pool keeps spares at all.
+func (s *spareWorker) on() bool { return s != nil }
 
-// arrive records a new conversation's first turn for the spares' demand;
+// Arrive records a new conversation's first turn for the spares' demand;
 // the function it returns records its end.
-func (g *Gateway) arrive(opts backend.StartOptions) func() {
-	if !g.sparesOn() {
+func (p *Pool) Arrive(opts backend.StartOptions) func() {
+	s := p.spares
+	if !s.on() {
 		return func() {}
 	}
-	key, s := startKey(opts), &g.spares
+	key := s.cfg.Key(opts)
 	s.mu.Lock()
-	s.demand.Arrive(key, g.cfg.Now())
+	s.demand.Arrive(key, p.now())
 	s.options[key] = startOnly(opts)
 	s.mu.Unlock()
 	return func() {
 		s.mu.Lock()
 		s.demand.Leave(key)
 		s.mu.Unlock()
-		g.kickSpares() // a turn ended: a held-back refill may go on
+		s.wake() // a turn ended: a held-back refill may go on
 	}
 }
 
-// takeSpare gives a fresh conversation a spare of its start-time contract,
-// bound to its system prompt and tools, or nil.
-func (g *Gateway) takeSpare(opts backend.StartOptions, key string) *pool.Live {
-	if !g.sparesOn() || opts.Resume != "" {
-		return nil
-	}
-	l := g.pool.TakeSpare(startKey(opts), key)
-	if l == nil {
-		return nil
-	}
-	b, ok := l.Session.(backend.Binder)
-	if !ok || b.Bind(opts) != nil {
-		g.pool.Discard(l)
-		return nil
-	}
-	g.refill(opts)
-	return l
-}
-
-// refill records a new conversation's start-time options and wakes the
-// spare worker.
-func (g *Gateway) refill(opts backend.StartOptions) {
-	if !g.sparesOn() {
+// started records a new conversation's start-time options and wakes the
+// worker.
+func (s *spareWorker) started(opts backend.StartOptions) {
+	if !s.on() {
 		return
 	}
-	s := &g.spares
 	s.mu.Lock()
 	s.recent = append(s.recent, startOnly(opts))
-	if g.cfg.Starts != nil && len(s.unrecorded) < recentStarts {
+	if s.cfg.Starts != nil && len(s.unrecorded) < recentStarts {
 		s.unrecorded = append(s.unrecorded, startOnly(opts))
 	}
 	if len(s.recent) > recentStarts {
 		s.recent = s.recent[len(s.recent)-recentStarts:]
 	}
 	s.mu.Unlock()
-	g.kickSpares()
+	s.wake()
 }
 
-func (g *Gateway) kickSpares() {
+func (s *spareWorker) wake() {
 	select {
-	case g.spares.kick <- struct{}{}:
+	case s.kick <- struct{}{}:
 	default:
 	}
 }
 
-// sparePlan is how many spares each contract should have now, with the
-// options to start them.
-func (g *Gateway) sparePlan() (map[string]int, map[string]backend.StartOptions) {
-	s := &g.spares
+// plan is how many spares each contract should have now, with the options
+// to start them.
+func (s *spareWorker) plan() (map[string]int, map[string]backend.StartOptions) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	top, topKey := mostUsed(s.recent)
+	top, topKey := s.mostUsed()
 	opts := map[string]backend.StartOptions{}
 	if topKey != "" {
 		opts[topKey] = top
 	}
-	wants := s.demand.Wants(g.cfg.Now())
+	wants := s.demand.Wants(s.p.now())
 	for k := range wants {
 		if o, ok := s.options[k]; ok {
 			opts[k] = o
@@ -191,68 +183,68 @@ func (g *Gateway) sparePlan() (map[string]int, map[string]backend.StartOptions) 
 			delete(s.options, k) // its demand is forgotten
 		}
 	}
-	return spareplan.Plan(wants, topKey, spareplan.Limits{Min: g.cfg.SparesMin, Max: g.cfg.SparesMax}), opts
+	return spareplan.Plan(wants, topKey, spareplan.Limits{Min: s.cfg.Min, Max: s.cfg.Max}), opts
 }
 
-// keepSpares is the spare worker. On each kick, and every replan, it
-// closes the spares the plan no longer wants and starts, one at a time
-// and only in idle time, what the plan lacks.
-func (g *Gateway) keepSpares(b backend.SpareBackend) {
+// run is the worker. On each kick, and every replan, it closes the spares
+// the plan no longer wants and starts, one at a time and only in idle
+// time, what the plan lacks.
+func (s *spareWorker) run(ctx context.Context) {
 	tick := time.NewTicker(replan)
 	defer tick.Stop()
-	if g.recall() {
-		g.kickSpares()
+	if s.recall(ctx) {
+		s.wake()
 	}
 	for {
 		select {
-		case <-g.closing.Done():
+		case <-ctx.Done():
 			return
-		case <-g.spares.kick:
+		case <-s.kick:
 		case <-tick.C:
 		}
-		if !g.pause(refillDelay) {
+		if !pause(ctx, refillDelay) {
 			return
 		}
-		g.record()
-		for g.closing.Err() == nil {
-			plan, opts := g.sparePlan()
-			if total := sum(plan); total != g.planned {
-				g.log.Debug("spares planned", "spares", total, "contracts", len(plan))
-				g.planned = total
+		s.record(ctx)
+		for ctx.Err() == nil {
+			plan, opts := s.plan()
+			if total := sum(plan); total != s.planned {
+				s.p.log.Debug("spares planned", "spares", total, "contracts", len(plan))
+				s.planned = total
 			}
-			g.pool.TrimSpares(plan)
-			key, short := g.lacking(plan)
+			s.p.TrimSpares(plan)
+			key, short := s.lacking(plan)
 			if _, known := opts[key]; !known {
 				break // nothing lacks (or its options are forgotten)
 			}
-			if ok, why := spareplan.MayStart(g.machine()); !ok {
-				g.log.Debug("holding back a spare "+g.cfg.CLI.Name+" process", "why", why)
-				if !g.pause(busyRetry) {
+			if ok, why := spareplan.MayStart(s.machine()); !ok {
+				s.p.log.Debug("holding back a spare CLI process", "why", why)
+				if !pause(ctx, busyRetry) {
 					return
 				}
 				continue
 			}
-			if wait := g.budgetWait(short); wait > 0 {
-				g.log.Debug("holding back a spare "+g.cfg.CLI.Name+" process", "why", "the spares' CPU budget", "for", wait)
-				if !g.pause(min(wait, replan)) {
+			if wait := s.budgetWait(short); wait > 0 {
+				s.p.log.Debug("holding back a spare CLI process", "why", "the spares' CPU budget", "for", wait)
+				if !pause(ctx, min(wait, replan)) {
 					return
 				}
 				continue
 			}
-			if !g.roomForSpare(short) {
+			if !s.room(short) {
 				break
 			}
-			sess, err := b.StartSpare(g.closing, opts[key])
+			sess, err := s.cfg.Backend.StartSpare(ctx, opts[key])
 			if err != nil {
-				g.pool.Release()
-				g.log.Debug("could not start a spare "+g.cfg.CLI.Name+" process", "err", err)
+				s.p.Release()
+				s.p.log.Debug("could not start a spare CLI process", "err", err)
 				break
 			}
 			if !short {
-				g.spares.last.at, g.spares.last.pid, g.spares.last.cost = g.cfg.Now(), pidOf(sess), 0
+				s.last.at, s.last.pid, s.last.cost = s.p.now(), pidOf(sess), 0
 			}
-			g.pool.PutSpare(&pool.Live{Session: sess, Spare: key})
-			if !g.pause(spareBoot) {
+			s.p.PutSpare(&Live{Session: sess, Spare: key})
+			if !pause(ctx, spareBoot) {
 				return
 			}
 		}
@@ -264,19 +256,19 @@ func (g *Gateway) keepSpares(b backend.SpareBackend) {
 // while it lives (its start-up work goes on after its first second),
 // spread at the budget's share of a core. Below the minimum, or with no
 // budget, none.
-func (g *Gateway) budgetWait(belowMin bool) time.Duration {
-	last := &g.spares.last
-	if belowMin || g.cfg.SpareCPU <= 0 || last.at.IsZero() {
+func (s *spareWorker) budgetWait(belowMin bool) time.Duration {
+	last := &s.last
+	if belowMin || s.cfg.CPU <= 0 || last.at.IsZero() {
 		return 0
 	}
 	// Read while its start-up work lasts; later its CPU may be a turn's.
-	if g.cfg.Now().Sub(last.at) < startUpWork {
+	if s.p.now().Sub(last.at) < startUpWork {
 		if cost, ok := procmem.CPU(last.pid); ok && cost > last.cost {
 			last.cost = cost
 		}
 	}
 	cost := max(last.cost, spareBoot/2) // a process gone before it was read
-	return spareplan.NextStart(last.at, cost, g.cfg.SpareCPU).Sub(g.cfg.Now())
+	return spareplan.NextStart(last.at, cost, s.cfg.CPU).Sub(s.p.now())
 }
 
 // pidOf is a session's process, 0 when it has none of its own.
@@ -290,20 +282,19 @@ func pidOf(s backend.Session) int {
 // recall seeds the recent starts, at start, with the options the start
 // log says recent traffic used most, so the first request after a
 // restart finds a spare. It reports whether there were any.
-func (g *Gateway) recall() bool {
-	if g.cfg.Starts == nil {
+func (s *spareWorker) recall(ctx context.Context) bool {
+	if s.cfg.Starts == nil {
 		return false
 	}
-	raw, ok, err := g.cfg.Starts.Top(g.closing, g.cfg.Profile, g.cfg.Now().Add(-startMemory))
+	raw, ok, err := s.cfg.Starts.Top(ctx, s.cfg.Profile, s.p.now().Add(-startMemory))
 	if err != nil {
-		g.log.Warn("could not read which start-time options recent conversations used", "err", err)
+		s.p.log.Warn("could not read which start-time options recent conversations used", "err", err)
 		return false
 	}
 	var opts backend.StartOptions
 	if !ok || json.Unmarshal(raw, &opts) != nil || (opts.Dir != "" && !dirExists(opts.Dir)) {
 		return false
 	}
-	s := &g.spares
 	s.mu.Lock()
 	s.recent = append(s.recent, opts)
 	s.mu.Unlock()
@@ -312,8 +303,7 @@ func (g *Gateway) recall() bool {
 
 // record counts the new conversations' starts in the start log, off the
 // request path.
-func (g *Gateway) record() {
-	s := &g.spares
+func (s *spareWorker) record(ctx context.Context) {
 	s.mu.Lock()
 	todo := s.unrecorded
 	s.unrecorded = nil
@@ -321,10 +311,10 @@ func (g *Gateway) record() {
 	for _, o := range todo {
 		raw, err := json.Marshal(o)
 		if err == nil {
-			err = g.cfg.Starts.Record(g.closing, g.cfg.Profile, startKey(o), raw, g.cfg.Now())
+			err = s.cfg.Starts.Record(ctx, s.cfg.Profile, s.cfg.Key(o), raw, s.p.now())
 		}
 		if err != nil {
-			g.log.Debug("could not record a conversation's start-time options", "err", err)
+			s.p.log.Debug("could not record a conversation's start-time options", "err", err)
 			return
 		}
 	}
@@ -338,12 +328,12 @@ func sum(m map[string]int) int {
 	return n
 }
 
-// pause waits d, or reports false when the gateway closes first.
-func (g *Gateway) pause(d time.Duration) bool {
+// pause waits d, or reports false when ctx ends first.
+func pause(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-g.closing.Done():
+	case <-ctx.Done():
 		return false
 	case <-t.C:
 		return true
@@ -352,8 +342,8 @@ func (g *Gateway) pause(d time.Duration) bool {
 
 // lacking names a contract with fewer spares than the plan gives it, and
 // whether the spares in all are below their minimum.
-func (g *Gateway) lacking(plan map[string]int) (key string, belowMin bool) {
-	have := g.pool.Spares()
+func (s *spareWorker) lacking(plan map[string]int) (key string, belowMin bool) {
+	have := s.p.Spares()
 	total := 0
 	for _, n := range have {
 		total += n
@@ -365,10 +355,10 @@ func (g *Gateway) lacking(plan map[string]int) (key string, belowMin bool) {
 			key, best = k, short
 		}
 	}
-	return key, total < g.cfg.SparesMin
+	return key, total < s.cfg.Min
 }
 
-// roomForSpare takes a place in the pool for a spare, closing an idle
+// room takes a place in the pool for a spare, closing an idle
 // conversation's process to make room if need be: the least recently used
 // one, and above the spares' minimum only one idle at least staleIdle. A
 // closed conversation's next turn resumes in a new process, which costs
@@ -377,30 +367,30 @@ func (g *Gateway) lacking(plan map[string]int) (key string, belowMin bool) {
 // spares a recent burst calls for win over conversations nobody has used
 // for a minute (agents' own turns come seconds apart), never over one in
 // use or more recent.
-func (g *Gateway) roomForSpare(belowMin bool) bool {
+func (s *spareWorker) room(belowMin bool) bool {
 	idleFor := staleIdle
 	if belowMin {
 		idleFor = 0
 	}
-	g.pool.MakeRoom(SpareMemory, idleFor)
-	return g.pool.Room(SpareMemory) && g.pool.TryReserve()
+	s.p.MakeRoom(SpareMemory, idleFor)
+	return s.p.Room(SpareMemory) && s.p.TryReserve()
 }
 
 // machine is what the machine is doing, for the idle-time rule.
-func (g *Gateway) machine() spareplan.Machine {
-	running, waiting, _ := g.slots.Stats()
+func (s *spareWorker) machine() spareplan.Machine {
+	running, waiting := s.p.cfg.Load()
 	return spareplan.Machine{Running: running, Waiting: waiting, Cores: runtime.NumCPU(),
-		Available: available(), Need: minAvailable, LastBusy: g.lastBusy(), Now: g.cfg.Now()}
+		Available: available(), Need: minAvailable, LastBusy: s.p.lastBusy(), Now: s.p.now()}
 }
 
-// mostUsed picks the start-time options used most among recent starts (the
-// latest of them on a tie).
-func mostUsed(recent []backend.StartOptions) (backend.StartOptions, string) {
+// mostUsed picks the start-time options used most among recent starts
+// (the latest of them on a tie). Called with mu held.
+func (s *spareWorker) mostUsed() (backend.StartOptions, string) {
 	counts := map[string]int{}
 	var best backend.StartOptions
 	var bestKey string
-	for _, o := range recent {
-		k := startKey(o)
+	for _, o := range s.recent {
+		k := s.cfg.Key(o)
 		counts[k]++
 		if counts[k] >= counts[bestKey] {
 			best, bestKey = o, k
@@ -416,4 +406,10 @@ func available() int64 {
 		return n
 	}
 	return 1 << 62
+}
+
+// dirExists reports whether dir is a directory on this host.
+func dirExists(dir string) bool {
+	st, err := os.Stat(dir)
+	return err == nil && st.IsDir()
 }

@@ -1,4 +1,4 @@
-package gateway
+package pool
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/backend"
-	"github.com/meridian-gw/meridian/internal/pool"
 )
 
 // calmWait is spareplan's wait after a busy moment, seen from here.
@@ -30,25 +29,22 @@ func (f *freezable) Settle() time.Duration { return 0 }
 func TestIdleProcessesYieldWhileEveryCoreHasATurn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cores := runtime.NumCPU()
-		g := New(Config{Backend: &spareBackend{}, MaxLive: 4, MaxConcurrent: cores + 1, FreezeIdle: true})
+		g := newRig(&spareBackend{}, rigConfig{maxLive: 4, concurrent: cores + 1})
+		g.cfg.FreezeAfter = DefaultFreezeAfter
 		defer g.Close()
-		if err := g.pool.Reserve(context.Background()); err != nil {
+		if err := g.Reserve(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		s := &freezable{idleSession: idleSession{id: "idle"}}
-		l := &pool.Live{Key: "idle", Session: s}
-		g.pool.Track(l)
-		g.pool.Put(l) // just used: awake for its own work
+		l := &Live{Key: "idle", Session: s}
+		g.Track(l)
+		g.Put(l) // just used: awake for its own work
 		var releases []func()
 		for i := range cores {
 			if s.frozen.Load() {
 				t.Fatalf("frozen with %d of %d cores running turns", i, cores)
 			}
-			r, err := g.admit(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			releases = append(releases, r)
+			releases = append(releases, g.admit(t))
 		}
 		if !s.frozen.Load() {
 			t.Fatal("awake while every core runs a turn")
@@ -69,15 +65,11 @@ func TestASpareWaitsForCalmAfterABusyMoment(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cores := runtime.NumCPU()
 		b := &spareBackend{}
-		g := New(Config{Backend: b, SparesMin: 1, SparesMax: 4, MaxLive: 32, MaxConcurrent: cores})
+		g := newRig(b, rigConfig{min: 1, max: 4, maxLive: 32, concurrent: cores})
 		defer g.Close()
 		var releases []func()
 		for range cores {
-			r, err := g.admit(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			releases = append(releases, r)
+			releases = append(releases, g.admit(t))
 		}
 		g.refill(backend.StartOptions{Model: "m"})
 		time.Sleep(5 * time.Second)

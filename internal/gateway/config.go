@@ -3,6 +3,7 @@ package gateway
 import (
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/adapter"
@@ -104,13 +105,25 @@ type Request struct {
 	// profile's choice and the answer each take: its digests are
 	// computed once.
 	conversation *adapter.Identity
+	// stored is the conversation's row as the first step that asked read
+	// it, for the later ones: which profile and host hold it, and what
+	// its session held before this request took its turn lease.
+	stored *stored
+}
+
+// stored is a conversation's latest row, read once per request.
+type stored struct {
+	once sync.Once
+	m    session.Mapping
+	err  error
 }
 
 // Identified is req naming its conversation once for every step that
-// asks which it is.
+// asks which it is, and reading its row once for every step that asks
+// where it stands.
 func (req Request) Identified() Request {
 	id := identityOf(req)
-	req.conversation = &id
+	req.conversation, req.stored = &id, &stored{}
 	return req
 }
 

@@ -72,7 +72,10 @@ func (g *Gateway) converse(ctx context.Context, greq Request, ident adapter.Iden
 	view := adapter.Durable(t.transient, req.Messages)
 	t.in = lineage.Digests(view)
 	t.tail = lineage.BlockDigests(view[len(view)-1])
-	if err := t.classify(ctx); err != nil {
+	// Whether the turn waits for the conversation's lease is decided on
+	// the row the request read already; under the lease it is read again,
+	// as another turn may have moved the conversation on meanwhile.
+	if err := t.classify(ctx, func(ctx context.Context) (session.Mapping, error) { return g.mapping(ctx, greq, ident.Key) }); err != nil {
 		return err
 	}
 	// A request the client named (a session header, a conversation id)
@@ -115,7 +118,7 @@ func (g *Gateway) converse(ctx context.Context, greq Request, ident adapter.Iden
 		defer stop(nil)
 		t.lost, t.lease = lease.Lost(), lease
 		// The conversation may have moved on while this turn waited.
-		if err := t.classify(ctx); err != nil {
+		if err := t.classify(ctx, t.load); err != nil {
 			return err
 		}
 	}
@@ -180,11 +183,16 @@ func (t *turn) leaseLost() bool {
 	}
 }
 
-// classify loads what the conversation's session is known to hold and
+// load reads the conversation's mapping from the store.
+func (t *turn) load(ctx context.Context) (session.Mapping, error) {
+	return t.g.cfg.Sessions.Load(ctx, t.g.cfg.Profile, t.ident.Key)
+}
+
+// classify takes what the conversation's session is known to hold and
 // decides how the request relates to it.
-func (t *turn) classify(ctx context.Context) error {
+func (t *turn) classify(ctx context.Context, load func(context.Context) (session.Mapping, error)) error {
 	g := t.g
-	m, err := g.cfg.Sessions.Load(ctx, g.cfg.Profile, t.ident.Key)
+	m, err := load(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()

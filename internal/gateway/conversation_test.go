@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/cluster"
 	"github.com/meridian-gw/meridian/internal/lineage"
 	"github.com/meridian-gw/meridian/internal/session"
+	"github.com/meridian-gw/meridian/internal/store"
 	"github.com/meridian-gw/meridian/internal/store/sqlite"
 	"github.com/meridian-gw/meridian/internal/store/sqlstore"
 )
@@ -98,10 +100,11 @@ func (s *scriptedSession) Alive() bool {
 
 // rig is a gateway over a scripted backend and a real store.
 type rig struct {
-	g  *Gateway
-	b  *scripted
-	db *sql.DB
-	st *session.Store
+	g     *Gateway
+	b     *scripted
+	db    *sql.DB
+	st    *session.Store
+	reads *countingRows
 }
 
 func newRig(t *testing.T, leaseTTL time.Duration) *rig {
@@ -119,11 +122,28 @@ func newRig(t *testing.T, leaseTTL time.Duration) *rig {
 	}
 	t.Cleanup(owners.Close)
 	b := &scripted{}
-	sessions := session.NewStore(st.Conversations, nil)
+	reads := &countingRows{Conversations: st.Conversations}
+	sessions := session.NewStore(reads, nil)
 	g := New(Config{Backend: b, Sessions: sessions, Leases: session.NewLeases(st.Leases, owners, leaseTTL, nil),
 		Workspace: t.TempDir(), TurnWait: time.Second})
 	t.Cleanup(g.Close)
-	return &rig{g: g, b: b, db: db, st: sessions}
+	return &rig{g: g, b: b, db: db, st: sessions, reads: reads}
+}
+
+// countingRows counts the reads of conversation rows.
+type countingRows struct {
+	store.Conversations
+	n atomic.Int32
+}
+
+func (c *countingRows) Load(ctx context.Context, profile, key string) (store.Conversation, bool, error) {
+	c.n.Add(1)
+	return c.Conversations.Load(ctx, profile, key)
+}
+
+func (c *countingRows) Latest(ctx context.Context, key string) (store.Conversation, bool, error) {
+	c.n.Add(1)
+	return c.Conversations.Latest(ctx, key)
 }
 
 func user(s string) anthropic.Message {
@@ -137,11 +157,49 @@ func assistant(s string) anthropic.Message {
 // ask sends one turn of conversation "c" and returns what the output got.
 func (r *rig) ask(t *testing.T, msgs ...anthropic.Message) ([]string, error) {
 	t.Helper()
+	out := &record{}
+	err := r.g.Messages(context.Background(), request(msgs...), "msg_1", out)
+	return out.calls, err
+}
+
+func request(msgs ...anthropic.Message) Request {
 	h := http.Header{}
 	h.Set("X-Claude-Code-Session-Id", "c")
-	out := &record{}
-	err := r.g.Messages(context.Background(), Request{Body: &anthropic.MessagesRequest{Model: "claude-test", MaxTokens: 100, Messages: msgs}, Header: h}, "msg_1", out)
-	return out.calls, err
+	return Request{Body: &anthropic.MessagesRequest{Model: "claude-test", MaxTokens: 100, Messages: msgs}, Header: h}
+}
+
+// A routed request reads its conversation's row once for every step
+// before its turn (the profile that served it, the host that holds it,
+// whether its turn waits for the lease), and once more under the lease.
+func TestARoutedRequestReadsItsRowOnceBeforeItsTurn(t *testing.T) {
+	r := newRig(t, 0)
+	if _, err := r.ask(t, user("first question")); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		req  Request
+		want int32
+	}{
+		{"named once", request(user("first question"), assistant("answer 1"), user("second question")).Identified(), 2},
+		// Without Identified each step reads for itself, as before.
+		{"not named", request(user("first question"), assistant("answer 1"), user("second question"), assistant("answer 2"), user("third")), 4},
+	} {
+		before := r.reads.n.Load()
+		if p, err := r.g.ServedBy(ctx, c.req); err != nil || p != DefaultProfile {
+			t.Fatalf("%s: served by %q (%v)", c.name, p, err)
+		}
+		if h, err := r.g.HeldBy(ctx, c.req); err != nil || h != r.st.Self() {
+			t.Fatalf("%s: held by %v (%v)", c.name, h, err)
+		}
+		if err := r.g.Messages(ctx, c.req, "msg_2", &record{}); err != nil {
+			t.Fatal(err)
+		}
+		if n := r.reads.n.Load() - before; n != c.want {
+			t.Fatalf("%s: %d reads of the conversation's row, want %d", c.name, n, c.want)
+		}
+	}
 }
 
 // A conversation's second turn goes where its first left the session:

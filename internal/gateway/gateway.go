@@ -208,7 +208,34 @@ func (g *Gateway) ServedBy(ctx context.Context, req Request) (string, error) {
 	if ident.Key == "" {
 		return "", nil
 	}
-	return g.cfg.Sessions.ServedBy(ctx, ident.Key)
+	m, err := g.latest(ctx, req, ident.Key)
+	return m.Profile, err
+}
+
+// latest is the row of the conversation key, under the profile that last
+// answered it, read once for the request.
+func (g *Gateway) latest(ctx context.Context, req Request, key string) (session.Mapping, error) {
+	if req.stored == nil {
+		return g.cfg.Sessions.Latest(ctx, key)
+	}
+	req.stored.once.Do(func() { req.stored.m, req.stored.err = g.cfg.Sessions.Latest(ctx, key) })
+	return req.stored.m, req.stored.err
+}
+
+// mapping is the conversation's mapping under this gateway's profile: the
+// row the request read already when it is this profile's (or no profile
+// has one), else read now.
+func (g *Gateway) mapping(ctx context.Context, req Request, key string) (session.Mapping, error) {
+	m, err := g.latest(ctx, req, key)
+	switch {
+	case err != nil:
+		return m, err
+	case m.Profile == g.cfg.Profile:
+		return m, nil
+	case m.Profile == "":
+		return session.Mapping{Profile: g.cfg.Profile, Key: key}, nil
+	}
+	return g.cfg.Sessions.Load(ctx, g.cfg.Profile, key)
 }
 
 // Transcripts copies a conversation's CLI transcript to the store after
@@ -229,7 +256,7 @@ func (g *Gateway) HeldBy(ctx context.Context, req Request) (session.Owner, error
 	if ident.Key == "" {
 		return session.Owner{}, nil
 	}
-	m, err := g.cfg.Sessions.Load(ctx, g.cfg.Profile, ident.Key)
+	m, err := g.mapping(ctx, req, ident.Key)
 	if err != nil {
 		return session.Owner{}, err
 	}

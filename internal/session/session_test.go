@@ -327,13 +327,13 @@ func TestFailedPrunesAreReported(t *testing.T) {
 	}
 }
 
-// ServedBy names the profile whose mapping of a conversation is newest.
-func TestServedByIsTheLatestProfile(t *testing.T) {
+// Latest is the mapping of the profile that answered a conversation last.
+func TestLatestIsTheLatestProfile(t *testing.T) {
 	ctx := context.Background()
 	clock := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	s := newStore(t, func() time.Time { return clock })
-	if p, err := s.ServedBy(ctx, "conv"); err != nil || p != "" {
-		t.Fatalf("unknown conversation: %q %v", p, err)
+	if m, err := s.Latest(ctx, "conv"); err != nil || m.Profile != "" || m.Version != 0 || m.Key != "conv" {
+		t.Fatalf("unknown conversation: %+v %v", m, err)
 	}
 	for _, profile := range []string{"a", "b"} {
 		m, _ := s.Load(ctx, profile, "conv")
@@ -343,8 +343,8 @@ func TestServedByIsTheLatestProfile(t *testing.T) {
 		}
 		clock = clock.Add(time.Second)
 	}
-	if p, err := s.ServedBy(ctx, "conv"); err != nil || p != "b" {
-		t.Fatalf("served by %q %v, want b", p, err)
+	if m, err := s.Latest(ctx, "conv"); err != nil || m.Profile != "b" || m.SessionID != "sid-b" {
+		t.Fatalf("latest %+v %v, want b's", m, err)
 	}
 }
 

@@ -98,10 +98,22 @@ func (s *Store) Load(ctx context.Context, profile, key string) (Mapping, error) 
 	return m, nil
 }
 
-// ServedBy returns the profile that last answered conversation key, ""
-// when none did.
-func (s *Store) ServedBy(ctx context.Context, key string) (string, error) {
-	return s.c.ServedBy(ctx, key)
+// Latest returns conversation key's mapping under the profile that last
+// answered it; one no profile answered comes back with no Profile and
+// Version 0.
+func (s *Store) Latest(ctx context.Context, key string) (Mapping, error) {
+	c, ok, err := s.c.Latest(ctx, key)
+	if err != nil {
+		return Mapping{}, fmt.Errorf("load conversation %q: %w", key, err)
+	}
+	if !ok {
+		return Mapping{Key: key}, nil
+	}
+	m, err := fromRecord(c)
+	if err != nil {
+		return Mapping{}, fmt.Errorf("load conversation %q: %w", key, err)
+	}
+	return m, nil
 }
 
 // List returns a profile's most recently updated conversations, newest

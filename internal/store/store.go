@@ -115,8 +115,9 @@ type Publish struct {
 type Conversations interface {
 	// Load returns the mapping; ok is false for one never published.
 	Load(ctx context.Context, profile, key string) (c Conversation, ok bool, err error)
-	// ServedBy returns the profile that last answered key ("" if none).
-	ServedBy(ctx context.Context, key string) (string, error)
+	// Latest returns the mapping of key under the profile that last
+	// answered it; ok is false when none did.
+	Latest(ctx context.Context, key string) (c Conversation, ok bool, err error)
 	// List returns a profile's newest conversations first.
 	List(ctx context.Context, profile string, limit int) ([]Conversation, error)
 	// SessionIDs lists every stored conversation's CLI session.

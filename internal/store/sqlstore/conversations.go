@@ -38,15 +38,17 @@ func (c conversations) Load(ctx context.Context, profile, key string) (store.Con
 	return conv, true, nil
 }
 
-func (c conversations) ServedBy(ctx context.Context, key string) (string, error) {
+func (c conversations) Latest(ctx context.Context, key string) (store.Conversation, bool, error) {
 	ctx, cancel := c.s.call(ctx)
 	defer cancel()
-	var profile string
-	err := c.s.queryRow(ctx, `SELECT profile FROM conversations WHERE key = ? ORDER BY updated_at DESC LIMIT 1`, key).Scan(&profile)
+	conv, err := scanConversation(c.s.queryRow(ctx, `SELECT `+conversationColumns+` FROM conversations WHERE key = ? ORDER BY updated_at DESC LIMIT 1`, key))
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil
+		return store.Conversation{Key: key}, false, nil
 	}
-	return profile, wrap("which profile served a conversation", err)
+	if err != nil {
+		return store.Conversation{}, false, wrap("load a conversation's latest profile", err)
+	}
+	return conv, true, nil
 }
 
 func (c conversations) List(ctx context.Context, profile string, limit int) ([]store.Conversation, error) {

@@ -71,13 +71,13 @@ func testConversations(t *testing.T, e Engine) {
 	// The same key under another profile is another conversation.
 	_, err = s.Conversations.Publish(c, conversation("q", "k"), store.Publish{Now: at(3 * time.Second)})
 	must(t, err)
-	served, err := s.Conversations.ServedBy(c, "k")
+	latest, ok, err := s.Conversations.Latest(c, "k")
 	must(t, err)
-	if served != "q" {
-		t.Fatalf("served by %q, want the last to answer (q)", served)
+	if !ok || latest.Profile != "q" || latest.Key != "k" || latest.Version != 1 {
+		t.Fatalf("latest %+v (%v), want the last to answer (q)", latest, ok)
 	}
-	if served, err := s.Conversations.ServedBy(c, "nobody"); err != nil || served != "" {
-		t.Fatalf("served by %q, %v", served, err)
+	if latest, ok, err := s.Conversations.Latest(c, "nobody"); err != nil || ok || latest.Profile != "" {
+		t.Fatalf("latest of a conversation nobody answered: %+v, %v, %v", latest, ok, err)
 	}
 	list, err := s.Conversations.List(c, "p", 10)
 	must(t, err)

@@ -26,6 +26,18 @@ import (
 	"github.com/meridian-gw/meridian/internal/store"
 )
 
+// Answerer is what dispatch asks of a profile's gateway: its name, the
+// conversation's profile and holder, its load, and the answer.
+type Answerer interface {
+	Profile() string
+	Messages(ctx context.Context, req gateway.Request, id string, out gateway.Output) error
+	ServedBy(ctx context.Context, req gateway.Request) (string, error)
+	HeldBy(ctx context.Context, req gateway.Request) (store.Owner, error)
+	Slots() (inUse, waiting, size int)
+}
+
+var _ Answerer = (*gateway.Gateway)(nil)
+
 // Profile is a named profile's gateway.
 type Profile struct {
 	Name    string
@@ -34,6 +46,16 @@ type Profile struct {
 	// environment's implicit profile may have no login of its own, so it
 	// answers only requests that chose it.
 	Fallback bool
+	// answerer stands in for Gateway where dispatch is tested alone.
+	answerer Answerer
+}
+
+// answers is the profile's gateway as dispatch uses it.
+func (p Profile) answers() Answerer {
+	if p.answerer != nil {
+		return p.answerer
+	}
+	return p.Gateway
 }
 
 // Config configures a Dispatcher.
@@ -59,6 +81,8 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// def stands in for Default where dispatch is tested alone.
+	def Answerer
 }
 
 // Dispatcher chooses the gateway for each request.
@@ -76,8 +100,9 @@ type Dispatcher struct {
 // move requests to, in priority order.
 type profileSet struct {
 	def       *gateway.Gateway
+	answerer  Answerer // def, as dispatch uses it
 	list      []Profile
-	byName    map[string]*gateway.Gateway
+	byName    map[string]Answerer
 	fallbacks []string
 }
 
@@ -98,9 +123,12 @@ func New(cfg Config) *Dispatcher {
 // default while meridian runs). Requests already running keep the
 // gateway they were given.
 func (d *Dispatcher) SetProfiles(def *gateway.Gateway, profiles []Profile) {
-	set := &profileSet{def: def, list: slices.Clone(profiles), byName: map[string]*gateway.Gateway{}}
+	set := &profileSet{def: def, answerer: d.cfg.def, list: slices.Clone(profiles), byName: map[string]Answerer{}}
+	if set.answerer == nil {
+		set.answerer = def
+	}
 	for _, p := range profiles {
-		set.byName[p.Name] = p.Gateway
+		set.byName[p.Name] = p.answers()
 		if p.Fallback {
 			set.fallbacks = append(set.fallbacks, p.Name)
 		}
@@ -116,8 +144,12 @@ func (d *Dispatcher) Profiles() []Profile { return d.set.Load().list }
 
 // Lookup finds a profile by name.
 func (d *Dispatcher) Lookup(name string) (*gateway.Gateway, bool) {
-	gw, ok := d.set.Load().byName[name]
-	return gw, ok
+	for _, p := range d.set.Load().list {
+		if p.Name == name {
+			return p.Gateway, true
+		}
+	}
+	return nil, false
 }
 
 // Names lists the profiles in priority order.
@@ -214,15 +246,15 @@ func (d *Dispatcher) Answer(ctx context.Context, c Call, out gateway.Output) err
 
 // choose is the profile c runs on first: the one it names, else the one
 // that last served its conversation, else the default.
-func (d *Dispatcher) choose(ctx context.Context, c Call) *gateway.Gateway {
+func (d *Dispatcher) choose(ctx context.Context, c Call) Answerer {
 	return d.chooseIn(ctx, d.set.Load(), c)
 }
 
-func (d *Dispatcher) chooseIn(ctx context.Context, set *profileSet, c Call) *gateway.Gateway {
+func (d *Dispatcher) chooseIn(ctx context.Context, set *profileSet, c Call) Answerer {
 	if c.Named != nil {
 		return c.Named
 	}
-	chosen := set.def
+	chosen := set.answerer
 	if len(set.list) > 1 {
 		// A conversation stays with the profile that served it last
 		// (after a failover, the one it moved to), whatever the default.
@@ -238,8 +270,8 @@ func (d *Dispatcher) chooseIn(ctx context.Context, set *profileSet, c Call) *gat
 	// A scoped key's request goes to the first profile by priority it
 	// may use.
 	for _, p := range set.list {
-		if c.allows(p.Gateway.Profile()) {
-			return p.Gateway
+		if a := p.answers(); c.allows(a.Profile()) {
+			return a
 		}
 	}
 	return nil

@@ -3,7 +3,6 @@ package dispatch
 import (
 	"context"
 
-	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/store"
 )
 
@@ -69,7 +68,7 @@ func (d *Dispatcher) Route(ctx context.Context, c Call) (Target, bool) {
 
 // place chooses the host for a new conversation: this one while it has
 // a free process slot, else the least loaded other serving host.
-func (d *Dispatcher) place(ctx context.Context, gw *gateway.Gateway) (Target, bool) {
+func (d *Dispatcher) place(ctx context.Context, gw Answerer) (Target, bool) {
 	running, _, size := gw.Slots()
 	if running < size {
 		return Target{}, false

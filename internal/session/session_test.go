@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/cluster"
@@ -124,79 +125,85 @@ func TestPublishIsCompareAndSwap(t *testing.T) {
 // Two "processes": two database handles on one file, each with its own
 // leases.
 func TestLeasesAcrossProcesses(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "m.db")
-	a := newLeases(t, openFixture(t, path, sqlstore.Options{}), time.Second)
-	b := newLeases(t, openFixture(t, path, sqlstore.Options{}), time.Second)
-	ctx := context.Background()
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "m.db")
+		a := newLeases(t, openFixture(t, path, sqlstore.Options{}), time.Second)
+		b := newLeases(t, openFixture(t, path, sqlstore.Options{}), time.Second)
+		ctx := context.Background()
 
-	la, err := a.Acquire(ctx, "p", "k", time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	_, err = b.Acquire(ctx, "p", "k", 200*time.Millisecond)
-	var busy *BusyError
-	if !errors.As(err, &busy) || busy.RetryAfter < time.Second/2 || time.Since(start) < 200*time.Millisecond {
-		t.Fatalf("second acquire: %v after %v", err, time.Since(start))
-	}
-	// Renewal keeps it held past its TTL.
-	time.Sleep(1500 * time.Millisecond)
-	if _, err := b.Acquire(ctx, "p", "k", 100*time.Millisecond); !errors.As(err, &busy) {
-		t.Fatalf("lease lapsed while held: %v", err)
-	}
-	// A waiter gets it as soon as it is released.
-	got := make(chan error, 1)
-	go func() {
-		lb, err := b.Acquire(ctx, "p", "k", 5*time.Second)
-		if err == nil {
-			lb.Release()
+		la, err := a.Acquire(ctx, "p", "k", time.Second)
+		if err != nil {
+			t.Fatal(err)
 		}
-		got <- err
-	}()
-	time.Sleep(100 * time.Millisecond)
-	la.Release()
-	if err := <-got; err != nil {
-		t.Fatal(err)
-	}
-	// Another key is independent.
-	lx, err := a.Acquire(ctx, "p", "other", 10*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lx.Release()
+		start := time.Now()
+		_, err = b.Acquire(ctx, "p", "k", 200*time.Millisecond)
+		var busy *BusyError
+		if !errors.As(err, &busy) || busy.RetryAfter < time.Second/2 || time.Since(start) < 200*time.Millisecond {
+			t.Fatalf("second acquire: %v after %v", err, time.Since(start))
+		}
+		// Renewal keeps it held past its TTL.
+		time.Sleep(1500 * time.Millisecond)
+		if _, err := b.Acquire(ctx, "p", "k", 100*time.Millisecond); !errors.As(err, &busy) {
+			t.Fatalf("lease lapsed while held: %v", err)
+		}
+		// A waiter gets it as soon as it is released.
+		got := make(chan error, 1)
+		go func() {
+			lb, err := b.Acquire(ctx, "p", "k", 5*time.Second)
+			if err == nil {
+				lb.Release()
+			}
+			got <- err
+		}()
+		synctest.Wait() // the waiter waits
+		la.Release()
+		if err := <-got; err != nil {
+			t.Fatal(err)
+		}
+		// Another key is independent.
+		lx, err := a.Acquire(ctx, "p", "other", 10*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lx.Release()
+	})
 }
 
 func TestExpiredLeaseOfACrashedHolderIsTakenOver(t *testing.T) {
-	f := openFixture(t, filepath.Join(t.TempDir(), "m.db"), sqlstore.Options{})
-	insertLease(t, f.db, "k", store.Owner{Host: "elsewhere", Incarnation: "1"}, time.Now().Add(-time.Second))
-	l, err := newLeases(t, f, time.Second).Acquire(context.Background(), "p", "k", 100*time.Millisecond)
-	if err != nil {
-		t.Fatalf("expired lease not taken over: %v", err)
-	}
-	l.Release()
+	synctest.Test(t, func(t *testing.T) {
+		f := openFixture(t, filepath.Join(t.TempDir(), "m.db"), sqlstore.Options{})
+		insertLease(t, f.db, "k", store.Owner{Host: "elsewhere", Incarnation: "1"}, time.Now().Add(-time.Second))
+		l, err := newLeases(t, f, time.Second).Acquire(context.Background(), "p", "k", 100*time.Millisecond)
+		if err != nil {
+			t.Fatalf("expired lease not taken over: %v", err)
+		}
+		l.Release()
+	})
 }
 
 func TestLocalWaitersLeaveOnCancel(t *testing.T) {
-	l := newLeases(t, openFixture(t, filepath.Join(t.TempDir(), "m.db"), sqlstore.Options{}), time.Second)
-	held, err := l.Acquire(context.Background(), "p", "k", time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { _, err := l.Acquire(ctx, "p", "k", time.Minute); done <- err }()
-	time.Sleep(50 * time.Millisecond)
-	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Fatalf("err = %v", err)
-	}
-	held.Release()
-	l.mu.Lock()
-	n := len(l.local)
-	l.mu.Unlock()
-	if n != 0 {
-		t.Fatalf("%d local locks left behind", n)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		l := newLeases(t, openFixture(t, filepath.Join(t.TempDir(), "m.db"), sqlstore.Options{}), time.Second)
+		held, err := l.Acquire(context.Background(), "p", "k", time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { _, err := l.Acquire(ctx, "p", "k", time.Minute); done <- err }()
+		synctest.Wait() // the waiter waits
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("err = %v", err)
+		}
+		held.Release()
+		l.mu.Lock()
+		n := len(l.local)
+		l.mu.Unlock()
+		if n != 0 {
+			t.Fatalf("%d local locks left behind", n)
+		}
+	})
 }
 
 func TestStoreKeepsABoundedNumberOfConversations(t *testing.T) {
@@ -221,69 +228,75 @@ func TestStoreKeepsABoundedNumberOfConversations(t *testing.T) {
 // wait out a dead process's lease. A live holder's lease is not touched,
 // and a 409's wait stays short.
 func TestLeaseOfADeadProcessIsTakenOverAtOnce(t *testing.T) {
-	f := openFixture(t, filepath.Join(t.TempDir(), "m.db"), sqlstore.Options{})
-	l := newLeases(t, f, time.Minute)
-	insertLease(t, f.db, "k", store.Owner{Host: "test-host", Incarnation: "999999999:1"}, time.Now().Add(time.Minute))
-	start := time.Now()
-	lease, err := l.Acquire(context.Background(), "p", "k", 10*time.Second)
-	if err != nil || time.Since(start) > time.Second {
-		t.Fatalf("a dead holder's lease: %v after %v", err, time.Since(start))
-	}
-	lease.Release()
+	synctest.Test(t, func(t *testing.T) {
+		f := openFixture(t, filepath.Join(t.TempDir(), "m.db"), sqlstore.Options{})
+		l := newLeases(t, f, time.Minute)
+		insertLease(t, f.db, "k", store.Owner{Host: "test-host", Incarnation: "999999999:1"}, time.Now().Add(time.Minute))
+		start := time.Now()
+		lease, err := l.Acquire(context.Background(), "p", "k", 10*time.Second)
+		if err != nil || time.Since(start) > time.Second {
+			t.Fatalf("a dead holder's lease: %v after %v", err, time.Since(start))
+		}
+		lease.Release()
 
-	insertLease(t, f.db, "k2", f.owners.Self(), time.Now().Add(time.Minute)) // this process: alive
-	other := newLeases(t, f, time.Minute)
-	_, err = other.Acquire(context.Background(), "p", "k2", 100*time.Millisecond)
-	var busy *BusyError
-	if !errors.As(err, &busy) || busy.RetryAfter > 2*time.Second {
-		t.Fatalf("a live holder's lease: %v, want busy with a short wait", err)
-	}
+		insertLease(t, f.db, "k2", f.owners.Self(), time.Now().Add(time.Minute)) // this process: alive
+		other := newLeases(t, f, time.Minute)
+		_, err = other.Acquire(context.Background(), "p", "k2", 100*time.Millisecond)
+		var busy *BusyError
+		if !errors.As(err, &busy) || busy.RetryAfter > 2*time.Second {
+			t.Fatalf("a live holder's lease: %v, want busy with a short wait", err)
+		}
+	})
 }
 
 // A lease another holder took (after it lapsed) is reported lost, so its
 // turn can stop and publish nothing.
 func TestLostLeaseIsReported(t *testing.T) {
-	f := openFixture(t, filepath.Join(t.TempDir(), "m.db"), sqlstore.Options{})
-	l := newLeases(t, f, 300*time.Millisecond)
-	lease, err := l.Acquire(context.Background(), "p", "k", time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lease.Release()
-	select {
-	case <-lease.Lost():
-		t.Fatal("a held lease reported lost")
-	case <-time.After(400 * time.Millisecond): // renewals kept it
-	}
-	if _, err := f.db.Exec(`UPDATE turn_leases SET token = 'another' WHERE key = 'k'`); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-lease.Lost():
-	case <-time.After(2 * time.Second):
-		t.Fatal("a taken-over lease was not reported lost")
-	}
+	synctest.Test(t, func(t *testing.T) {
+		f := openFixture(t, filepath.Join(t.TempDir(), "m.db"), sqlstore.Options{})
+		l := newLeases(t, f, 300*time.Millisecond)
+		lease, err := l.Acquire(context.Background(), "p", "k", time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lease.Release()
+		select {
+		case <-lease.Lost():
+			t.Fatal("a held lease reported lost")
+		case <-time.After(400 * time.Millisecond): // renewals kept it
+		}
+		if _, err := f.db.Exec(`UPDATE turn_leases SET token = 'another' WHERE key = 'k'`); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-lease.Lost():
+		case <-time.After(2 * time.Second):
+			t.Fatal("a taken-over lease was not reported lost")
+		}
+	})
 }
 
 // A lease that cannot be renewed for as long as it lives (the store
 // refuses every write) is reported lost, as one taken over is: past its
 // expiry another holder may have it.
 func TestUnrenewableLeaseIsLost(t *testing.T) {
-	f := openFixture(t, filepath.Join(t.TempDir(), "m.db"), sqlstore.Options{})
-	l := newLeases(t, f, 300*time.Millisecond)
-	lease, err := l.Acquire(context.Background(), "p", "k", time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lease.Release()
-	if _, err := f.db.Exec(`CREATE TRIGGER refuse BEFORE UPDATE ON turn_leases BEGIN SELECT RAISE(ABORT, 'disk says no'); END`); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-lease.Lost():
-	case <-time.After(3 * time.Second):
-		t.Fatal("a lease that could not be renewed past its expiry was not reported lost")
-	}
+	synctest.Test(t, func(t *testing.T) {
+		f := openFixture(t, filepath.Join(t.TempDir(), "m.db"), sqlstore.Options{})
+		l := newLeases(t, f, 300*time.Millisecond)
+		lease, err := l.Acquire(context.Background(), "p", "k", time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lease.Release()
+		if _, err := f.db.Exec(`CREATE TRIGGER refuse BEFORE UPDATE ON turn_leases BEGIN SELECT RAISE(ABORT, 'disk says no'); END`); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-lease.Lost():
+		case <-time.After(3 * time.Second):
+			t.Fatal("a lease that could not be renewed past its expiry was not reported lost")
+		}
+	})
 }
 
 // A database fault is an error, not a busy conversation: a 409 would send

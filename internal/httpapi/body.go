@@ -23,13 +23,13 @@ const DefaultBodyTimeout = 30 * time.Second
 // --backend combined) never drains itself, so it reads the outer one's.
 type drainKey struct{}
 
-// withDrain gives r the server's drain signal unless an outer server
+// withDrain gives r the gate's drain signal unless an outer server
 // already gave it one.
-func (s *Server) withDrain(r *http.Request) *http.Request {
+func (g *gate) withDrain(r *http.Request) *http.Request {
 	if r.Context().Value(drainKey{}) != nil {
 		return r
 	}
-	return r.WithContext(context.WithValue(r.Context(), drainKey{}, s.gate.draining))
+	return r.WithContext(context.WithValue(r.Context(), drainKey{}, g.draining))
 }
 
 func drainOf(r *http.Request) context.Context {
@@ -40,17 +40,25 @@ func drainOf(r *http.Request) context.Context {
 // longAgo is a read deadline in the past: it ends a blocked read at once.
 var longAgo = time.Unix(1, 0)
 
-// readBody reads a request body up to the configured size, within the
-// body timeout. A body still arriving when the drain begins is cut at
-// once: its request has started no work, and waiting for it would hold
-// the shutdown up for as long as its client likes.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *gateway.Error) {
-	return s.readBodyLimit(w, r, s.cfg.MaxBodyBytes)
+// bodies bound the request bodies a server reads: their size
+// (--max-body-bytes) and how long they may take to arrive
+// (--body-timeout).
+type bodies struct {
+	max     int64
+	timeout time.Duration
 }
 
-func (s *Server) readBodyLimit(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *gateway.Error) {
+// read reads a request body up to the configured size, within the body
+// timeout. A body still arriving when the drain begins is cut at once:
+// its request has started no work, and waiting for it would hold the
+// shutdown up for as long as its client likes.
+func (b bodies) read(w http.ResponseWriter, r *http.Request) ([]byte, *gateway.Error) {
+	return b.readLimit(w, r, b.max)
+}
+
+func (b bodies) readLimit(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *gateway.Error) {
 	rc := http.NewResponseController(w)
-	deadlines := rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout)) == nil
+	deadlines := rc.SetReadDeadline(time.Now().Add(b.timeout)) == nil
 	drain := drainOf(r)
 	var cut chan struct{}
 	var stopCut func() bool
@@ -86,7 +94,7 @@ func (s *Server) readBodyLimit(w http.ResponseWriter, r *http.Request, limit int
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		w.Header().Set("Connection", "close")
 		return nil, &gateway.Error{Status: http.StatusRequestTimeout, Type: anthropic.ErrInvalidRequest,
-			Message: fmt.Sprintf("the request body did not arrive within %s (--body-timeout)", s.cfg.BodyTimeout)}
+			Message: fmt.Sprintf("the request body did not arrive within %s (--body-timeout)", b.timeout)}
 	}
 	return nil, gateway.InvalidRequest("could not read the request body: " + err.Error())
 }

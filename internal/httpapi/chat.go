@@ -26,7 +26,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	areq := creq.Anthropic()
 	greq := gateway.Request{Body: areq, Header: r.Header, Caller: callerName(r.Context()), Hints: bodyHints(creq.Identity), Echo: creq.Echo}
 	s.serveModel(w, r, modelCall{raw: raw, req: greq}, func(w http.ResponseWriter, greq gateway.Request, _ *keyHold) {
-		searches := creq.WebSearch && s.gwFor(r.Context()).SearchesWeb()
+		searches := creq.WebSearch && s.backends.of(r.Context()).SearchesWeb()
 		ignored := creq.Ignored
 		if creq.WebSearch {
 			ignored = searchIgnored(ignored, searches, "web_search_options", creq.WebSearchUnhonoured)

@@ -118,7 +118,7 @@ func (s *Server) track(next http.Handler) http.Handler {
 			return
 		}
 		defer s.gate.leave(r)
-		next.ServeHTTP(w, s.withDrain(r))
+		next.ServeHTTP(w, s.gate.withDrain(r))
 	})
 }
 

@@ -80,8 +80,8 @@ func (s *Server) admitPeer(w http.ResponseWriter, r *http.Request) (*http.Reques
 		scope = "local"
 	}
 	ctx := context.WithValue(r.Context(), forwardedKey{}, scope)
-	if name := r.Header.Get(headerForwardedKey); name != "" && s.keys != nil {
-		k, ok, err := s.keys.Named(ctx, name, time.Now())
+	if name := r.Header.Get(headerForwardedKey); name != "" && s.access.keys != nil {
+		k, ok, err := s.access.keys.Named(ctx, name, time.Now())
 		if err != nil || !ok {
 			writeError(w, r, gateway.Unavailable("could not find the API key the forwarded request came with; send it again"))
 			return r, false

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"crypto/sha256"
-	"crypto/subtle"
 	"fmt"
 	"net"
 	"net/http"
@@ -32,9 +31,9 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			}
 			return
 		}
-		if needsKey(r) && (s.hasKey || s.keys != nil) {
+		if needsKey(r) && (s.access.hasAdmin || s.access.keys != nil) {
 			var ok bool
-			if r, ok = s.authenticate(w, r); !ok {
+			if r, ok = s.access.authenticate(w, r); !ok {
 				return
 			}
 		}
@@ -106,16 +105,6 @@ func presentedKey(r *http.Request) string {
 		}
 	}
 	return key
-}
-
-func (s *Server) keyOK(r *http.Request) bool {
-	key := presentedKey(r)
-	if key == "" {
-		return false
-	}
-	// Comparing fixed-size digests keeps the time independent of the key.
-	d := digest(key)
-	return subtle.ConstantTimeCompare(d[:], s.apiKey[:]) == 1
 }
 
 func digest(s string) [32]byte { return sha256.Sum256([]byte(s)) }

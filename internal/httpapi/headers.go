@@ -16,7 +16,7 @@ const (
 // withOutputLimit adds the request's output limit, named by field ("" when
 // it set none), to what is ignored when its backend cannot honour one.
 func (s *Server) withOutputLimit(r *http.Request, ignored []string, field string) []string {
-	if field == "" || s.gwFor(r.Context()).HonoursOutputLimit() {
+	if field == "" || s.backends.of(r.Context()).HonoursOutputLimit() {
 		return ignored
 	}
 	return append(slices.Clip(ignored), field)

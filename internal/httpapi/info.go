@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"os"
 	"strings"
@@ -13,15 +14,25 @@ import (
 	"github.com/meridian-gw/meridian/internal/gateway"
 )
 
+// infoRoutes say what this Meridian is and serves: its root, its health
+// and the models of its CLI.
+type infoRoutes struct {
+	version, host string
+	backends      *backends
+	cluster       *clusterRoutes
+	site          *pageRoutes
+	log           *slog.Logger
+}
+
 // root serves GET and HEAD / (Claude Code probes it when it starts).
-func (s *Server) root(w http.ResponseWriter, r *http.Request) {
+func (s *infoRoutes) root(w http.ResponseWriter, r *http.Request) {
 	if wantsHTML(r) {
-		s.landing(w, r)
+		s.site.landing(w, r)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"service":   "meridian",
-		"version":   s.cfg.Version,
+		"version":   s.version,
 		"pid":       os.Getpid(),
 		"endpoints": apiEndpoints(),
 	})
@@ -50,8 +61,8 @@ type profileHealth struct {
 // serve requests, 503 when its CLI is missing or not logged in. With
 // several profiles each reports its own login: another profile logged out
 // makes the answer "degraded", never unavailable.
-func (s *Server) health(w http.ResponseWriter, r *http.Request) {
-	chosen := s.gwFor(r.Context())
+func (s *infoRoutes) health(w http.ResponseWriter, r *http.Request) {
+	chosen := s.backends.of(r.Context())
 	h := chosen.Health(r.Context())
 	body := struct {
 		gateway.Health
@@ -59,8 +70,8 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		Draining bool            `json:"draining,omitempty"`
 		Store    *storeHealth    `json:"store,omitempty"`
 		Profiles []profileHealth `json:"profiles,omitempty"`
-	}{Health: h, Host: s.cfg.Host, Draining: s.gate.isClosed(), Store: s.cluster.storeHealth(r.Context(), false)}
-	if profiles := s.dispatch.Profiles(); len(profiles) > 1 {
+	}{Health: h, Host: s.host, Draining: s.cluster.draining(), Store: s.cluster.storeHealth(r.Context(), false)}
+	if profiles := s.backends.dispatch.Profiles(); len(profiles) > 1 {
 		// Each profile's probe is cached and single-flight in its gateway;
 		// the checks run side by side, each with the caller's patience.
 		body.Profiles = make([]profileHealth, len(profiles))
@@ -103,11 +114,11 @@ func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) {
 // listModels serves GET /v1/models in the Anthropic list shape when the
 // client speaks Anthropic (it sends anthropic-version or x-api-key), else
 // in the OpenAI shape.
-func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
-	gw := s.gwFor(r.Context())
+func (s *infoRoutes) listModels(w http.ResponseWriter, r *http.Request) {
+	gw := s.backends.of(r.Context())
 	models, err := gw.Models(r.Context())
 	if err != nil {
-		s.fail(w, r, modelsError(gw.CLI().Name, err))
+		failWith(s.log, w, r, modelsError(gw.CLI().Name, err))
 		return
 	}
 	entries := modelEntries(models)
@@ -131,11 +142,11 @@ func (s *Server) listModels(w http.ResponseWriter, r *http.Request) {
 }
 
 // getModel serves GET /v1/models/{id}.
-func (s *Server) getModel(w http.ResponseWriter, r *http.Request) {
-	gw := s.gwFor(r.Context())
+func (s *infoRoutes) getModel(w http.ResponseWriter, r *http.Request) {
+	gw := s.backends.of(r.Context())
 	models, err := gw.Models(r.Context())
 	if err != nil {
-		s.fail(w, r, modelsError(gw.CLI().Name, err))
+		failWith(s.log, w, r, modelsError(gw.CLI().Name, err))
 		return
 	}
 	id := r.PathValue("id")

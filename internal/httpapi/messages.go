@@ -25,7 +25,7 @@ const (
 // It also returns the body as read.
 func decodeBody[T any](s *Server, w http.ResponseWriter, r *http.Request, decode func([]byte) (T, error)) (T, []byte, bool) {
 	var zero T
-	body, herr := s.readBody(w, r)
+	body, herr := s.bodies.read(w, r)
 	if herr != nil {
 		writeError(w, r, herr)
 		return zero, nil, false
@@ -51,7 +51,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	greq := gateway.Request{Body: req, Header: r.Header, Caller: callerName(r.Context())}
 	s.serveModel(w, r, modelCall{raw: raw, req: greq}, func(w http.ResponseWriter, greq gateway.Request, _ *keyHold) {
-		setIgnored(w.Header(), s.withOutputLimit(r, s.gwFor(r.Context()).Ignored(req), "max_tokens"))
+		setIgnored(w.Header(), s.withOutputLimit(r, s.backends.of(r.Context()).Ignored(req), "max_tokens"))
 		id := gateway.NewMessageID()
 		if req.Stream {
 			_ = s.stream(w, r, greq, id, &messagesSSE{})

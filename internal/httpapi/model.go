@@ -25,7 +25,7 @@ type modelCall struct {
 // outlives the request. The request names its conversation once, for the
 // routing, the profile's choice and the answer.
 func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, c modelCall, answer func(http.ResponseWriter, gateway.Request, *keyHold)) {
-	done, ok := s.admitKey(w, r, c.req.Body.Model)
+	done, ok := s.access.admitKey(w, r, c.req.Body.Model)
 	if !ok {
 		return
 	}

@@ -2,9 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/hex"
 	"log/slog"
 	"net"
 	"net/http"
@@ -16,36 +13,23 @@ import (
 
 	"github.com/meridian-gw/meridian/internal/clientsetup"
 	"github.com/meridian-gw/meridian/internal/gateway"
-	"github.com/meridian-gw/meridian/internal/keyrule"
-	"github.com/meridian-gw/meridian/internal/store"
+	"github.com/meridian-gw/meridian/internal/logring"
 	"github.com/meridian-gw/meridian/internal/telemetry"
 	"github.com/meridian-gw/meridian/internal/telemetry/history"
 	"github.com/meridian-gw/meridian/internal/web"
 )
 
-// A browser signs in once by posting the admin key from the sign-in form
-// (never in a URL, which history and access logs keep): the answer sets
-// an HttpOnly, SameSite=Strict cookie holding a digest of the key (never
-// the key) and sends the browser on to the page it asked for. The cookie
-// is honoured for GET requests only: pages and their JSON, never a model
-// request.
-const sessionCookie = "meridian_session"
-
-func browserToken(key [32]byte) string {
-	sum := sha256.Sum256(append([]byte("meridian browser session\x00"), key[:]...))
-	return hex.EncodeToString(sum[:])
-}
-
-func (s *Server) cookieOK(r *http.Request) bool {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		return false
-	}
-	c, err := r.Cookie(sessionCookie)
-	if err != nil {
-		return false
-	}
-	want := browserToken(s.apiKey)
-	return subtle.ConstantTimeCompare([]byte(c.Value), []byte(want)) == 1
+// pageRoutes are the pages a person reads: the landing page, the
+// dashboard, the providers and the sign-in form.
+type pageRoutes struct {
+	pages    *web.Pages
+	version  string
+	log      *slog.Logger
+	access   *access
+	backends *backends
+	mounts   []Mount
+	history  *history.History // nil: telemetry is not kept
+	logs     *logring.Ring
 }
 
 // maxSignInBytes bounds the sign-in form: a key and a path.
@@ -54,54 +38,41 @@ const maxSignInBytes = 8 << 10
 // signIn serves POST /sign-in, the form's key and the page to go on to:
 // the admin key sets the cookie and sends the browser on; anything else
 // answers the form again, saying so.
-func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
+func (s *pageRoutes) signIn(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxSignInBytes)
 	if err := r.ParseForm(); err != nil {
 		writeError(w, r, gateway.InvalidRequest("the sign-in form could not be read"))
 		return
 	}
 	next, key := onwardPath(r.PostForm.Get("next")), r.PostForm.Get("key")
-	if d := digest(key); s.hasKey && subtle.ConstantTimeCompare(d[:], s.apiKey[:]) == 1 {
-		http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: browserToken(s.apiKey), Path: "/",
+	if s.access.isAdmin(key) {
+		http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: browserToken(s.access.admin), Path: "/",
 			HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: int((30 * 24 * time.Hour).Seconds())})
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
 	// A person's or tool's key signs in to its own page only.
-	if k, ok := s.keyInForce(r, key); ok {
+	if k, ok := s.access.keyInForce(r, key); ok {
 		http.SetCookie(w, &http.Cookie{Name: keyCookie, Value: keyToken(k.Digest), Path: "/key",
 			HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: int((30 * 24 * time.Hour).Seconds())})
 		http.Redirect(w, r, "/key", http.StatusSeeOther)
 		return
 	}
-	if !s.hasKey && s.keys == nil {
+	if !s.access.hasAdmin && s.access.keys == nil {
 		http.Redirect(w, r, next, http.StatusSeeOther) // nothing to sign in to
 		return
 	}
 	s.page(w, r, http.StatusUnauthorized, func(b *bytes.Buffer) error {
-		return s.pages.RenderSignIn(b, s.cfg.Version, s.signInForm(r, next, true))
+		return s.pages.RenderSignIn(b, s.version, s.signInForm(r, next, true))
 	})
 }
 
 // signInForm says what the form takes here: the admin key, if this
 // Meridian was started with one, and keys of `meridian key add`, if any
 // is in force.
-func (s *Server) signInForm(r *http.Request, next string, wrong bool) web.SignIn {
-	return web.SignIn{Next: next, Wrong: wrong, ForKey: next == "/key", AdminKey: s.hasKey, Admin: s.hasKey && s.cookieOK(r),
-		Keys: s.anyKeyInForce(r)}
-}
-
-// anyKeyInForce says whether some key of `meridian key add` is active:
-// model requests then need a key.
-func (s *Server) anyKeyInForce(r *http.Request) bool {
-	if s.keys == nil {
-		return false
-	}
-	now := time.Now()
-	_, ok, _ := s.keys.Find(r.Context(), now, func(k store.Key) bool {
-		return keyrule.State(k.Revoked, k.Expires, now) == keyrule.Active
-	})
-	return ok
+func (s *pageRoutes) signInForm(r *http.Request, next string, wrong bool) web.SignIn {
+	return web.SignIn{Next: next, Wrong: wrong, ForKey: next == "/key", AdminKey: s.access.hasAdmin, Admin: s.access.hasAdmin && s.access.cookieOK(r),
+		Keys: s.access.anyKeyInForce(r)}
 }
 
 // onwardPath is where a signed-in browser goes: only ever a path here.
@@ -124,7 +95,7 @@ func wantsHTML(r *http.Request) bool {
 }
 
 // page renders a page of this server's.
-func (s *Server) page(w http.ResponseWriter, r *http.Request, status int, render func(*bytes.Buffer) error) {
+func (s *pageRoutes) page(w http.ResponseWriter, r *http.Request, status int, render func(*bytes.Buffer) error) {
 	renderPage(s.log, w, r, status, render)
 }
 
@@ -150,12 +121,12 @@ func renderPage(log *slog.Logger, w http.ResponseWriter, r *http.Request, status
 // signInPage answers a page asked for without the admin key with the
 // sign-in form, which goes on to that page (less any key put in its URL,
 // which the form must not echo).
-func (s *Server) signInPage(w http.ResponseWriter, r *http.Request) {
+func (s *pageRoutes) signInPage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	q.Del("key")
 	next := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
 	s.page(w, r, http.StatusUnauthorized, func(b *bytes.Buffer) error {
-		return s.pages.RenderSignIn(b, s.cfg.Version, s.signInForm(r, next.String(), false))
+		return s.pages.RenderSignIn(b, s.version, s.signInForm(r, next.String(), false))
 	})
 }
 
@@ -172,12 +143,12 @@ func landingBackend(id, prefix string, cli gateway.CLI, h gateway.CLIHealth) web
 }
 
 // landing is GET / for a browser.
-func (s *Server) landing(w http.ResponseWriter, r *http.Request) {
-	h := s.dispatch.Default().Health(r.Context())
-	l := web.Landing{Status: h.Status, Processes: s.load(), ProcessesLabel: s.processesLabel(), CostToday: "$0",
-		KeyRequired: s.hasKey || s.anyKeyInForce(r)}
-	l.Backends = append(l.Backends, landingBackend("cli", "", s.dispatch.Default().CLI(), h.CLI()))
-	for _, m := range s.cfg.Mounts {
+func (s *pageRoutes) landing(w http.ResponseWriter, r *http.Request) {
+	h := s.backends.dispatch.Default().Health(r.Context())
+	l := web.Landing{Status: h.Status, Processes: s.backends.load(), ProcessesLabel: s.backends.label(), CostToday: "$0",
+		KeyRequired: s.access.hasAdmin || s.access.anyKeyInForce(r)}
+	l.Backends = append(l.Backends, landingBackend("cli", "", s.backends.dispatch.Default().CLI(), h.CLI()))
+	for _, m := range s.mounts {
 		if m.Gateway != nil {
 			mh := m.Gateway.Health(r.Context())
 			if mh.Status != "ok" && l.Status == "ok" {
@@ -186,11 +157,11 @@ func (s *Server) landing(w http.ResponseWriter, r *http.Request) {
 			l.Backends = append(l.Backends, landingBackend("cli-"+m.Gateway.CLI().Backend, m.Prefix, m.Gateway.CLI(), mh.CLI()))
 		}
 	}
-	if s.cfg.History != nil {
+	if s.history != nil {
 		now := time.Now()
 		y, m, d := now.Date()
 		midnight := time.Date(y, m, d, 0, 0, 0, 0, now.Location())
-		if recs, err := s.cfg.History.Between(r.Context(), midnight, now.Add(time.Second)); err == nil {
+		if recs, err := s.history.Between(r.Context(), midnight, now.Add(time.Second)); err == nil {
 			var t telemetry.Totals
 			for _, rec := range recs {
 				t.Add(rec)
@@ -218,18 +189,18 @@ func (s *Server) landing(w http.ResponseWriter, r *http.Request) {
 		web.Hint{Client: "Anything reading the usual variables", Setting: "eval \"$(meridian setup env --print" + where + ")\""},
 		web.Hint{Client: "Anthropic SDKs", Setting: `base_url="` + base + `"`},
 		web.Hint{Client: "OpenAI SDKs", Setting: `base_url="` + base + `/v1"`})
-	s.page(w, r, http.StatusOK, func(b *bytes.Buffer) error { return s.pages.RenderLanding(b, s.cfg.Version, l) })
+	s.page(w, r, http.StatusOK, func(b *bytes.Buffer) error { return s.pages.RenderLanding(b, s.version, l) })
 }
 
 // providersStatus is GET /providers/status.
-func (s *Server) providersStatus(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"providers": s.providers(r.Context())})
+func (s *pageRoutes) providersStatus(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"providers": s.backends.providers(r.Context())})
 }
 
 // providersPage is GET /providers.
-func (s *Server) providersPage(w http.ResponseWriter, r *http.Request) {
-	list := s.providers(r.Context())
-	s.page(w, r, http.StatusOK, func(b *bytes.Buffer) error { return s.pages.RenderProviders(b, s.cfg.Version, list) })
+func (s *pageRoutes) providersPage(w http.ResponseWriter, r *http.Request) {
+	list := s.backends.providers(r.Context())
+	s.page(w, r, http.StatusOK, func(b *bytes.Buffer) error { return s.pages.RenderProviders(b, s.version, list) })
 }
 
 var dashboardWindows = []struct {
@@ -248,9 +219,9 @@ func fittingWindow(since, now time.Time) string {
 }
 
 // dashboard is GET /telemetry.
-func (s *Server) dashboard(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.History == nil {
-		s.fail(w, r, telemetryOff())
+func (s *pageRoutes) dashboard(w http.ResponseWriter, r *http.Request) {
+	if s.history == nil {
+		failWith(s.log, w, r, telemetryOff())
 		return
 	}
 	q := r.URL.Query()
@@ -265,7 +236,7 @@ func (s *Server) dashboard(w http.ResponseWriter, r *http.Request) {
 	var since time.Time
 	var cumErr error
 	if d.Tab == "overview" || d.Window == "" {
-		cumulative, since, cumErr = s.cfg.History.Cumulative(r.Context())
+		cumulative, since, cumErr = s.history.Cumulative(r.Context())
 	}
 	if d.Window == "" {
 		d.Window = "24h"
@@ -289,17 +260,17 @@ func (s *Server) dashboard(w http.ResponseWriter, r *http.Request) {
 	for _, tab := range []string{"overview", "requests", "logs"} {
 		d.Tabs = append(d.Tabs, web.Link{Name: tab, Href: link(tab, d.Window), On: tab == d.Tab})
 	}
-	records, err := s.cfg.History.Between(r.Context(), now.Add(-window), now.Add(time.Second))
+	records, err := s.history.Between(r.Context(), now.Add(-window), now.Add(time.Second))
 	if err != nil {
-		s.fail(w, r, err)
+		failWith(s.log, w, r, err)
 		return
 	}
 	d.S = telemetry.Summarize(records, now.Add(-window), now.Add(time.Second), seriesBuckets, time.Local)
-	d.P, d.PLabel = s.load(), s.processesLabel()
+	d.P, d.PLabel = s.backends.load(), s.backends.label()
 	switch d.Tab {
 	case "overview":
 		if cumErr != nil {
-			s.fail(w, r, cumErr)
+			failWith(s.log, w, r, cumErr)
 			return
 		}
 		d.Cumulative, d.Since = cumulative, since
@@ -328,9 +299,9 @@ func (s *Server) dashboard(w http.ResponseWriter, r *http.Request) {
 			before, _ = strconv.ParseInt(v, 10, 64)
 		}
 		const pageSize = 100
-		rows, err := s.cfg.History.Page(r.Context(), d.F, before, pageSize)
+		rows, err := s.history.Page(r.Context(), d.F, before, pageSize)
 		if err != nil {
-			s.fail(w, r, err)
+			failWith(s.log, w, r, err)
 			return
 		}
 		d.Rows = rows
@@ -340,9 +311,9 @@ func (s *Server) dashboard(w http.ResponseWriter, r *http.Request) {
 			d.Older = "/telemetry?" + older.Encode()
 		}
 	case "logs":
-		if s.cfg.Logs != nil {
-			d.Logs = s.cfg.Logs.Lines()
+		if s.logs != nil {
+			d.Logs = s.logs.Lines()
 		}
 	}
-	s.page(w, r, http.StatusOK, func(b *bytes.Buffer) error { return s.pages.RenderDashboard(b, s.cfg.Version, d) })
+	s.page(w, r, http.StatusOK, func(b *bytes.Buffer) error { return s.pages.RenderDashboard(b, s.version, d) })
 }

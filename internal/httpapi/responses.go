@@ -80,7 +80,7 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, c *responseCall
 	}
 	ignored := rreq.Ignored
 	if ws := rreq.WebSearch; ws != nil {
-		ignored = searchIgnored(ignored, s.gwFor(r.Context()).SearchesWeb(), "tools: "+ws.Tool, ws.Unhonoured)
+		ignored = searchIgnored(ignored, s.backends.of(r.Context()).SearchesWeb(), "tools: "+ws.Tool, ws.Unhonoured)
 	}
 	setIgnored(w.Header(), s.withOutputLimit(r, ignored, limit))
 	c.meta = rreq.Meta(c.id, time.Now().Unix(), s.cfg.Sealer)

@@ -2,9 +2,7 @@ package httpapi
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"net/http"
 	"sync"
 
 	"github.com/meridian-gw/meridian/internal/gateway"
@@ -141,31 +139,4 @@ func (o *logOutput) current() json.RawMessage {
 	defer o.mu.Unlock()
 	body, _ := json.Marshal(o.enc.enc.Current(o.live))
 	return body
-}
-
-// follow streams background response id's events after sequence number
-// after, live until it ends, from wherever it runs.
-func (s *Server) follow(w http.ResponseWriter, r *http.Request, id string, after int) {
-	s.streamFrames(w, r, func(ctx context.Context, write func([][]byte) error) error {
-		return s.cfg.Jobs.Follow(ctx, id, after, write)
-	})
-}
-
-// followLog streams a job's own log, as the request that started it does.
-func (s *Server) followLog(w http.ResponseWriter, r *http.Request, log *responses.EventLog, after int) {
-	s.streamFrames(w, r, func(ctx context.Context, write func([][]byte) error) error { return log.Follow(ctx, after, write) })
-}
-
-// streamFrames writes the frames follow hands it (rendered when the run
-// recorded them) as an event stream through the one SSE writer, which
-// pings while it is quiet.
-func (s *Server) streamFrames(w http.ResponseWriter, r *http.Request, follow func(context.Context, func([][]byte) error) error) {
-	o := newSSEWriter(w, &responsesSSE{}, s.cfg.PingInterval)
-	defer o.stopPings()
-	if err := o.writeFrames(nil); err != nil {
-		return
-	}
-	if err := follow(r.Context(), o.writeFrames); err != nil && r.Context().Err() == nil {
-		s.log.Debug("background stream ended early", "err", err)
-	}
 }

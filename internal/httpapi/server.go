@@ -135,13 +135,16 @@ type Server struct {
 	// dispatch chooses who answers each model request, and keeps what
 	// makes retries safe.
 	dispatch  *dispatch.Dispatcher
-	apiKey    [32]byte // digest of the key, compared in constant time
-	hasKey    bool
-	keys      *apikeys.Ring // nil without Config.Keys
+	access    access
+	backends  backends
+	site      pageRoutes
+	usage     usageRoutes
+	info      infoRoutes
+	bodies    bodies
+	stored    storedResponses
 	telemetry telemetryRoutes
 	cluster   clusterRoutes
 	sessions  sessionRoutes
-	admission *apikeys.Admission // nil without Config.Keys
 	// gate admits requests until the drain begins and counts those
 	// running: Serve returns after the last, or lastWait after cancelling
 	// them.
@@ -185,16 +188,26 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Logger, pages: pages, gate: newGate(), lastWait: DefaultLastWait, peers: newPeerClient(),
 		dispatch: dispatch.New(dispatch.Config{Default: cfg.Gateway, Profiles: cfg.Profiles, Failover: cfg.Failover,
 			Answers: cfg.Answers, Journal: cfg.Journal, Bench: cfg.Bench, Hosts: cfg.Peers, Logger: cfg.Logger})}
+	s.backends = backends{dispatch: s.dispatch, mounted: mountedGateways(cfg.Mounts)}
+	s.access = access{log: cfg.Logger}
+	s.site = pageRoutes{pages: pages, version: cfg.Version, log: cfg.Logger, access: &s.access, backends: &s.backends,
+		mounts: cfg.Mounts, history: cfg.History, logs: cfg.Logs}
+	s.access.signInPage = s.site.signInPage
+	s.usage = usageRoutes{keys: cfg.Keys, access: &s.access, history: cfg.History, telemetry: &s.telemetry, site: &s.site,
+		backends: &s.backends, log: cfg.Logger}
 	if cfg.APIKey != "" {
-		s.apiKey, s.hasKey = digest(cfg.APIKey), true
+		s.access.admin, s.access.hasAdmin = digest(cfg.APIKey), true
 	}
 	if cfg.Keys != nil {
-		s.keys, s.admission = apikeys.NewRing(cfg.Keys), apikeys.NewAdmission(cfg.Keys, cfg.Host, cfg.Logger)
+		s.access.keys, s.access.admission = apikeys.NewRing(cfg.Keys), apikeys.NewAdmission(cfg.Keys, cfg.Host, cfg.Logger)
 	}
-	s.telemetry = telemetryRoutes{history: cfg.History, metrics: cfg.Metrics, logs: cfg.Logs, log: cfg.Logger, load: s.load}
+	s.telemetry = telemetryRoutes{history: cfg.History, metrics: cfg.Metrics, logs: cfg.Logs, log: cfg.Logger, load: s.backends.load}
 	s.cluster = clusterRoutes{host: cfg.Host, store: cfg.StoreEngine, storeAt: cfg.StoreAt, cluster: cfg.Cluster, version: cfg.Version,
-		pages: pages, log: cfg.Logger, load: s.load, draining: s.gate.isClosed}
-	s.sessions = sessionRoutes{profiles: s.dispatch, mounted: s.mounted(), host: cfg.Host, store: s.cluster.storeHealth, log: cfg.Logger}
+		pages: pages, log: cfg.Logger, load: s.backends.load, draining: s.gate.isClosed}
+	s.bodies = bodies{max: cfg.MaxBodyBytes, timeout: cfg.BodyTimeout}
+	s.stored = storedResponses{store: cfg.Responses, jobs: cfg.Jobs, bodies: s.bodies, ping: cfg.PingInterval, log: cfg.Logger}
+	s.info = infoRoutes{version: cfg.Version, host: cfg.Host, backends: &s.backends, cluster: &s.cluster, site: &s.site, log: cfg.Logger}
+	s.sessions = sessionRoutes{profiles: s.dispatch, mounted: s.backends.mounted, host: cfg.Host, store: s.cluster.storeHealth, log: cfg.Logger}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -248,34 +261,34 @@ func (s *Server) table() []route {
 	for _, prefix := range []string{"/v1", ""} {
 		t = append(t,
 			route{"POST " + prefix + "/responses", s.createResponse},
-			route{"GET " + prefix + "/responses/{id}", s.getResponse},
-			route{"DELETE " + prefix + "/responses/{id}", s.deleteResponse},
-			route{"GET " + prefix + "/responses/{id}/input_items", s.inputItems},
-			route{"POST " + prefix + "/responses/{id}/cancel", s.cancelResponse})
+			route{"GET " + prefix + "/responses/{id}", s.stored.getResponse},
+			route{"DELETE " + prefix + "/responses/{id}", s.stored.deleteResponse},
+			route{"GET " + prefix + "/responses/{id}/input_items", s.stored.inputItems},
+			route{"POST " + prefix + "/responses/{id}/cancel", s.stored.cancelResponse})
 	}
 	return append(t,
-		route{"GET /v1/models", s.listModels},
-		route{"GET /v1/models/{id}", s.getModel},
+		route{"GET /v1/models", s.info.listModels},
+		route{"GET /v1/models/{id}", s.info.getModel},
 		route{"GET /v1/sessions", s.sessions.list},
 		route{"GET /v1/sessions/{key...}", s.sessions.get},
 		route{"POST /v1/sessions/{key}/cancel", s.sessions.cancel},
 		route{"GET /inflight", s.sessions.inflight},
-		route{"GET /v1/usage/quota", s.quota},
-		route{"GET /v1/usage/keys", s.usageKeys},
-		route{"GET /v1/usage/key", s.usageOwnKey},
-		route{"GET /health", s.health},
+		route{"GET /v1/usage/quota", s.usage.quota},
+		route{"GET /v1/usage/keys", s.usage.usageKeys},
+		route{"GET /v1/usage/key", s.usage.usageOwnKey},
+		route{"GET /health", s.info.health},
 		route{"GET /ready", s.cluster.ready},
 		route{"GET /cluster", s.cluster.hosts},
 		route{"GET /metrics", s.telemetry.exposition},
 		route{"GET /telemetry/summary", s.telemetry.summary},
 		route{"GET /telemetry/requests", s.telemetry.requests},
 		route{"GET /telemetry/logs", s.telemetry.lines},
-		route{"GET /telemetry", s.dashboard},
-		route{"GET /providers", s.providersPage},
-		route{"GET /providers/status", s.providersStatus},
-		route{"POST /sign-in", s.signIn},
-		route{"GET /key", s.keyPage},
-		route{"GET /{$}", s.root},
+		route{"GET /telemetry", s.site.dashboard},
+		route{"GET /providers", s.site.providersPage},
+		route{"GET /providers/status", s.site.providersStatus},
+		route{"POST /sign-in", s.site.signIn},
+		route{"GET /key", s.usage.keyPage},
+		route{"GET /{$}", s.info.root},
 	)
 }
 
@@ -300,7 +313,7 @@ func (s *Server) routes() http.Handler {
 		mux.Handle(m.Prefix+"/", http.StripPrefix(m.Prefix, m.Handler))
 	}
 	mux.HandleFunc("/", s.notFound)
-	h := s.track(s.recoverer(s.logRequests(s.guard(s.chooseProfile(mux)))))
+	h := s.track(s.recoverer(s.logRequests(s.guard(s.backends.chooseProfile(mux)))))
 	if len(s.cfg.Open) == 0 {
 		return s.boundUnreadBody(h)
 	}

@@ -35,13 +35,13 @@ func (k *keyCheck) check(b *testing.B) {
 	}
 	w := httptest.NewRecorder()
 	began := time.Now()
-	if k.srv.hasKey || k.srv.keys != nil {
+	if k.srv.access.hasAdmin || k.srv.access.keys != nil {
 		var ok bool
-		if r, ok = k.srv.authenticate(w, r); !ok {
+		if r, ok = k.srv.access.authenticate(w, r); !ok {
 			b.Fatalf("%s: refused %d %s", k.name, w.Code, w.Body)
 		}
 	}
-	done, ok := k.srv.admitKey(w, r, "test-model")
+	done, ok := k.srv.access.admitKey(w, r, "test-model")
 	if !ok {
 		b.Fatalf("%s: refused %d %s", k.name, w.Code, w.Body)
 	}

@@ -3,17 +3,32 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"maps"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/keyrule"
 	"github.com/meridian-gw/meridian/internal/store"
 	"github.com/meridian-gw/meridian/internal/telemetry"
+	"github.com/meridian-gw/meridian/internal/telemetry/history"
 	"github.com/meridian-gw/meridian/internal/web"
 )
+
+// usageRoutes are what an operator or a key's holder reads about use:
+// every key's figures, a key's own (and its page), and the plans' quota.
+type usageRoutes struct {
+	keys      store.Keys // nil without keys
+	access    *access
+	history   *history.History // nil: telemetry is not kept
+	telemetry *telemetryRoutes
+	site      *pageRoutes
+	backends  *backends
+	log       *slog.Logger
+}
 
 // keyUsage is one API key's use over the window of GET /v1/usage/keys.
 type keyUsage struct {
@@ -40,15 +55,15 @@ type keysUsage struct {
 // tokens by kind, API-equivalent cost, errors and last use over the window
 // (?window=, 24h by default), from every host's records; keys unused in
 // it are listed with zeros.
-func (s *Server) usageKeys(w http.ResponseWriter, r *http.Request) {
+func (s *usageRoutes) usageKeys(w http.ResponseWriter, r *http.Request) {
 	window, ok := s.telemetry.window(w, r)
 	if !ok {
 		return
 	}
 	now := time.Now()
-	rows, err := s.cfg.History.ByKey(r.Context(), now.Add(-window))
+	rows, err := s.history.ByKey(r.Context(), now.Add(-window))
 	if err != nil {
-		s.fail(w, r, err)
+		failWith(s.log, w, r, err)
 		return
 	}
 	out := keysUsage{From: now.Add(-window).UTC(), To: now.UTC(), Keys: []keyUsage{}}
@@ -61,10 +76,10 @@ func (s *Server) usageKeys(w http.ResponseWriter, r *http.Request) {
 	if u, ok := used[""]; ok {
 		out.Keys = append(out.Keys, u)
 	}
-	if s.cfg.Keys != nil {
-		list, err := s.cfg.Keys.List(r.Context())
+	if s.keys != nil {
+		list, err := s.keys.List(r.Context())
 		if err != nil {
-			s.fail(w, r, err)
+			failWith(s.log, w, r, err)
 			return
 		}
 		for _, k := range list {
@@ -104,20 +119,20 @@ type ownKey struct {
 
 // usageOwnKey serves GET /v1/usage/key to a person's or tool's key: its
 // own figures only.
-func (s *Server) usageOwnKey(w http.ResponseWriter, r *http.Request) {
+func (s *usageRoutes) usageOwnKey(w http.ResponseWriter, r *http.Request) {
 	k := caller(r.Context())
 	if k == nil {
-		s.fail(w, r, gateway.InvalidRequest("this route reports the API key a request carries, made by `meridian key`; the admin key is none: GET /v1/usage/keys reports them all"))
+		failWith(s.log, w, r, gateway.InvalidRequest("this route reports the API key a request carries, made by `meridian key`; the admin key is none: GET /v1/usage/keys reports them all"))
 		return
 	}
 	window, werr := windowParam(r)
 	if werr != nil {
-		s.fail(w, r, werr)
+		failWith(s.log, w, r, werr)
 		return
 	}
 	out, err := s.ownFigures(r.Context(), *k, window)
 	if err != nil {
-		s.fail(w, r, err)
+		failWith(s.log, w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -125,7 +140,7 @@ func (s *Server) usageOwnKey(w http.ResponseWriter, r *http.Request) {
 
 // ownFigures are one key's scope, limits, where they stand and its use
 // over the window.
-func (s *Server) ownFigures(ctx context.Context, k store.Key, window time.Duration) (ownKey, error) {
+func (s *usageRoutes) ownFigures(ctx context.Context, k store.Key, window time.Duration) (ownKey, error) {
 	now := time.Now()
 	out := ownKey{Name: k.Name, Profiles: k.Profiles, Models: k.Models, RPM: k.RPM, Concurrent: k.Concurrent,
 		TokensPerDay: k.TokensPerDay, Usage: keyUsage{Name: k.Name, Status: keyrule.State(k.Revoked, k.Expires, now)}}
@@ -139,15 +154,15 @@ func (s *Server) ownFigures(ctx context.Context, k store.Key, window time.Durati
 	if out.Models == nil {
 		out.Models = []string{}
 	}
-	standing, err := s.admission.Standing(ctx, k.Name, now)
+	standing, err := s.access.admission.Standing(ctx, k.Name, now)
 	if err != nil {
 		return out, err
 	}
 	out.Now.RequestsLastMinute, out.Now.Running, out.Now.TokensToday = standing.RequestsLastMinute, standing.Running, standing.TokensToday
-	if s.cfg.History == nil {
+	if s.history == nil {
 		return out, nil
 	}
-	rows, err := s.cfg.History.ByKey(ctx, now.Add(-window))
+	rows, err := s.history.ByKey(ctx, now.Add(-window))
 	if err != nil {
 		return out, err
 	}
@@ -163,22 +178,22 @@ func (s *Server) ownFigures(ctx context.Context, k store.Key, window time.Durati
 
 // keyPage serves GET /key: the page of the key a browser signed in with
 // (its cookie) or a request carries; otherwise the sign-in form.
-func (s *Server) keyPage(w http.ResponseWriter, r *http.Request) {
+func (s *usageRoutes) keyPage(w http.ResponseWriter, r *http.Request) {
 	k := caller(r.Context())
 	if k == nil {
-		if found, ok := s.keyOfCookie(r); ok {
+		if found, ok := s.access.keyOfCookie(r); ok {
 			k = &found
 		}
 	}
-	if k == nil || s.cfg.Keys == nil {
-		s.page(w, r, http.StatusUnauthorized, func(b *bytes.Buffer) error {
-			return s.pages.RenderSignIn(b, s.cfg.Version, s.signInForm(r, "/key", false))
+	if k == nil || s.keys == nil {
+		s.site.page(w, r, http.StatusUnauthorized, func(b *bytes.Buffer) error {
+			return s.site.pages.RenderSignIn(b, s.site.version, s.site.signInForm(r, "/key", false))
 		})
 		return
 	}
 	f, err := s.ownFigures(r.Context(), *k, defaultWindow)
 	if err != nil {
-		s.fail(w, r, err)
+		failWith(s.log, w, r, err)
 		return
 	}
 	p := web.KeyPage{Name: f.Name, Status: f.Usage.Status, Profiles: f.Profiles, Models: f.Models, RPM: f.RPM, Concurrent: f.Concurrent,
@@ -191,5 +206,36 @@ func (s *Server) keyPage(w http.ResponseWriter, r *http.Request) {
 	if f.Usage.LastUsed != nil {
 		p.LastUsed = f.Usage.LastUsed.Format(time.DateTime + " UTC")
 	}
-	s.page(w, r, http.StatusOK, func(b *bytes.Buffer) error { return s.pages.RenderKey(b, s.cfg.Version, p) })
+	s.site.page(w, r, http.StatusOK, func(b *bytes.Buffer) error { return s.site.pages.RenderKey(b, s.site.version, p) })
+}
+
+// profileQuota is one profile's part of GET /v1/usage/quota.
+type profileQuota struct {
+	Profile string               `json:"profile"`
+	Windows []gateway.RateWindow `json:"windows"`
+	Plan    *gateway.PlanReading `json:"plan"`
+}
+
+// quota serves GET /v1/usage/quota, per profile (or the one the request
+// names): the rate-limit windows the CLI reported on its latest turns
+// (rate_limit_event, with when each was seen), and the plan's limits as
+// the CLI's /usage reads them (a probe per profile, one at a time, trusted
+// for a minute; when it fails the last good reading is served with
+// "stale": true). Profiles are read side by side.
+func (s *usageRoutes) quota(w http.ResponseWriter, r *http.Request) {
+	gws := s.backends.profiles()
+	if gw, ok := r.Context().Value(profileKey{}).(*gateway.Gateway); ok {
+		gws = []*gateway.Gateway{gw}
+	}
+	out := make([]profileQuota, len(gws))
+	var wg sync.WaitGroup
+	for i, gw := range gws {
+		wg.Go(func() {
+			out[i] = profileQuota{Profile: gw.Profile(), Windows: gw.RateWindows(), Plan: gw.Plan(r.Context())}
+		})
+	}
+	wg.Wait()
+	cli := s.backends.dispatch.Default().CLI()
+	writeJSON(w, http.StatusOK, map[string]any{"profiles": out, "as_of": time.Now().UTC(),
+		"sources": map[string]string{"windows": cli.WindowSource, "plan": cli.PlanSource}})
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -18,6 +19,18 @@ import (
 	"github.com/meridian-gw/meridian/internal/store"
 	"github.com/meridian-gw/meridian/internal/telemetry"
 )
+
+// access knows who may call: the admin key, the keys of people and tools
+// (with their scopes and limits), and the browsers signed in with either.
+type access struct {
+	admin     [32]byte // digest of the admin key, compared in constant time
+	hasAdmin  bool
+	keys      *apikeys.Ring      // nil without keys
+	admission *apikeys.Admission // nil without keys
+	log       *slog.Logger
+	// signInPage answers a browser that came without the admin key.
+	signInPage http.HandlerFunc
+}
 
 // callerKey carries the key a request authenticated with.
 type callerKey struct{}
@@ -74,13 +87,13 @@ func allowedProfile(ctx context.Context) func(string) bool {
 // authenticate lets a request through that carries the admin key, a key
 // in force (noted in its context), or no key where nothing needs one. It
 // answers the others and reports false.
-func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
-	if s.hasKey && (s.keyOK(r) || s.cookieOK(r)) {
+func (s *access) authenticate(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
+	if s.hasAdmin && (s.keyOK(r) || s.cookieOK(r)) {
 		return r, true
 	}
 	presented := presentedKey(r)
 	anyKey := false
-	if s.keys != nil && (presented != "" || !s.hasKey) {
+	if s.keys != nil && (presented != "" || !s.hasAdmin) {
 		now := time.Now()
 		k, found, exist, err := s.keys.Lookup(r.Context(), presented, now)
 		if err != nil {
@@ -102,10 +115,10 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*http.Req
 	// open (the listener is loopback then), and so do the model routes
 	// until a key exists. A key's own page finds its key by its cookie,
 	// or asks for it.
-	if !s.hasKey && (!modelRoute(r) || !anyKey) || r.URL.Path == "/key" {
+	if !s.hasAdmin && (!modelRoute(r) || !anyKey) || r.URL.Path == "/key" {
 		return r, true
 	}
-	if s.hasKey && wantsHTML(r) {
+	if s.hasAdmin && wantsHTML(r) {
 		s.signInPage(w, r)
 		return nil, false
 	}
@@ -161,7 +174,7 @@ func modelRoute(r *http.Request) bool {
 // it may use), and its limits must leave room (429 with the key's own
 // wait). done ends the request's count and adds its tokens; ok false means
 // the refusal is answered.
-func (s *Server) admitKey(w http.ResponseWriter, r *http.Request, model string) (done func(), ok bool) {
+func (s *access) admitKey(w http.ResponseWriter, r *http.Request, model string) (done func(), ok bool) {
 	k := caller(r.Context())
 	if k == nil {
 		return func() {}, true
@@ -234,7 +247,7 @@ func keyToken(digest string) string {
 }
 
 // keyInForce finds an active key by its secret.
-func (s *Server) keyInForce(r *http.Request, secret string) (store.Key, bool) {
+func (s *access) keyInForce(r *http.Request, secret string) (store.Key, bool) {
 	if s.keys == nil {
 		return store.Key{}, false
 	}
@@ -242,7 +255,7 @@ func (s *Server) keyInForce(r *http.Request, secret string) (store.Key, bool) {
 }
 
 // keyOfCookie finds the active key whose token the request's cookie holds.
-func (s *Server) keyOfCookie(r *http.Request) (store.Key, bool) {
+func (s *access) keyOfCookie(r *http.Request) (store.Key, bool) {
 	c, err := r.Cookie(keyCookie)
 	if err != nil || s.keys == nil {
 		return store.Key{}, false
@@ -252,4 +265,59 @@ func (s *Server) keyOfCookie(r *http.Request) (store.Key, bool) {
 		return subtle.ConstantTimeCompare([]byte(keyToken(k.Digest)), []byte(c.Value)) == 1 && keyrule.State(k.Revoked, k.Expires, now) == keyrule.Active
 	})
 	return k, ok
+}
+
+// A browser signs in once by posting the admin key from the sign-in form
+// (never in a URL, which history and access logs keep): the answer sets
+// an HttpOnly, SameSite=Strict cookie holding a digest of the key (never
+// the key) and sends the browser on to the page it asked for. The cookie
+// is honoured for GET requests only: pages and their JSON, never a model
+// request.
+const sessionCookie = "meridian_session"
+
+func browserToken(key [32]byte) string {
+	sum := sha256.Sum256(append([]byte("meridian browser session\x00"), key[:]...))
+	return hex.EncodeToString(sum[:])
+}
+
+func (s *access) cookieOK(r *http.Request) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	c, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return false
+	}
+	want := browserToken(s.admin)
+	return subtle.ConstantTimeCompare([]byte(c.Value), []byte(want)) == 1
+}
+
+// anyKeyInForce says whether some key of `meridian key add` is active:
+// model requests then need a key.
+func (s *access) anyKeyInForce(r *http.Request) bool {
+	if s.keys == nil {
+		return false
+	}
+	now := time.Now()
+	_, ok, _ := s.keys.Find(r.Context(), now, func(k store.Key) bool {
+		return keyrule.State(k.Revoked, k.Expires, now) == keyrule.Active
+	})
+	return ok
+}
+
+// keyOK: the request carries the admin key.
+func (s *access) keyOK(r *http.Request) bool {
+	key := presentedKey(r)
+	if key == "" {
+		return false
+	}
+	// Comparing fixed-size digests keeps the time independent of the key.
+	d := digest(key)
+	return subtle.ConstantTimeCompare(d[:], s.admin[:]) == 1
+}
+
+// isAdmin reports whether key is the admin key.
+func (s *access) isAdmin(key string) bool {
+	d := digest(key)
+	return s.hasAdmin && subtle.ConstantTimeCompare(d[:], s.admin[:]) == 1
 }

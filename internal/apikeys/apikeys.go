@@ -15,6 +15,13 @@ import (
 	"github.com/meridian-gw/meridian/internal/store"
 )
 
+// Key is a key as the store keeps it: its name, digest, scope, limits
+// and state.
+type Key = store.Key
+
+// Keys are the stored keys, shared by every host.
+type Keys = store.Keys
+
 // Spec is a key to create.
 type Spec struct {
 	Name             string

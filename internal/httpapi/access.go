@@ -16,7 +16,6 @@ import (
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/keyrule"
 	"github.com/meridian-gw/meridian/internal/retryafter"
-	"github.com/meridian-gw/meridian/internal/store"
 	"github.com/meridian-gw/meridian/internal/telemetry"
 )
 
@@ -38,17 +37,17 @@ type callerKey struct{}
 // keyCaller is that key; counted says another host already counted the
 // request against its limits and forwarded it here.
 type keyCaller struct {
-	key     store.Key
+	key     apikeys.Key
 	counted bool
 }
 
-func withCaller(ctx context.Context, k store.Key, counted bool) context.Context {
+func withCaller(ctx context.Context, k apikeys.Key, counted bool) context.Context {
 	return context.WithValue(ctx, callerKey{}, &keyCaller{key: k, counted: counted})
 }
 
 // caller is the key a request came with; nil for the admin key or an
 // open gateway.
-func caller(ctx context.Context) *store.Key {
+func caller(ctx context.Context) *apikeys.Key {
 	if c, _ := ctx.Value(callerKey{}).(*keyCaller); c != nil {
 		return &c.key
 	}
@@ -71,7 +70,7 @@ func counted(ctx context.Context) bool {
 	return c != nil && c.counted
 }
 
-func scopeOf(k *store.Key) keyrule.Scope {
+func scopeOf(k *apikeys.Key) keyrule.Scope {
 	return keyrule.Scope{Profiles: k.Profiles, Models: k.Models}
 }
 
@@ -136,7 +135,7 @@ func (s *access) authenticate(w http.ResponseWriter, r *http.Request) (*http.Req
 
 // keyRefusal is why a known key may not make this request: revoked,
 // expired, or a route only the admin key reaches.
-func keyRefusal(k store.Key, r *http.Request, now time.Time) *gateway.Error {
+func keyRefusal(k apikeys.Key, r *http.Request, now time.Time) *gateway.Error {
 	switch keyrule.State(k.Revoked, k.Expires, now) {
 	case keyrule.Revoked:
 		return &gateway.Error{Status: http.StatusUnauthorized, Type: anthropic.ErrAuthentication,
@@ -206,7 +205,7 @@ func (s *access) admitKey(w http.ResponseWriter, r *http.Request, model string) 
 
 // inScope answers a 403 naming what the key may use when the profile the
 // request names or the model it asks for is outside its scope.
-func inScope(w http.ResponseWriter, r *http.Request, k *store.Key, model string) bool {
+func inScope(w http.ResponseWriter, r *http.Request, k *apikeys.Key, model string) bool {
 	scope := scopeOf(k)
 	if gw := named(r.Context()); gw != nil && !scope.AllowsProfile(gw.Profile()) {
 		writeError(w, r, &gateway.Error{Status: http.StatusForbidden, Type: anthropic.ErrPermission, Param: headerProfile,
@@ -222,7 +221,7 @@ func inScope(w http.ResponseWriter, r *http.Request, k *store.Key, model string)
 }
 
 // overLimit is the 429 for a key over one of its limits, with its wait.
-func overLimit(k *store.Key, v keyrule.Verdict) *gateway.Error {
+func overLimit(k *apikeys.Key, v keyrule.Verdict) *gateway.Error {
 	var what string
 	switch v.Limit {
 	case "rpm":
@@ -247,21 +246,21 @@ func keyToken(digest string) string {
 }
 
 // keyInForce finds an active key by its secret.
-func (s *access) keyInForce(r *http.Request, secret string) (store.Key, bool) {
+func (s *access) keyInForce(r *http.Request, secret string) (apikeys.Key, bool) {
 	if s.keys == nil {
-		return store.Key{}, false
+		return apikeys.Key{}, false
 	}
 	return s.keys.Active(r.Context(), secret, time.Now())
 }
 
 // keyOfCookie finds the active key whose token the request's cookie holds.
-func (s *access) keyOfCookie(r *http.Request) (store.Key, bool) {
+func (s *access) keyOfCookie(r *http.Request) (apikeys.Key, bool) {
 	c, err := r.Cookie(keyCookie)
 	if err != nil || s.keys == nil {
-		return store.Key{}, false
+		return apikeys.Key{}, false
 	}
 	now := time.Now()
-	k, ok, _ := s.keys.Find(r.Context(), now, func(k store.Key) bool {
+	k, ok, _ := s.keys.Find(r.Context(), now, func(k apikeys.Key) bool {
 		return subtle.ConstantTimeCompare([]byte(keyToken(k.Digest)), []byte(c.Value)) == 1 && keyrule.State(k.Revoked, k.Expires, now) == keyrule.Active
 	})
 	return k, ok
@@ -299,7 +298,7 @@ func (s *access) anyKeyInForce(r *http.Request) bool {
 		return false
 	}
 	now := time.Now()
-	_, ok, _ := s.keys.Find(r.Context(), now, func(k store.Key) bool {
+	_, ok, _ := s.keys.Find(r.Context(), now, func(k apikeys.Key) bool {
 		return keyrule.State(k.Revoked, k.Expires, now) == keyrule.Active
 	})
 	return ok

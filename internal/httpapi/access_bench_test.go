@@ -51,7 +51,7 @@ func (k *keyCheck) check(b *testing.B) {
 
 func newKeyCheck(b *testing.B, name string, keys store.Keys, flags apikeys.Spec) *keyCheck {
 	b.Helper()
-	srv, err := New(Config{Addr: "127.0.0.1:0", Keys: keys})
+	srv, err := New(Config{Listen: Listen{Addr: "127.0.0.1:0"}, Access: Access{Keys: keys}, Models: noModels()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -147,24 +147,24 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		idle := s.gate.close()
 		cancelRequests(errShutdown)
 		s.awaitHandlers(idle)
-		s.cfg.Jobs.Close()
+		s.cfg.Responses.Jobs.Close()
 		return err
 	case <-ctx.Done():
 	}
 	idle := s.gate.close()
-	s.log.Info("shutting down: finishing running requests, refusing new ones", "timeout", s.cfg.DrainTimeout)
-	if s.cfg.Cluster != nil {
+	s.log.Info("shutting down: finishing running requests, refusing new ones", "timeout", s.cfg.Listen.DrainTimeout)
+	if s.cfg.Hosts.Cluster != nil {
 		told, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		s.cfg.Cluster.Drain(told)
+		s.cfg.Hosts.Cluster.Drain(told)
 		cancel()
 	}
-	timer := time.NewTimer(s.cfg.DrainTimeout)
+	timer := time.NewTimer(s.cfg.Listen.DrainTimeout)
 	defer timer.Stop()
 	select {
 	case <-idle:
 	case <-timer.C:
 		s.log.Warn("drain timed out: cancelling running requests")
-	case <-s.cfg.Hurry:
+	case <-s.cfg.Listen.Hurry:
 		s.log.Warn("asked again to stop: cancelling running requests")
 	}
 	// Cancelled handlers answer their clients and join their processes;
@@ -180,7 +180,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	// Background responses end with the server: each is recorded as
 	// failed, to be sent again.
-	s.cfg.Jobs.Close()
+	s.cfg.Responses.Jobs.Close()
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

@@ -66,11 +66,11 @@ func forwarded(ctx context.Context) (scope string, ok bool) {
 func (s *Server) admitPeer(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
 	key := r.Header.Get(headerClusterKey)
 	switch {
-	case key == "" || s.cfg.ClusterKey == "":
+	case key == "" || s.cfg.Hosts.Key == "":
 		writeError(w, r, &gateway.Error{Status: http.StatusUnauthorized, Type: anthropic.ErrAuthentication,
 			Message: "a request forwarded by another host needs this cluster's key"})
 		return r, false
-	case !sameSecret(key, s.cfg.ClusterKey):
+	case !sameSecret(key, s.cfg.Hosts.Key):
 		writeError(w, r, &gateway.Error{Status: http.StatusForbidden, Type: anthropic.ErrPermission,
 			Message: "the cluster key of the forwarded request is not this cluster's"})
 		return r, false
@@ -109,7 +109,7 @@ func isPeerRequest(r *http.Request) bool {
 // a request already forwarded once (never a second hop), a conversation
 // held here or by nobody alive, or a holder that cannot be reached.
 func (s *Server) routed(w http.ResponseWriter, r *http.Request, raw []byte, req gateway.Request) bool {
-	if s.cfg.ClusterKey == "" {
+	if s.cfg.Hosts.Key == "" {
 		return false
 	}
 	if _, ok := forwarded(r.Context()); ok {
@@ -138,8 +138,8 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, raw []byte, t d
 		}
 		out.Header[k] = vs
 	}
-	out.Header.Set(headerClusterKey, s.cfg.ClusterKey)
-	out.Header.Set(headerForwardedBy, s.cfg.Host)
+	out.Header.Set(headerClusterKey, s.cfg.Hosts.Key)
+	out.Header.Set(headerForwardedBy, s.cfg.Hosts.Host)
 	out.Header.Set(headerClientScope, credentialScope(r))
 	out.Header.Del(headerForwardedKey)
 	if k := caller(r.Context()); k != nil {
@@ -150,7 +150,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, raw []byte, t d
 	// never answers, or stops in the middle of its answer, and must not
 	// hold the request.
 	ctx, cancel := context.WithCancelCause(r.Context())
-	rl := newRelay(w, nil, s.cfg.PingInterval)
+	rl := newRelay(w, nil, s.cfg.Listen.PingInterval)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel(nil)
@@ -167,7 +167,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, raw []byte, t d
 		// Refused, or broken before it answered: the holder is taken
 		// for gone, so that what it may have begun (a journaled request)
 		// is known as such here at once, not once its heartbeat expires.
-		s.cfg.Peers.Unreachable(context.WithoutCancel(r.Context()), t.Owner)
+		s.cfg.Hosts.Peers.Unreachable(context.WithoutCancel(r.Context()), t.Owner)
 		s.log.Warn("cluster: could not reach the host that holds the conversation; answering here", "holder", t.Host, "err", err)
 		return false
 	}
@@ -195,7 +195,7 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, raw []byte, t d
 	case errors.Is(err, errClientGone) || r.Context().Err() != nil:
 		// The client left: its context ends the forward.
 	default:
-		s.cfg.Peers.Unreachable(context.WithoutCancel(r.Context()), t.Owner)
+		s.cfg.Hosts.Peers.Unreachable(context.WithoutCancel(r.Context()), t.Owner)
 		s.log.Warn("cluster: the forwarded answer was cut; the client is told", "holder", t.Host, "err", err,
 			"holder_gone", errors.Is(context.Cause(ctx), errHolderGone))
 		rl.cut(relayCutError(t.Host, r.Header.Get(headerIdempotency) != "" || r.Header.Get(headerRequestID) != ""))
@@ -224,10 +224,10 @@ func (s *Server) watchHolder(ctx context.Context, cancel context.CancelCauseFunc
 			return
 		case <-tick.C:
 		}
-		if quiet := silent(time.Now()); quiet > 0 && quiet < s.cfg.PingInterval {
+		if quiet := silent(time.Now()); quiet > 0 && quiet < s.cfg.Listen.PingInterval {
 			continue
 		}
-		if _, alive, err := s.cfg.Peers.Host(ctx, t.Owner); err == nil && !alive {
+		if _, alive, err := s.cfg.Hosts.Peers.Host(ctx, t.Owner); err == nil && !alive {
 			cancel(errHolderGone)
 			return
 		}

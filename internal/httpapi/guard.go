@@ -17,7 +17,7 @@ import (
 // visits), DNS-rebound host names when listening on loopback, and
 // requests without a key where one is needed (authenticate).
 func (s *Server) guard(next http.Handler) http.Handler {
-	loopback := isLoopbackAddr(s.cfg.Addr)
+	loopback := isLoopbackAddr(s.cfg.Listen.Addr)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.allowedSource(w, r, loopback) {
 			return

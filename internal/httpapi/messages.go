@@ -107,7 +107,7 @@ func sessionHeaders(w http.ResponseWriter, out *collected) {
 //
 // It returns the gateway's error, already answered.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, req gateway.Request, id string, enc sseEncoder) error {
-	out := newSSEWriter(w, enc, s.cfg.PingInterval)
+	out := newSSEWriter(w, enc, s.cfg.Listen.PingInterval)
 	defer out.stopPings()
 	err := settled(r, s.answer(w, r, req, id, out))
 	// No ping may commit the stream while an error is being answered.

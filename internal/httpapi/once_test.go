@@ -13,6 +13,7 @@ import (
 
 	"github.com/meridian-gw/meridian/internal/answers"
 	"github.com/meridian-gw/meridian/internal/anthropic"
+	"github.com/meridian-gw/meridian/internal/dispatch"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/store"
 	"github.com/meridian-gw/meridian/internal/store/sqlite"
@@ -44,7 +45,8 @@ func TestAnAnswerIsSavedBeforeItsLastBytes(t *testing.T) {
 	}
 	st := sqlite.NewStore(db, path, sqlstore.Options{})
 	defer st.Close()
-	s, err := New(Config{Addr: "127.0.0.1:0", Answers: answers.New(st.Answers, answers.DefaultLimits(), nil)})
+	s, err := New(Config{Listen: Listen{Addr: "127.0.0.1:0"},
+		Models: Models{Dispatch: dispatch.New(dispatch.Config{Answers: answers.New(st.Answers, answers.DefaultLimits(), nil)})}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ func TestAClientGoneAfterItsAnswerWasAnswered(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := metrics.New(nil)
-			s, err := New(Config{Addr: "127.0.0.1:0", Metrics: m})
+			s, err := New(Config{Listen: Listen{Addr: "127.0.0.1:0"}, Telemetry: Telemetry{Metrics: m}, Models: noModels()})
 			if err != nil {
 				t.Fatal(err)
 			}

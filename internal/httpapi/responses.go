@@ -46,7 +46,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if rreq.Background && s.cfg.Responses == nil {
+	if rreq.Background && s.cfg.Responses.Store == nil {
 		writeError(w, r, gateway.InvalidRequest("background responses need the response store, which this server runs without"))
 		return
 	}
@@ -83,9 +83,9 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, c *responseCall
 		ignored = searchIgnored(ignored, s.backends.of(r.Context()).SearchesWeb(), "tools: "+ws.Tool, ws.Unhonoured)
 	}
 	setIgnored(w.Header(), s.withOutputLimit(r, ignored, limit))
-	c.meta = rreq.Meta(c.id, time.Now().Unix(), s.cfg.Sealer)
+	c.meta = rreq.Meta(c.id, time.Now().Unix(), s.cfg.Responses.Sealer)
 	c.greq.Echo = rreq.Echo
-	if rreq.Store && s.cfg.Responses != nil {
+	if rreq.Store && s.cfg.Responses.Store != nil {
 		status := openai.StatusInProgress
 		if rreq.Background {
 			status = openai.StatusQueued
@@ -152,7 +152,7 @@ func (s *Server) recordEnd(ctx context.Context, c *responseCall, enc *openai.Res
 // refuses it with a wait.
 func (s *Server) putResponse(ctx context.Context, c *responseCall, status string) *gateway.Error {
 	snap, _ := json.Marshal(c.meta.Snapshot(status, nil))
-	err := s.cfg.Responses.Put(ctx, responses.Record{
+	err := s.cfg.Responses.Store.Put(ctx, responses.Record{
 		ID: c.id, Scope: c.scope, Status: status, Background: c.req.Background, Previous: c.req.Previous,
 		Input: openai.ItemsJSON(c.req.Input, "in_"+strings.TrimPrefix(c.id, "resp_")), Response: snap,
 	})
@@ -180,7 +180,7 @@ func (s *Server) storeEnd(ctx context.Context, c *responseCall, resp openai.Resp
 	body, _ := json.Marshal(resp)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 	defer cancel()
-	if err := s.cfg.Responses.Update(sctx, c.id, resp.Status, body); err != nil && !errors.Is(err, responses.ErrNotFound) {
+	if err := s.cfg.Responses.Store.Update(sctx, c.id, resp.Status, body); err != nil && !errors.Is(err, responses.ErrNotFound) {
 		s.log.Warn("could not record a response's end", "response", c.id, "err", err)
 	}
 }
@@ -193,7 +193,7 @@ func (s *Server) storeProgress(c *responseCall, resp openai.Response) {
 	body, _ := json.Marshal(resp)
 	sctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	if err := s.cfg.Responses.Update(sctx, c.id, resp.Status, body); err != nil && !errors.Is(err, responses.ErrNotFound) {
+	if err := s.cfg.Responses.Store.Update(sctx, c.id, resp.Status, body); err != nil && !errors.Is(err, responses.ErrNotFound) {
 		s.log.Warn("could not record a response in progress", "response", c.id, "err", err)
 	}
 }

@@ -19,7 +19,7 @@ import (
 // its previous response and that one's predecessors, oldest first, and the
 // items an item_reference may name.
 func (s *Server) history(ctx context.Context, scope string, req *openai.ResponsesRequest) (openai.History, *gateway.Error) {
-	h := openai.History{Sealer: s.cfg.Sealer}
+	h := openai.History{Sealer: s.cfg.Responses.Sealer}
 	if req.Previous == "" {
 		return h, nil
 	}
@@ -28,7 +28,7 @@ func (s *Server) history(ctx context.Context, scope string, req *openai.Response
 		e.Param = "previous_response_id"
 		return e
 	}
-	if s.cfg.Responses == nil {
+	if s.cfg.Responses.Store == nil {
 		return h, notFound("previous_response_id: this server stores no responses; send the whole conversation")
 	}
 	var chain [][]openai.Item
@@ -38,7 +38,7 @@ func (s *Server) history(ctx context.Context, scope string, req *openai.Response
 			break
 		}
 		seen[id] = true
-		rec, err := s.cfg.Responses.Get(ctx, scope, id)
+		rec, err := s.cfg.Responses.Store.Get(ctx, scope, id)
 		switch {
 		case errors.Is(err, responses.ErrNotFound) && id == req.Previous:
 			return h, notFound(fmt.Sprintf("previous response %q not found", id))
@@ -103,7 +103,7 @@ func (s *Server) background(w http.ResponseWriter, r *http.Request, c *responseC
 	// ends, with the run's tokens and outcome.
 	tr := telemetry.From(r.Context())
 	keyDone := c.key.take() // the run ends the key's count
-	log, err := s.cfg.Jobs.Start(c.id, out.current, func(ctx context.Context, log *responses.EventLog) {
+	log, err := s.cfg.Responses.Jobs.Start(c.id, out.current, func(ctx context.Context, log *responses.EventLog) {
 		defer keyDone()
 		out.attach(log)
 		s.storeProgress(c, out.begin())

@@ -68,7 +68,7 @@ func (s *Server) once(w http.ResponseWriter, r *http.Request, raw []byte, req *a
 		return
 	}
 	defer run.Done()
-	serve(&recorder{ResponseWriter: w, limit: s.cfg.AnswerBytes, save: run.Save})
+	serve(&recorder{ResponseWriter: w, limit: s.cfg.Models.AnswerBytes, save: run.Save})
 }
 
 // requestKey names a request exactly: its route as the client sent it

@@ -13,6 +13,7 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
+	"github.com/meridian-gw/meridian/internal/dispatch"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/httpapi"
 	"github.com/meridian-gw/meridian/internal/testkit"
@@ -306,13 +307,14 @@ func TestNonLoopbackNeedsAPIKey(t *testing.T) {
 	t.Parallel()
 	gw := gateway.New(gateway.Config{})
 	defer gw.Close()
-	if _, err := httpapi.New(httpapi.Config{Addr: "0.0.0.0:3456", Gateway: gw}); err == nil || !strings.Contains(err.Error(), "API key") {
+	models := httpapi.Models{Dispatch: dispatch.New(dispatch.Config{Default: gw})}
+	if _, err := httpapi.New(httpapi.Config{Listen: httpapi.Listen{Addr: "0.0.0.0:3456"}, Models: models}); err == nil || !strings.Contains(err.Error(), "API key") {
 		t.Fatalf("non-loopback without key: err = %v", err)
 	}
-	if _, err := httpapi.New(httpapi.Config{Addr: "0.0.0.0:3456", APIKey: "k", Gateway: gw}); err != nil {
+	if _, err := httpapi.New(httpapi.Config{Listen: httpapi.Listen{Addr: "0.0.0.0:3456"}, Access: httpapi.Access{AdminKey: "k"}, Models: models}); err != nil {
 		t.Fatalf("non-loopback with key: %v", err)
 	}
-	if _, err := httpapi.New(httpapi.Config{Addr: "[::1]:3456", Gateway: gw}); err != nil {
+	if _, err := httpapi.New(httpapi.Config{Listen: httpapi.Listen{Addr: "[::1]:3456"}, Models: models}); err != nil {
 		t.Fatalf("IPv6 loopback: %v", err)
 	}
 }

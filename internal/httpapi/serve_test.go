@@ -14,13 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meridian-gw/meridian/internal/dispatch"
 	"github.com/meridian-gw/meridian/internal/testkit"
 )
 
 // Serve returns only after every handler has: one still joining what it
 // started after its connection was closed is waited for.
 func TestServeWaitsForHandlers(t *testing.T) {
-	s, err := New(Config{Addr: "127.0.0.1:0", DrainTimeout: 20 * time.Millisecond})
+	s, err := New(Config{Listen: Listen{Addr: "127.0.0.1:0", DrainTimeout: 20 * time.Millisecond}, Models: noModels()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func TestServeWaitsForHandlers(t *testing.T) {
 // after its last wait and names the request in its log.
 func TestServeGivesUpOnAWedgedHandler(t *testing.T) {
 	var log testkit.Log
-	s, err := New(Config{Addr: "127.0.0.1:0", DrainTimeout: 20 * time.Millisecond,
+	s, err := New(Config{Listen: Listen{Addr: "127.0.0.1:0", DrainTimeout: 20 * time.Millisecond}, Models: noModels(),
 		Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +91,7 @@ func TestServeGivesUpOnAWedgedHandler(t *testing.T) {
 // address, the context that starts the drain, and Serve's result.
 func drainServer(t *testing.T, drain time.Duration, hurry chan struct{}, handler http.Handler) (string, context.CancelFunc, <-chan error) {
 	t.Helper()
-	s, err := New(Config{Addr: "127.0.0.1:0", DrainTimeout: drain, Hurry: hurry})
+	s, err := New(Config{Listen: Listen{Addr: "127.0.0.1:0", DrainTimeout: drain, Hurry: hurry}, Models: noModels()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +215,7 @@ func TestOpenMounts(t *testing.T) {
 		}
 		fmt.Fprint(w, "open:"+r.URL.Path)
 	})
-	s, err := New(Config{Addr: "127.0.0.1:0", APIKey: "the-key", DrainTimeout: time.Minute,
+	s, err := New(Config{Listen: Listen{Addr: "127.0.0.1:0", DrainTimeout: time.Minute}, Access: Access{AdminKey: "the-key"}, Models: noModels(),
 		Open:   []Mount{{Prefix: "/open", Handler: open}},
 		Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
@@ -324,3 +325,7 @@ func TestHeadersAreBounded(t *testing.T) {
 		t.Fatalf("a 32 KiB header: %d", got)
 	}
 }
+
+// noModels is a dispatcher with no profile, for a server whose tests
+// send it no model request.
+func noModels() Models { return Models{Dispatch: dispatch.New(dispatch.Config{})} }

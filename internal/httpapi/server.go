@@ -5,6 +5,7 @@
 package httpapi
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -15,29 +16,40 @@ import (
 	"github.com/meridian-gw/meridian/internal/apikeys"
 	"github.com/meridian-gw/meridian/internal/dispatch"
 	"github.com/meridian-gw/meridian/internal/gateway"
-	"github.com/meridian-gw/meridian/internal/journal"
 	"github.com/meridian-gw/meridian/internal/logring"
 	"github.com/meridian-gw/meridian/internal/metrics"
 	"github.com/meridian-gw/meridian/internal/openai"
 	"github.com/meridian-gw/meridian/internal/pricing"
 	"github.com/meridian-gw/meridian/internal/responses"
-	"github.com/meridian-gw/meridian/internal/store"
 	"github.com/meridian-gw/meridian/internal/telemetry"
 	"github.com/meridian-gw/meridian/internal/telemetry/history"
 	"github.com/meridian-gw/meridian/internal/web"
 )
 
-// Config configures a Server.
+// Config configures a Server, in parts by concern.
 type Config struct {
+	Listen    Listen
+	Access    Access
+	Models    Models
+	Responses Responses
+	Hosts     Hosts
+	Telemetry Telemetry
+	// Mounts serve other backends' routes under a path prefix on this
+	// server's listener (--backend combined: /antigravity/…).
+	Mounts []Mount
+	// Open are handlers that authenticate their own callers (agy
+	// sessions' tool endpoints, by a secret in the path): they pass the
+	// host and origin guards but need no API key, are not logged (their
+	// paths hold the secret) and are not drained (agy holds a stream open
+	// on them for as long as it runs).
+	Open   []Mount
+	Logger *slog.Logger
+}
+
+// Listen is where the server listens and how it treats a connection.
+type Listen struct {
 	// Addr is host:port to listen on.
 	Addr string
-	// APIKey, when set, is the admin key: required on every route but the
-	// probes, and the only key the pages and admin routes take.
-	APIKey string
-	// Keys, when set, are the keys of people and tools, each with its
-	// scope and limits, shared by every host on the store: once one
-	// exists, the model routes need one of them (or the admin key).
-	Keys store.Keys
 	// MaxBodyBytes bounds a request body; larger bodies get 413.
 	// BodyTimeout bounds how long it may take to arrive; slower ones get
 	// 408 (0: DefaultBodyTimeout).
@@ -50,38 +62,57 @@ type Config struct {
 	// (a second signal).
 	DrainTimeout time.Duration
 	Hurry        <-chan struct{}
-	// Version is reported by GET /.
+	// Version is reported by GET / and the pages.
 	Version string
+}
 
-	// Responses keeps stored Responses API responses, Jobs runs background
-	// ones, and Sealer seals the reasoning handed to clients. Without
-	// Responses nothing is stored and background responses are refused.
-	Responses *responses.Store
-	Jobs      *responses.Jobs
-	Sealer    *openai.Sealer
+// Access is who may call.
+type Access struct {
+	// AdminKey, when set, is required on every route but the probes, and
+	// is the only key the pages and admin routes take.
+	AdminKey string
+	// Keys, when set, are the keys of people and tools, each with its
+	// scope and limits, shared by every host on the store: once one
+	// exists, the model routes need one of them (or the admin key).
+	Keys apikeys.Keys
+}
 
-	// Answers keeps completed answers for the retries of requests that can
-	// only be retries (see once); AnswerBytes is the largest kept. Journal
-	// records requests with explicit ids while they run. Either may be nil.
-	Answers     *answers.Cache
+// Models is who answers the model requests.
+type Models struct {
+	// Dispatch chooses the profile of each request and keeps the saved
+	// answers and the journal that make retries safe.
+	Dispatch *dispatch.Dispatcher
+	// AnswerBytes is the largest answer saved for a retry.
 	AnswerBytes int
-	Journal     *journal.Journal
-	// Bench shares the profiles' rate-limit benches with the other hosts
-	// on the store; nil keeps them here.
-	Bench store.Bench
+}
 
+// Responses are the Responses API's stored and background responses.
+type Responses struct {
+	// Store keeps stored responses, Jobs runs background ones, and Sealer
+	// seals the reasoning handed to clients. Without Store nothing is
+	// stored and background responses are refused.
+	Store  *responses.Store
+	Jobs   *responses.Jobs
+	Sealer *openai.Sealer
+}
+
+// Hosts is this meridian among those sharing its store.
+type Hosts struct {
 	// Host is this meridian's host id, shown by /health, /inflight and the
 	// pages; Cluster knows the meridians sharing the store (nil: this one
 	// alone). StoreEngine and StoreAt name the store for /health.
 	Host                 string
 	Cluster              Cluster
 	StoreEngine, StoreAt string
-	// ClusterKey, when set, sends each conversation's turns to the host
-	// that holds it (Peers tells which hosts are alive) and admits the
+	// Key, when set, sends each conversation's turns to the host that
+	// holds it (Peers tells which hosts are alive) and admits the
 	// requests other hosts forward with it.
-	ClusterKey string
-	Peers      dispatch.Hosts
+	Key   string
+	Peers dispatch.Hosts
+}
 
+// Telemetry is what the server records and shows of its work.
+type Telemetry struct {
 	// History keeps a record of each model request, Metrics counts them
 	// for /metrics, Prices estimates their cost and Logs holds the recent
 	// log lines; any may be nil (then that page answers 404).
@@ -89,24 +120,6 @@ type Config struct {
 	Metrics *metrics.Metrics
 	Prices  *pricing.Table
 	Logs    *logring.Ring
-
-	// Gateway serves requests that name no profile; Profiles are every
-	// profile's gateway in priority order (X-Meridian-Profile chooses).
-	Gateway  *gateway.Gateway
-	Profiles []Profile
-	// Failover moves a request refused for a rate limit, before anything
-	// reached its client, to the next profile that is not benched.
-	Failover bool
-	// Mounts serve other backends' routes under a path prefix on this
-	// server's listener (--backend combined: /antigravity/…).
-	Mounts []Mount
-	// Open are handlers that authenticate their own callers (agy
-	// sessions' tool endpoints, by a secret in the path): they pass the
-	// host and origin guards but need no API key, are not logged (their
-	// paths hold the secret) and are not drained (agy holds a stream open
-	// on them for as long as it runs).
-	Open   []Mount
-	Logger *slog.Logger
 }
 
 // Mount is another server's handler under Prefix ("/antigravity"): a
@@ -157,28 +170,32 @@ type Server struct {
 // New returns a Server. It refuses to expose a non-loopback address
 // without an API key.
 func New(cfg Config) (*Server, error) {
-	if cfg.MaxBodyBytes <= 0 {
-		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	l := &cfg.Listen
+	if l.MaxBodyBytes <= 0 {
+		l.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	if cfg.BodyTimeout <= 0 {
-		cfg.BodyTimeout = DefaultBodyTimeout
+	if l.BodyTimeout <= 0 {
+		l.BodyTimeout = DefaultBodyTimeout
 	}
-	if cfg.PingInterval <= 0 {
-		cfg.PingInterval = DefaultPingInterval
+	if l.PingInterval <= 0 {
+		l.PingInterval = DefaultPingInterval
 	}
-	if cfg.DrainTimeout <= 0 {
-		cfg.DrainTimeout = DefaultDrainTimeout
+	if l.DrainTimeout <= 0 {
+		l.DrainTimeout = DefaultDrainTimeout
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.AnswerBytes <= 0 {
-		cfg.AnswerBytes = answers.DefaultLimits().EntryBytes
+	if cfg.Models.AnswerBytes <= 0 {
+		cfg.Models.AnswerBytes = answers.DefaultLimits().EntryBytes
 	}
-	if cfg.Jobs == nil {
-		cfg.Jobs = responses.NewJobs(responses.JobsConfig{})
+	if cfg.Models.Dispatch == nil {
+		return nil, errors.New("httpapi: no dispatcher: nothing would answer the model requests")
 	}
-	if err := CheckExposure(cfg.Addr, cfg.APIKey); err != nil {
+	if cfg.Responses.Jobs == nil {
+		cfg.Responses.Jobs = responses.NewJobs(responses.JobsConfig{})
+	}
+	if err := CheckExposure(l.Addr, cfg.Access.AdminKey); err != nil {
 		return nil, err
 	}
 	pages, err := web.Parse()
@@ -186,28 +203,30 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, pages: pages, gate: newGate(), lastWait: DefaultLastWait, peers: newPeerClient(),
-		dispatch: dispatch.New(dispatch.Config{Default: cfg.Gateway, Profiles: cfg.Profiles, Failover: cfg.Failover,
-			Answers: cfg.Answers, Journal: cfg.Journal, Bench: cfg.Bench, Hosts: cfg.Peers, Logger: cfg.Logger})}
+		dispatch: cfg.Models.Dispatch}
 	s.backends = backends{dispatch: s.dispatch, mounted: mountedGateways(cfg.Mounts)}
 	s.access = access{log: cfg.Logger}
-	s.site = pageRoutes{pages: pages, version: cfg.Version, log: cfg.Logger, access: &s.access, backends: &s.backends,
-		mounts: cfg.Mounts, history: cfg.History, logs: cfg.Logs}
+	tel := cfg.Telemetry
+	s.site = pageRoutes{pages: pages, version: l.Version, log: cfg.Logger, access: &s.access, backends: &s.backends,
+		mounts: cfg.Mounts, history: tel.History, logs: tel.Logs}
 	s.access.signInPage = s.site.signInPage
-	s.usage = usageRoutes{keys: cfg.Keys, access: &s.access, history: cfg.History, telemetry: &s.telemetry, site: &s.site,
+	s.usage = usageRoutes{keys: cfg.Access.Keys, access: &s.access, history: tel.History, telemetry: &s.telemetry, site: &s.site,
 		backends: &s.backends, log: cfg.Logger}
-	if cfg.APIKey != "" {
-		s.access.admin, s.access.hasAdmin = digest(cfg.APIKey), true
+	if a := cfg.Access; a.AdminKey != "" {
+		s.access.admin, s.access.hasAdmin = digest(a.AdminKey), true
 	}
-	if cfg.Keys != nil {
-		s.access.keys, s.access.admission = apikeys.NewRing(cfg.Keys), apikeys.NewAdmission(cfg.Keys, cfg.Host, cfg.Logger)
+	if keys := cfg.Access.Keys; keys != nil {
+		s.access.keys, s.access.admission = apikeys.NewRing(keys), apikeys.NewAdmission(keys, cfg.Hosts.Host, cfg.Logger)
 	}
-	s.telemetry = telemetryRoutes{history: cfg.History, metrics: cfg.Metrics, logs: cfg.Logs, log: cfg.Logger, load: s.backends.load}
-	s.cluster = clusterRoutes{host: cfg.Host, store: cfg.StoreEngine, storeAt: cfg.StoreAt, cluster: cfg.Cluster, version: cfg.Version,
+	h := cfg.Hosts
+	s.telemetry = telemetryRoutes{history: tel.History, metrics: tel.Metrics, logs: tel.Logs, log: cfg.Logger, load: s.backends.load}
+	s.cluster = clusterRoutes{host: h.Host, store: h.StoreEngine, storeAt: h.StoreAt, cluster: h.Cluster, version: l.Version,
 		pages: pages, log: cfg.Logger, load: s.backends.load, draining: s.gate.isClosed}
-	s.bodies = bodies{max: cfg.MaxBodyBytes, timeout: cfg.BodyTimeout}
-	s.stored = storedResponses{store: cfg.Responses, jobs: cfg.Jobs, bodies: s.bodies, ping: cfg.PingInterval, log: cfg.Logger}
-	s.info = infoRoutes{version: cfg.Version, host: cfg.Host, backends: &s.backends, cluster: &s.cluster, site: &s.site, log: cfg.Logger}
-	s.sessions = sessionRoutes{profiles: s.dispatch, mounted: s.backends.mounted, host: cfg.Host, store: s.cluster.storeHealth, log: cfg.Logger}
+	s.bodies = bodies{max: l.MaxBodyBytes, timeout: l.BodyTimeout}
+	r := cfg.Responses
+	s.stored = storedResponses{store: r.Store, jobs: r.Jobs, bodies: s.bodies, ping: l.PingInterval, log: cfg.Logger}
+	s.info = infoRoutes{version: l.Version, host: h.Host, backends: &s.backends, cluster: &s.cluster, site: &s.site, log: cfg.Logger}
+	s.sessions = sessionRoutes{profiles: s.dispatch, mounted: s.backends.mounted, host: h.Host, store: s.cluster.storeHealth, log: cfg.Logger}
 	s.handler = s.routes()
 	return s, nil
 }
@@ -235,9 +254,9 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 // Listen binds the configured address.
 func (s *Server) Listen() (net.Listener, error) {
-	ln, err := net.Listen("tcp", s.cfg.Addr)
+	ln, err := net.Listen("tcp", s.cfg.Listen.Addr)
 	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", s.cfg.Addr, err)
+		return nil, fmt.Errorf("listen on %s: %w", s.cfg.Listen.Addr, err)
 	}
 	return ln, nil
 }
@@ -354,10 +373,10 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func (s *Server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		if s.cfg.Host != "" {
+		if s.cfg.Hosts.Host != "" {
 			// Which host answered; a forwarded answer names the one it
 			// was forwarded to.
-			w.Header().Set(headerServedByHost, s.cfg.Host)
+			w.Header().Set(headerServedByHost, s.cfg.Hosts.Host)
 		}
 		sw := &statusWriter{ResponseWriter: w}
 		if api := modelAPI(r); api != "" {

@@ -17,6 +17,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/answers"
 	"github.com/meridian-gw/meridian/internal/backend/claude"
 	"github.com/meridian-gw/meridian/internal/cluster"
+	"github.com/meridian-gw/meridian/internal/dispatch"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/httpapi"
 	"github.com/meridian-gw/meridian/internal/journal"
@@ -131,35 +132,34 @@ func newStack(t testing.TB, o stackOptions) *stack {
 	}
 	gw := gateway.New(cfg)
 	hcfg := httpapi.Config{
-		Addr:         "127.0.0.1:0",
-		APIKey:       o.apiKey,
-		MaxBodyBytes: o.maxBodyBytes,
-		PingInterval: o.pingInterval,
-		DrainTimeout: o.drainTimeout,
-		Version:      "test",
-		Gateway:      gw,
-		Logger:       log,
-		Host:         "test-host",
+		Listen: httpapi.Listen{Addr: "127.0.0.1:0", MaxBodyBytes: o.maxBodyBytes, PingInterval: o.pingInterval,
+			DrainTimeout: o.drainTimeout, Version: "test"},
+		Access: httpapi.Access{AdminKey: o.apiKey},
+		Hosts:  httpapi.Hosts{Host: "test-host"},
+		Logger: log,
 	}
+	dcfg := dispatch.Config{Default: gw, Logger: log}
 	if o.sessions {
-		hcfg.Responses, hcfg.Sealer = openResponses(t, dataDir, o.responses)
-		hcfg.Journal = journal.New(st.Journal, owners, 0, 0, nil)
+		hcfg.Responses.Store, hcfg.Responses.Sealer = openResponses(t, dataDir, o.responses)
+		dcfg.Journal = journal.New(st.Journal, owners, 0, 0, nil)
 	}
-	hcfg.Jobs = responses.NewJobs(responses.JobsConfig{Max: o.maxJobs, LogBytes: o.logBytes, Store: hcfg.Responses, Logger: log})
+	hcfg.Responses.Jobs = responses.NewJobs(responses.JobsConfig{Max: o.maxJobs, LogBytes: o.logBytes, Store: hcfg.Responses.Store, Logger: log})
 	if !o.noAnswers {
 		lim := answers.DefaultLimits()
 		if o.answers != (answers.Limits{}) {
 			lim = o.answers
 		}
-		hcfg.Answers, hcfg.AnswerBytes = answers.New(st.Answers, lim, nil), lim.EntryBytes
+		dcfg.Answers, hcfg.Models.AnswerBytes = answers.New(st.Answers, lim, nil), lim.EntryBytes
 	}
+	hcfg.Models.Dispatch = dispatch.New(dcfg)
 	var hist *history.History
 	if o.telemetry {
 		hist = history.Open(st.Telemetry, "test-host", history.Limits{}, log, nil)
 		t.Cleanup(hist.Close) // after the server has stopped (cleanups run last first)
-		hcfg.History, hcfg.Logs = hist, logring.New(0)
-		hcfg.Prices, _ = pricing.New(map[string]pricing.Price{"test-model": {Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75}})
-		hcfg.Metrics = metrics.New(func(context.Context) metrics.Load {
+		tel := &hcfg.Telemetry
+		tel.History, tel.Logs = hist, logring.New(0)
+		tel.Prices, _ = pricing.New(map[string]pricing.Price{"test-model": {Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75}})
+		tel.Metrics = metrics.New(func(context.Context) metrics.Load {
 			b := gw.Load()
 			return metrics.Load{Running: b.Running, Queued: b.Queued, Slots: b.Slots, Live: b.Live, Idle: b.Idle, Spares: b.Spares,
 				IdleMemory: b.IdleMemory, Memory: b.Memory}

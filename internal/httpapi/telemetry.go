@@ -44,7 +44,7 @@ func (s *Server) record(r *http.Request, tr *telemetry.Trace, status int) {
 
 // finishTrace closes a trace with its outcome and hands the record on.
 func (s *Server) finishTrace(tr *telemetry.Trace, status int, errType string) {
-	if s.cfg.History == nil && s.cfg.Metrics == nil {
+	if s.cfg.Telemetry.History == nil && s.cfg.Telemetry.Metrics == nil {
 		return
 	}
 	rec := tr.Finish(status, errType, time.Now())
@@ -54,17 +54,17 @@ func (s *Server) finishTrace(tr *telemetry.Trace, status int, errType string) {
 	if rec.Tokens != (telemetry.Tokens{}) {
 		rec.Cost = -1
 	}
-	if s.cfg.Prices != nil && rec.Cost < 0 {
-		if usd, ok := s.cfg.Prices.Estimate(cmp.Or(rec.Effective, rec.Model), rec.Tokens.Input, rec.Tokens.Output,
+	if s.cfg.Telemetry.Prices != nil && rec.Cost < 0 {
+		if usd, ok := s.cfg.Telemetry.Prices.Estimate(cmp.Or(rec.Effective, rec.Model), rec.Tokens.Input, rec.Tokens.Output,
 			rec.Tokens.CacheRead, rec.Tokens.CacheWrite); ok {
 			rec.Cost = usd
 		}
 	}
-	if s.cfg.History != nil {
-		s.cfg.History.Add(rec)
+	if s.cfg.Telemetry.History != nil {
+		s.cfg.Telemetry.History.Add(rec)
 	}
-	if s.cfg.Metrics != nil {
-		s.cfg.Metrics.Observe(rec)
+	if s.cfg.Telemetry.Metrics != nil {
+		s.cfg.Telemetry.Metrics.Observe(rec)
 	}
 }
 

@@ -23,7 +23,7 @@ func (s *Server) boundUnreadBody(next http.Handler) http.Handler {
 		body := &bodyProgress{ReadCloser: r.Body}
 		body.left.Store(r.ContentLength)
 		r.Body = body
-		gw := &unreadGuard{ResponseWriter: w, body: body, timeout: s.cfg.BodyTimeout}
+		gw := &unreadGuard{ResponseWriter: w, body: body, timeout: s.cfg.Listen.BodyTimeout}
 		next.ServeHTTP(gw, r)
 		gw.answering() // an answer of headers alone is written after this
 	})

@@ -18,7 +18,7 @@ import (
 // request.
 func TestAnAnswerBeforeTheBodyIsNotHeldByIt(t *testing.T) {
 	const timeout = 300 * time.Millisecond
-	s, err := New(Config{Addr: "127.0.0.1:0", BodyTimeout: timeout})
+	s, err := New(Config{Listen: Listen{Addr: "127.0.0.1:0", BodyTimeout: timeout}, Models: noModels()})
 	if err != nil {
 		t.Fatal(err)
 	}

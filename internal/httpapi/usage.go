@@ -10,9 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/meridian-gw/meridian/internal/apikeys"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/keyrule"
-	"github.com/meridian-gw/meridian/internal/store"
 	"github.com/meridian-gw/meridian/internal/telemetry"
 	"github.com/meridian-gw/meridian/internal/telemetry/history"
 	"github.com/meridian-gw/meridian/internal/web"
@@ -21,7 +21,7 @@ import (
 // usageRoutes are what an operator or a key's holder reads about use:
 // every key's figures, a key's own (and its page), and the plans' quota.
 type usageRoutes struct {
-	keys      store.Keys // nil without keys
+	keys      apikeys.Keys // nil without keys
 	access    *access
 	history   *history.History // nil: telemetry is not kept
 	telemetry *telemetryRoutes
@@ -140,7 +140,7 @@ func (s *usageRoutes) usageOwnKey(w http.ResponseWriter, r *http.Request) {
 
 // ownFigures are one key's scope, limits, where they stand and its use
 // over the window.
-func (s *usageRoutes) ownFigures(ctx context.Context, k store.Key, window time.Duration) (ownKey, error) {
+func (s *usageRoutes) ownFigures(ctx context.Context, k apikeys.Key, window time.Duration) (ownKey, error) {
 	now := time.Now()
 	out := ownKey{Name: k.Name, Profiles: k.Profiles, Models: k.Models, RPM: k.RPM, Concurrent: k.Concurrent,
 		TokensPerDay: k.TokensPerDay, Usage: keyUsage{Name: k.Name, Status: keyrule.State(k.Revoked, k.Expires, now)}}

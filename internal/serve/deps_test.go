@@ -17,6 +17,7 @@ func TestImportsFlowDownward(t *testing.T) {
 		"internal/clientsetup",
 		"internal/cluster",
 		"internal/config",
+		"internal/dispatch",
 		"internal/gateway",
 		"internal/httpapi",
 		"internal/journal",

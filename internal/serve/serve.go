@@ -21,6 +21,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/answers"
 	"github.com/meridian-gw/meridian/internal/backend/agy"
 	"github.com/meridian-gw/meridian/internal/cluster"
+	"github.com/meridian-gw/meridian/internal/dispatch"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/httpapi"
 	"github.com/meridian-gw/meridian/internal/journal"
@@ -344,21 +345,32 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	}
 	defer tel.history.Close() // after the server: the last records are written
 	lim := answers.DefaultLimits()
+	// What both servers on this listener share: the listener's settings,
+	// who may call, the hosts and the telemetry. Each has its own
+	// dispatcher (saved answers, journal) and background jobs.
+	base := httpapi.Config{
+		Listen: httpapi.Listen{Addr: addr, MaxBodyBytes: cfg.MaxBodyBytes, BodyTimeout: cfg.BodyTimeout, DrainTimeout: cfg.DrainTimeout,
+			PingInterval: cfg.PingInterval, Hurry: cfg.Hurry, Version: cfg.Version},
+		Access:    httpapi.Access{AdminKey: cfg.APIKey, Keys: db.Keys},
+		Hosts:     httpapi.Hosts{Host: host, Cluster: hosts, StoreEngine: db.Engine, StoreAt: db.Where},
+		Telemetry: httpapi.Telemetry{History: tel.history, Metrics: tel.metrics, Prices: tel.prices, Logs: logs},
+	}
+	models := func(def *gateway.Gateway, profiles []httpapi.Profile, failover bool, peers dispatch.Hosts, log *slog.Logger) httpapi.Models {
+		return httpapi.Models{AnswerBytes: lim.EntryBytes, Dispatch: dispatch.New(dispatch.Config{Default: def, Profiles: profiles,
+			Failover: failover, Answers: answers.New(db.Answers, lim, nil), Journal: journal.New(db.Journal, hosts, 0, 0, nil).Notifying(db.Signals),
+			Bench: db.Bench, Hosts: peers, Logger: log})}
+	}
 	var mounts []httpapi.Mount
 	if agyGW != nil {
 		// Antigravity's own server on this listener: its own admission,
 		// processes, saved answers and background jobs.
 		jobs := responses.NewJobs(responses.JobsConfig{Max: cfg.MaxBackground, Store: stored, Logger: log.With("component", "responses")})
 		defer jobs.Close()
-		agySrv, err := httpapi.New(httpapi.Config{
-			History: tel.history, Metrics: tel.metrics, Prices: tel.prices, Logs: logs,
-			Answers: answers.New(db.Answers, lim, nil), AnswerBytes: lim.EntryBytes, Journal: journal.New(db.Journal, hosts, 0, 0, nil).Notifying(db.Signals), Bench: db.Bench,
-			Host: host, Cluster: hosts, StoreEngine: db.Engine, StoreAt: db.Where,
-			Responses: stored, Jobs: jobs, Sealer: sealer,
-			Addr: addr, APIKey: cfg.APIKey, Keys: db.Keys, MaxBodyBytes: cfg.MaxBodyBytes, BodyTimeout: cfg.BodyTimeout, DrainTimeout: cfg.DrainTimeout, PingInterval: cfg.PingInterval, Hurry: cfg.Hurry,
-			Version: cfg.Version, Gateway: agyGW, Profiles: []httpapi.Profile{{Name: BackendAntigravity, Gateway: agyGW}},
-			Logger: log.With("component", "http", "backend", BackendAntigravity),
-		})
+		agy := base
+		agy.Logger = log.With("component", "http", "backend", BackendAntigravity)
+		agy.Responses = httpapi.Responses{Store: stored, Jobs: jobs, Sealer: sealer}
+		agy.Models = models(agyGW, []httpapi.Profile{{Name: BackendAntigravity, Gateway: agyGW}}, false, nil, agy.Logger)
+		agySrv, err := httpapi.New(agy)
 		if err != nil {
 			return err
 		}
@@ -368,40 +380,14 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	if agyTools != nil {
 		open = append(open, httpapi.Mount{Prefix: agyToolsPrefix, Handler: agyTools})
 	}
-	srv, err := httpapi.New(httpapi.Config{
-		History:      tel.history,
-		Metrics:      tel.metrics,
-		Prices:       tel.prices,
-		Logs:         logs,
-		Answers:      answers.New(db.Answers, lim, nil),
-		AnswerBytes:  lim.EntryBytes,
-		Journal:      journal.New(db.Journal, hosts, 0, 0, nil).Notifying(db.Signals),
-		Bench:        db.Bench,
-		Host:         host,
-		Cluster:      hosts,
-		ClusterKey:   cfg.ClusterKey,
-		Peers:        hosts,
-		StoreEngine:  db.Engine,
-		StoreAt:      db.Where,
-		Responses:    stored,
-		Jobs:         responses.NewJobs(responses.JobsConfig{Max: cfg.MaxBackground, Store: stored, Logger: log.With("component", "responses")}),
-		Sealer:       sealer,
-		Addr:         addr,
-		APIKey:       cfg.APIKey,
-		Keys:         db.Keys,
-		MaxBodyBytes: cfg.MaxBodyBytes,
-		BodyTimeout:  cfg.BodyTimeout,
-		DrainTimeout: cfg.DrainTimeout,
-		PingInterval: cfg.PingInterval,
-		Hurry:        cfg.Hurry,
-		Version:      cfg.Version,
-		Gateway:      gw,
-		Profiles:     profiles.http(),
-		Failover:     cfg.Failover,
-		Mounts:       mounts,
-		Open:         open,
-		Logger:       log.With("component", "http"),
-	})
+	front := base
+	front.Logger = log.With("component", "http")
+	front.Hosts.Key, front.Hosts.Peers = cfg.ClusterKey, hosts
+	front.Responses = httpapi.Responses{Store: stored, Sealer: sealer,
+		Jobs: responses.NewJobs(responses.JobsConfig{Max: cfg.MaxBackground, Store: stored, Logger: log.With("component", "responses")})}
+	front.Models = models(gw, profiles.http(), cfg.Failover, hosts, front.Logger)
+	front.Mounts, front.Open = mounts, open
+	srv, err := httpapi.New(front)
 	if err != nil {
 		return err
 	}

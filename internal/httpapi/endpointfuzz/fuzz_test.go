@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/meridian-gw/meridian/internal/backend/claude"
+	"github.com/meridian-gw/meridian/internal/dispatch"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/httpapi"
 	"github.com/meridian-gw/meridian/internal/testkit"
@@ -21,7 +22,8 @@ func fuzzHandler(f *testing.F) http.Handler {
 	driver := claude.New(claude.Config{Path: "in-process", Launcher: testkit.NewInProcessCLI([]string{"hello ", "world"})})
 	gw := gateway.New(gateway.Config{Backend: driver, Inspector: driver, Workspace: f.TempDir(), MaxConcurrent: 64})
 	f.Cleanup(gw.Close)
-	srv, err := httpapi.New(httpapi.Config{Addr: "127.0.0.1:0", Gateway: gw, MaxBodyBytes: 1 << 20})
+	srv, err := httpapi.New(httpapi.Config{Listen: httpapi.Listen{Addr: "127.0.0.1:0", MaxBodyBytes: 1 << 20},
+		Models: httpapi.Models{Dispatch: dispatch.New(dispatch.Config{Default: gw})}})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meridian-gw/meridian/internal/procident"
 	"github.com/meridian-gw/meridian/internal/spawn"
-	"github.com/meridian-gw/meridian/internal/spawn/proc"
 	"github.com/meridian-gw/meridian/internal/testkit"
 )
 
@@ -26,7 +26,7 @@ func BenchmarkCollectWake(b *testing.B) {
 	bin := buildBinary(b)
 	dataDir, project := b.TempDir(), b.TempDir()
 	s := newSeeder(b, dataDir, project)
-	me, myStart := proc.Self()
+	me, myStart := procident.Self()
 	env := []string{"HOME=" + b.TempDir(), "PATH=" + os.Getenv("PATH"), "MERIDIAN_DATA_DIR=" + dataDir, "MERIDIAN_LOG_LEVEL=debug"}
 	var wakes, deliveries []time.Duration
 	for b.Loop() {

@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meridian-gw/meridian/internal/procident"
 	"github.com/meridian-gw/meridian/internal/spawn"
 	"github.com/meridian-gw/meridian/internal/spawn/lead"
-	"github.com/meridian-gw/meridian/internal/spawn/proc"
 	"github.com/meridian-gw/meridian/internal/spawn/registry"
 	"github.com/meridian-gw/meridian/internal/spawn/runner"
 	"github.com/meridian-gw/meridian/internal/store/sqlite"
@@ -119,7 +119,7 @@ func TestSpawnWaitReturnsOldest32AndLeases(t *testing.T) {
 	t.Parallel()
 	w := newSpawnWorld(t, buildBinary(t), "/no/claude/needed")
 	s := w.seeder()
-	me, myStart := proc.Self()
+	me, myStart := procident.Self()
 	for range 40 {
 		s.finish(s.running(me, myStart), spawn.Succeeded)
 	}
@@ -147,7 +147,7 @@ func TestSpawnWaitReturnsOldest32AndLeases(t *testing.T) {
 	// JSON, observing: the lease hides p1–p32 and p41 from collect.
 	waiting := w.background("spawn", "wait", "--json")
 	if err := testkit.WaitFor(30*time.Second, func() error {
-		leased, err := s.reg.Leased(context.Background(), s.lead.Project, "", proc.Alive)
+		leased, err := s.reg.Leased(context.Background(), s.lead.Project, "", procident.Alive)
 		if err == nil && len(leased) != 33 {
 			err = fmt.Errorf("leases: %v", leased)
 		}
@@ -187,7 +187,7 @@ func TestSpawnWaitReturnsOldest32AndLeases(t *testing.T) {
 	if d := w.collect(); !slices.Equal(d.IDs, idRange(33, 40)) {
 		t.Fatalf("collect after the wait delivered %v", d.IDs)
 	}
-	if leased, _ := s.reg.Leased(context.Background(), s.lead.Project, "", proc.Alive); len(leased) != 0 {
+	if leased, _ := s.reg.Leased(context.Background(), s.lead.Project, "", procident.Alive); len(leased) != 0 {
 		t.Fatalf("leases left: %v", leased)
 	}
 	// A failed waited run makes the exit status 1.
@@ -256,7 +256,7 @@ func TestSpawnReaper(t *testing.T) {
 	if err := sleeper.Start(); err != nil {
 		t.Fatal(err)
 	}
-	start, err := proc.StartTime(sleeper.Process.Pid)
+	start, err := procident.StartTime(sleeper.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +289,7 @@ func TestSpawnReaper(t *testing.T) {
 func TestSpawnCollectEndsWithItsParent(t *testing.T) {
 	t.Parallel()
 	w := newSpawnWorld(t, buildBinary(t), "/no/claude/needed")
-	me, start := proc.Self()
+	me, start := procident.Self()
 	w.seeder().running(me, start)
 	out := filepath.Join(t.TempDir(), "out")
 	// The shell is collect's parent; it exits while collect still blocks.

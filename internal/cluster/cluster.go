@@ -19,7 +19,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/meridian-gw/meridian/internal/spawn/proc"
+	"github.com/meridian-gw/meridian/internal/procident"
 	"github.com/meridian-gw/meridian/internal/store"
 )
 
@@ -134,7 +134,7 @@ func New(cfg Config) *Registry {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Registry{cfg: cfg, self: store.Owner{Host: cfg.Host, Incarnation: proc.Owner()}, started: cfg.Now(), stop: make(chan struct{}),
+	return &Registry{cfg: cfg, self: store.Owner{Host: cfg.Host, Incarnation: procident.Owner()}, started: cfg.Now(), stop: make(chan struct{}),
 		addr: cfg.Addr, state: store.HostServing}
 }
 
@@ -262,7 +262,7 @@ func (r *Registry) Alive(ctx context.Context, owner store.Owner) (bool, error) {
 	case owner == r.self:
 		return true, nil
 	case owner.Host == r.self.Host:
-		return proc.OwnerAlive(owner.Incarnation), nil
+		return procident.OwnerAlive(owner.Incarnation), nil
 	}
 	h, ok, err := r.cfg.Hosts.Get(ctx, owner)
 	if err != nil {

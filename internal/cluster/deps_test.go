@@ -9,5 +9,5 @@ import (
 // Dependencies flow downward: this package imports only what it owns
 // beyond the standard library.
 func TestImportsFlowDownward(t *testing.T) {
-	testkit.CheckImports(t, "internal/sessiontree", "internal/spawn/proc", "internal/store")
+	testkit.CheckImports(t, "internal/sessiontree", "internal/procident", "internal/store")
 }

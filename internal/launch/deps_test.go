@@ -12,7 +12,7 @@ func TestImportsFlowDownward(t *testing.T) {
 		"internal/config",
 		"internal/spawn",
 		"internal/spawn/lead",
-		"internal/spawn/proc",
+		"internal/procident",
 		"mods",
 	)
 }

@@ -11,9 +11,9 @@ import (
 	"syscall"
 
 	"github.com/meridian-gw/meridian/internal/config"
+	"github.com/meridian-gw/meridian/internal/procident"
 	"github.com/meridian-gw/meridian/internal/spawn"
 	"github.com/meridian-gw/meridian/internal/spawn/lead"
-	"github.com/meridian-gw/meridian/internal/spawn/proc"
 	"github.com/meridian-gw/meridian/mods"
 )
 
@@ -75,7 +75,7 @@ func Prepare(ctx context.Context, o Options) (*Session, error) {
 	defer closeDB() // before the exec: the session must not hold the database
 	// exec keeps the pid and the start time: the row's runner is the
 	// claude session itself, and the reaper sees it end.
-	pid, start := proc.Self()
+	pid, start := procident.Self()
 	row, err := l.StartPrimary(ctx, "claude "+mode.String()+" session", pid, start)
 	if err != nil {
 		return nil, fmt.Errorf("record the session: %w", err)

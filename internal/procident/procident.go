@@ -1,7 +1,7 @@
-// Package proc tells whether a recorded process is still the same process:
+// Package procident tells whether a recorded process is still the same process:
 // a pid alone is not enough, since pids are reused, so its start time
 // (from /proc, in clock ticks since boot) is recorded beside it.
-package proc
+package procident
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package proc
+package procident
 
 import (
 	"os/exec"

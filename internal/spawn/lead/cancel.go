@@ -8,8 +8,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/meridian-gw/meridian/internal/procident"
 	"github.com/meridian-gw/meridian/internal/spawn"
-	"github.com/meridian-gw/meridian/internal/spawn/proc"
 	"github.com/meridian-gw/meridian/internal/spawn/registry"
 )
 
@@ -50,7 +50,7 @@ func (l *Lead) Cancel(ctx context.Context, ids []string, observe bool) ([]Cancel
 		if !row.Status.Active() {
 			continue
 		}
-		if proc.Alive(row.RunnerPID, row.RunnerStart) {
+		if procident.Alive(row.RunnerPID, row.RunnerStart) {
 			if err := syscall.Kill(row.RunnerPID, syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) && !errors.Is(err, syscall.ESRCH) {
 				return nil, fmt.Errorf("signal %s's worker: %w", row.ID, err)
 			}
@@ -92,7 +92,7 @@ func (l *Lead) awaitCancel(ctx context.Context, row registry.Row, deadline time.
 		if cur.Status.Terminal() {
 			return cur, nil
 		}
-		if !proc.Alive(cur.RunnerPID, cur.RunnerStart) {
+		if !procident.Alive(cur.RunnerPID, cur.RunnerStart) {
 			// Queued with no worker yet, or a worker that died: nobody else
 			// will write the outcome. A worker still starting finds the
 			// spawn cancelled and does not run it.

@@ -10,7 +10,7 @@ import (
 func TestImportsFlowDownward(t *testing.T) {
 	testkit.CheckImports(t,
 		"internal/spawn",
-		"internal/spawn/proc",
+		"internal/procident",
 		"internal/spawn/registry",
 		"internal/spawn/runner",
 		"internal/store/sqlite",

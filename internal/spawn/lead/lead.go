@@ -17,8 +17,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/meridian-gw/meridian/internal/procident"
 	"github.com/meridian-gw/meridian/internal/spawn"
-	"github.com/meridian-gw/meridian/internal/spawn/proc"
 	"github.com/meridian-gw/meridian/internal/spawn/registry"
 	"github.com/meridian-gw/meridian/internal/spawn/runner"
 )
@@ -200,7 +200,7 @@ func (l *Lead) Reconcile(ctx context.Context) {
 	for _, row := range active {
 		art := runner.Artifacts(row.Dir)
 		d := spawn.Reap(spawn.ReapFacts{
-			Status: row.Status, RunnerAlive: proc.Alive(row.RunnerPID, row.RunnerStart), Created: row.Created,
+			Status: row.Status, RunnerAlive: procident.Alive(row.RunnerPID, row.RunnerStart), Created: row.Created,
 			LastActivity: art.LastActivity(), ReportComplete: art.ReportComplete(), Primary: row.Kind == registry.KindPrimary,
 			Now: l.now(), Window: window, Grace: grace,
 		})
@@ -382,7 +382,7 @@ func (l *Lead) owed(ctx context.Context) (owed, active []spawn.Spawn, rows map[s
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	leased, err := l.Registry.Leased(ctx, l.Project, l.ID, proc.Alive)
+	leased, err := l.Registry.Leased(ctx, l.Project, l.ID, procident.Alive)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meridian-gw/meridian/internal/procident"
 	"github.com/meridian-gw/meridian/internal/spawn"
-	"github.com/meridian-gw/meridian/internal/spawn/proc"
 	"github.com/meridian-gw/meridian/internal/spawn/registry"
 	"github.com/meridian-gw/meridian/internal/spawn/runner"
 	"github.com/meridian-gw/meridian/internal/store/sqlite"
@@ -57,7 +57,7 @@ func (w *world) child(desc string) registry.Row {
 	if err := os.MkdirAll(row.Dir, 0o700); err != nil {
 		w.t.Fatal(err)
 	}
-	pid, start := proc.Self()
+	pid, start := procident.Self()
 	if err := w.worker.Start(ctx, row.Project, row.ID, pid, start); err != nil {
 		w.t.Fatal(err)
 	}
@@ -233,7 +233,7 @@ func TestCollect(t *testing.T) {
 	}
 
 	// Children leased by a live wait are skipped.
-	pid, start := proc.Self()
+	pid, start := procident.Self()
 	if err := w.worker.Lease(ctx, "/proj", "", pid, start, time.Now().Add(time.Minute), a.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +295,7 @@ func TestWait(t *testing.T) {
 	if _, err := w.lead.Wait(ctx, WaitOptions{IDs: []string{"p1", "p404"}, Observe: true}); !errors.Is(err, registry.ErrNotFound) {
 		t.Fatalf("wait on an unknown id: %v", err)
 	}
-	if leased, _ := w.worker.Leased(ctx, "/proj", "", proc.Alive); len(leased) != 0 {
+	if leased, _ := w.worker.Leased(ctx, "/proj", "", procident.Alive); len(leased) != 0 {
 		t.Fatalf("leases left: %v", leased)
 	}
 
@@ -325,7 +325,7 @@ func startProcess(t *testing.T, script string) (*exec.Cmd, uint64) {
 	if line, err := bufio.NewReader(stdout).ReadString('\n'); line != "ready\n" {
 		t.Fatalf("stand-in worker: %q %v", line, err)
 	}
-	start, err := proc.StartTime(cmd.Process.Pid)
+	start, err := procident.StartTime(cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/meridian-gw/meridian/internal/procident"
 	"github.com/meridian-gw/meridian/internal/spawn"
-	"github.com/meridian-gw/meridian/internal/spawn/proc"
 	"github.com/meridian-gw/meridian/internal/spawn/registry"
 	"github.com/meridian-gw/meridian/internal/spawn/runner"
 	"github.com/meridian-gw/meridian/internal/store/sqlite"
@@ -125,7 +125,7 @@ func (l *Lead) Launch(ctx context.Context, row registry.Row, w Worker) error {
 		}
 		return fmt.Errorf("launch %s: %w", row.ID, err)
 	}
-	if start, err := proc.StartTime(pid); err == nil {
+	if start, err := procident.StartTime(pid); err == nil {
 		if err := l.Registry.SetRunner(ctx, l.Project, row.ID, pid, start); err != nil {
 			l.log().Warn("could not record the worker's process", "spawn", row.ID, "err", err)
 		}

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/meridian-gw/meridian/internal/procident"
 	"github.com/meridian-gw/meridian/internal/spawn"
-	"github.com/meridian-gw/meridian/internal/spawn/proc"
 	"github.com/meridian-gw/meridian/internal/spawn/registry"
 	"github.com/meridian-gw/meridian/internal/spawn/runner"
 )
@@ -111,7 +111,7 @@ func (l *Lead) Wait(ctx context.Context, o WaitOptions) (WaitResult, error) {
 	}
 
 	leasing := o.Observe && !l.ReadOnly
-	pid, start := proc.Self()
+	pid, start := procident.Self()
 	lease := func() error {
 		ids := append([]string(nil), order...)
 		for _, r := range res.Owed {

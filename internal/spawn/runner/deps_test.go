@@ -13,7 +13,7 @@ func TestImportsFlowDownward(t *testing.T) {
 		"internal/backend",
 		"internal/backend/claude",
 		"internal/spawn",
-		"internal/spawn/proc",
+		"internal/procident",
 		"internal/spawn/registry",
 		"internal/store/sqlite",
 	)

@@ -22,8 +22,8 @@ import (
 	"github.com/meridian-gw/meridian/internal/anthropic"
 	"github.com/meridian-gw/meridian/internal/backend"
 	"github.com/meridian-gw/meridian/internal/backend/claude"
+	"github.com/meridian-gw/meridian/internal/procident"
 	"github.com/meridian-gw/meridian/internal/spawn"
-	"github.com/meridian-gw/meridian/internal/spawn/proc"
 	"github.com/meridian-gw/meridian/internal/spawn/registry"
 	"github.com/meridian-gw/meridian/internal/store/sqlite"
 )
@@ -171,7 +171,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := os.MkdirAll(row.Dir, 0o700); err != nil {
 		return w.fail(spawn.LaunchFailure, 1, "artifacts: "+err.Error())
 	}
-	pid, start := proc.Self()
+	pid, start := procident.Self()
 	if err := w.Registry.Start(context.WithoutCancel(ctx), row.Project, row.ID, pid, start); err != nil {
 		return fmt.Errorf("start %s: %w", row.ID, err)
 	}

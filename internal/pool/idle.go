@@ -97,8 +97,8 @@ func (p *Pool) sleepLater(l *Live) {
 	p.stopTimer(l)
 	f, freezes := l.Session.(backend.Freezer)
 	freezes = freezes && p.cfg.FreezeAfter >= 0
-	if freezes && p.hush {
-		p.hushOne(l) // measured when the hush ends
+	if freezes && p.yielding {
+		p.freezeNow(l) // measured when the turns let it go
 		return
 	}
 	after := p.cfg.FreezeAfter
@@ -149,32 +149,32 @@ func (p *Pool) settle(l *Live, gen int, freeze bool) {
 	}
 }
 
-// Hush freezes (on) every idle process still awake, and each that goes
+// yieldToTurns freezes (on) every idle process still awake, and each that goes
 // idle after, at once; off, it wakes those it froze for the rest of
-// their idle time. The gateway hushes while turns run on every core: a
+// their idle time. TurnsChanged turns it on while turns run on every core: a
 // CLI's own work in the seconds after a turn (~0.3 s of CPU, measured)
 // then waits for idle time instead of slowing the turns and starts that
 // need the CPU now.
-func (p *Pool) Hush(on bool) {
+func (p *Pool) yieldToTurns(on bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.hush == on || p.closed || p.cfg.FreezeAfter < 0 {
+	if p.yielding == on || p.closed || p.cfg.FreezeAfter < 0 {
 		return
 	}
-	p.hush = on
+	p.yielding = on
 	for _, l := range p.idle {
 		switch {
 		case on && !l.frozen:
-			p.hushOne(l)
-		case !on && l.hushed:
+			p.freezeNow(l)
+		case !on && l.forTurns:
 			p.wake(l)
 			p.sleepLater(l)
 		}
 	}
 }
 
-// hushOne freezes an idle session at once. Called with mu held.
-func (p *Pool) hushOne(l *Live) {
+// freezeNow freezes an idle session at once. Called with mu held.
+func (p *Pool) freezeNow(l *Live) {
 	f, ok := l.Session.(backend.Freezer)
 	if !ok || l.frozen {
 		return
@@ -184,13 +184,13 @@ func (p *Pool) hushOne(l *Live) {
 		p.log.Debug("could not freeze an idle CLI process", "conversation", l.Key, "err", err)
 		return
 	}
-	l.frozen, l.hushed = true, true
+	l.frozen, l.forTurns = true, true
 }
 
 // wake thaws a session that is leaving the idle set. Called with mu held.
 func (p *Pool) wake(l *Live) {
 	p.stopTimer(l)
-	l.hushed = false
+	l.forTurns = false
 	if !l.frozen {
 		return
 	}

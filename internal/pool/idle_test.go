@@ -227,11 +227,11 @@ func TestANewSessionThatNeedNotSettleFreezesAfterItsIdleTime(t *testing.T) {
 	})
 }
 
-// While hushed, idle sessions freeze at once, those already idle and
-// those put back; unhushed, the ones it froze wake for their idle time
+// While idle processes yield to turns, idle sessions freeze at once, those already idle and
+// those put back; once they no longer yield, the ones it froze wake for their idle time
 // and freeze as usual after it, while one frozen by its own idle time
 // stays frozen. A session in use is never frozen.
-func TestHushFreezesIdleSessionsUntilQuiet(t *testing.T) {
+func TestYieldingFreezesIdleSessionsUntilQuiet(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(Config{Max: 4, FreezeAfter: 5 * time.Second})
 		defer p.Close()
@@ -249,15 +249,15 @@ func TestHushFreezesIdleSessionsUntilQuiet(t *testing.T) {
 		if p.take("busy") != busy {
 			t.Fatal("busy not idle")
 		}
-		p.Hush(true)
+		p.yieldToTurns(true)
 		if !awakes.frozen.Load() || busys.frozen.Load() {
-			t.Fatalf("hushed: awake frozen %v, in use frozen %v", awakes.frozen.Load(), busys.frozen.Load())
+			t.Fatalf("yielding: awake frozen %v, in use frozen %v", awakes.frozen.Load(), busys.frozen.Load())
 		}
 		p.Put(busy)
 		if !busys.frozen.Load() {
-			t.Fatal("put back while hushed, but not frozen at once")
+			t.Fatal("put back while yielding, but not frozen at once")
 		}
-		p.Hush(false)
+		p.yieldToTurns(false)
 		if awakes.frozen.Load() || busys.frozen.Load() || !olds.frozen.Load() {
 			t.Fatalf("quiet: awake %v busy %v (want both thawed), old %v (want still frozen)",
 				awakes.frozen.Load(), busys.frozen.Load(), olds.frozen.Load())
@@ -267,12 +267,12 @@ func TestHushFreezesIdleSessionsUntilQuiet(t *testing.T) {
 		if !awakes.frozen.Load() || !busys.frozen.Load() {
 			t.Fatal("not frozen again after their idle time")
 		}
-		// A hushed session taken for a turn is thawed, and stays so.
-		p.Hush(true)
+		// A session frozen for the turns, taken for a turn, is thawed, and stays so.
+		p.yieldToTurns(true)
 		if p.take("old") != old || olds.frozen.Load() {
-			t.Fatal("taken while hushed, but still frozen")
+			t.Fatal("taken while yielding, but still frozen")
 		}
-		p.Hush(false)
+		p.yieldToTurns(false)
 		if olds.frozen.Load() {
 			t.Fatal("frozen in use")
 		}
@@ -280,13 +280,13 @@ func TestHushFreezesIdleSessionsUntilQuiet(t *testing.T) {
 	})
 }
 
-// With freezing off, Hush does nothing.
-func TestHushNeedsFreezing(t *testing.T) {
+// With freezing off, yielding does nothing.
+func TestYieldingNeedsFreezing(t *testing.T) {
 	p := New(Config{Max: 2, FreezeAfter: -1})
 	defer p.Close()
 	l, s := heavy("a", 1)
 	put(t, p, l)
-	p.Hush(true)
+	p.yieldToTurns(true)
 	if s.frozen.Load() {
 		t.Fatal("frozen with freezing off")
 	}

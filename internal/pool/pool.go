@@ -59,7 +59,7 @@ type Live struct {
 	idleSince int
 	memory    int64       // bytes, measured when it last became idle
 	frozen    bool        // stopped while idle: it costs no CPU
-	hushed    bool        // frozen by Hush, not by its idle time: Hush(false) wakes it
+	forTurns  bool        // frozen while turns need every core, not for its idle time: it wakes with them
 	freeze    *time.Timer // freezes it once idle a while
 }
 
@@ -93,14 +93,14 @@ type Pool struct {
 	now func() time.Time
 	log *slog.Logger
 
-	mu     sync.Mutex
-	idle   map[string]*Live // by conversation key
-	inUse  map[string]*Live // taken or newly started, until Put or Discard
-	count  int              // idle + in use + reserved
-	closed bool             // Close ran: what is put back is closed
-	hush   bool             // Hush(true): idle processes freeze at once
-	done   chan struct{}
-	wg     sync.WaitGroup
+	mu       sync.Mutex
+	idle     map[string]*Live // by conversation key
+	inUse    map[string]*Live // taken or newly started, until Put or Discard
+	count    int              // idle + in use + reserved
+	closed   bool             // Close ran: what is put back is closed
+	yielding bool             // turns run on every core: idle processes freeze at once
+	done     chan struct{}
+	wg       sync.WaitGroup
 	// closers are the closes Reserve left running: reclaiming counts
 	// them, exiting is what their processes held; Close joins them.
 	closers    sync.WaitGroup

@@ -158,7 +158,7 @@ func (p *Pool) Rewound(key, session string) bool { return p.dropped.has(key, ses
 
 // TurnsChanged reconsiders, when a turn has started or ended, whether
 // turns run on every core: while they do, idle processes are held still
-// (Hush), and the spares wait for the machine to have been idle a while.
+// (yieldToTurns), and the spares wait for the machine to have been idle a while.
 func (p *Pool) TurnsChanged() {
 	p.busyMu.Lock()
 	defer p.busyMu.Unlock()
@@ -168,7 +168,7 @@ func (p *Pool) TurnsChanged() {
 		p.busyAt = p.now() // busy until now
 	}
 	p.busy = busy
-	p.Hush(busy)
+	p.yieldToTurns(busy)
 }
 
 // lastBusy is when turns last ran on every core.

@@ -17,6 +17,7 @@ func TestImportsFlowDownward(t *testing.T) {
 		"internal/clientsetup",
 		"internal/cluster",
 		"internal/dispatch",
+		"internal/forward",
 		"internal/gateway",
 		"internal/keyrule",
 		"internal/jsonbody",

@@ -15,6 +15,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/answers"
 	"github.com/meridian-gw/meridian/internal/apikeys"
 	"github.com/meridian-gw/meridian/internal/dispatch"
+	"github.com/meridian-gw/meridian/internal/forward"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/logring"
 	"github.com/meridian-gw/meridian/internal/metrics"
@@ -163,8 +164,8 @@ type Server struct {
 	// them.
 	gate     gate
 	lastWait time.Duration
-	// peers reaches the other hosts of the cluster.
-	peers *http.Client
+	// forwarder sends a conversation's turns to the host that holds it.
+	forwarder *forward.Forwarder
 }
 
 // New returns a Server. It refuses to expose a non-loopback address
@@ -202,7 +203,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, pages: pages, gate: newGate(), lastWait: DefaultLastWait, peers: newPeerClient(),
+	s := &Server{cfg: cfg, log: cfg.Logger, pages: pages, gate: newGate(), lastWait: DefaultLastWait,
 		dispatch: cfg.Models.Dispatch}
 	s.backends = backends{dispatch: s.dispatch, mounted: mountedGateways(cfg.Mounts)}
 	s.access = access{log: cfg.Logger}
@@ -219,6 +220,7 @@ func New(cfg Config) (*Server, error) {
 		s.access.keys, s.access.admission = apikeys.NewRing(keys), apikeys.NewAdmission(keys, cfg.Hosts.Host, cfg.Logger)
 	}
 	h := cfg.Hosts
+	s.forwarder = forward.New(h.Key, h.Host, h.Peers, l.PingInterval, cfg.Logger)
 	s.telemetry = telemetryRoutes{history: tel.History, metrics: tel.Metrics, logs: tel.Logs, log: cfg.Logger, load: s.backends.load}
 	s.cluster = clusterRoutes{host: h.Host, store: h.StoreEngine, storeAt: h.StoreAt, cluster: h.Cluster, version: l.Version,
 		pages: pages, log: cfg.Logger, load: s.backends.load, draining: s.gate.isClosed}

@@ -1,4 +1,4 @@
-package httpapi
+package forward
 
 import (
 	"bytes"
@@ -15,6 +15,10 @@ import (
 	"github.com/meridian-gw/meridian/internal/openai"
 	"github.com/meridian-gw/meridian/internal/telemetry"
 )
+
+// writeTimeout bounds one write to the client: one that takes no bytes
+// for that long is gone.
+const writeTimeout = time.Minute
 
 // maxPendingFrame bounds the part of a relayed frame held back until it is
 // whole. A larger frame (a final response object of many megabytes) is
@@ -91,7 +95,7 @@ func (r *relay) silent(now time.Time) time.Duration {
 }
 
 // errClientGone ends a relay whose client stopped taking its answer.
-var errClientGone = errors.New("httpapi: the client is gone")
+var errClientGone = errors.New("forward: the client is gone")
 
 // copy relays body until it ends: nil when the holder ended it,
 // errClientGone when the client went away, else the holder's read error
@@ -184,7 +188,7 @@ func (r *relay) send(b []byte) error {
 	if r.werr != nil {
 		return r.werr
 	}
-	_ = r.rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+	_ = r.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
 	if _, err := r.w.Write(b); err != nil {
 		r.werr = err
 		return err
@@ -332,11 +336,11 @@ func (p *responsesRelay) fail(dst []byte, e *gateway.Error) ([]byte, bool) {
 	return out, err == nil
 }
 
-// relayCutError is what the client of a relayed answer hears when its
+// CutError is what the client of a relayed answer hears when its
 // holder stopped in the middle of it. A request with an explicit id is
 // not run a second time under it (its outcome is unknown: the holder may
 // have finished the turn); any other may simply be sent again.
-func relayCutError(host string, named bool) *gateway.Error {
+func CutError(host string, named bool) *gateway.Error {
 	msg := "the host answering this conversation (" + host + ") stopped in the middle of its answer; "
 	if named {
 		msg += "its outcome is unknown and it is not run a second time under the same request id: send it with a new request id to run it again"

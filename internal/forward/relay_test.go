@@ -1,4 +1,4 @@
-package httpapi
+package forward
 
 import (
 	"encoding/json"
@@ -43,7 +43,7 @@ func relayCut(t *testing.T, api string, pieces ...string) string {
 	if err := rl.copy(&cutReader{pieces: pieces}); !errors.Is(err, errCut) {
 		t.Fatalf("copy = %v, want the cut", err)
 	}
-	rl.cut(relayCutError("host-a", false))
+	rl.cut(CutError("host-a", false))
 	return rec.Body.String()
 }
 
@@ -141,7 +141,7 @@ func TestRelayCutAbortsWhatCannotCarryAnError(t *testing.T) {
 					t.Fatalf("an error frame went out inside the cut one: %q", got[len(got)-100:])
 				}
 			}()
-			rl.cut(relayCutError("host-a", false))
+			rl.cut(CutError("host-a", false))
 		})
 	}
 }
@@ -155,7 +155,7 @@ func TestRelayWritesALongFrameThrough(t *testing.T) {
 	if err := rl.copy(&cutReader{pieces: []string{long[:maxPendingFrame+5], long[maxPendingFrame+5:]}}); !errors.Is(err, errCut) {
 		t.Fatal(err)
 	}
-	rl.cut(relayCutError("host-a", false))
+	rl.cut(CutError("host-a", false))
 	if got := rec.Body.String(); got != long {
 		t.Fatalf("the long frame went out as %d bytes, want %d (and nothing after its end)", len(got), len(long))
 	}
@@ -197,7 +197,7 @@ func TestRelayPingsWhileTheHolderIsQuiet(t *testing.T) {
 // relayCutError says what happened, and for a request with an explicit id
 // that it is not run again under it.
 func TestRelayCutErrorSaysWhatHappened(t *testing.T) {
-	plain, named := relayCutError("h1", false), relayCutError("h1", true)
+	plain, named := CutError("h1", false), CutError("h1", true)
 	if plain.Status != http.StatusServiceUnavailable || plain.RetryAfter <= 0 || !strings.Contains(plain.Message, "send it again") {
 		t.Fatalf("plain = %+v", plain)
 	}

@@ -25,14 +25,7 @@ func TestStoreOutage(t *testing.T) {
 	t.Parallel()
 	pg := testkit.PostgresServer(t)
 	dsn := pg.NewDatabase(t)
-	up := testkit.NewUpstream(t)
-	gate := make(chan struct{})
-	up.Respond(func(r testkit.Request) testkit.Reply {
-		if strings.Contains(r.LastUserText(), "slow") {
-			return testkit.Reply{Text: "slow answer", Gate: gate}
-		}
-		return testkit.Reply{Text: "answer to " + r.LastUserText()}
-	})
+	up, gate := gatedUpstream(t)
 	g := newHost(t, up)
 	g.startOn("127.0.0.2", dsn, "--store-timeout", "1s")
 

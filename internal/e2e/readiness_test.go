@@ -54,14 +54,7 @@ func TestReadinessFollowsTheStoreAndTheDrain(t *testing.T) {
 	t.Parallel()
 	pg := testkit.PostgresServer(t)
 	dsn := pg.NewDatabase(t)
-	up := testkit.NewUpstream(t)
-	gate := make(chan struct{})
-	up.Respond(func(r testkit.Request) testkit.Reply {
-		if strings.Contains(r.LastUserText(), "slow") {
-			return testkit.Reply{Text: "slow answer", Gate: gate}
-		}
-		return testkit.Reply{Text: "answer to " + r.LastUserText()}
-	})
+	up, gate := gatedUpstream(t)
 	var hosts []*gatewayProc
 	for _, ip := range []string{"127.0.0.2", "127.0.0.3", "127.0.0.4"} {
 		g := newHost(t, up)
@@ -112,4 +105,18 @@ func TestReadinessFollowsTheStoreAndTheDrain(t *testing.T) {
 	if got := <-running; !strings.HasPrefix(got, "200 ") {
 		t.Fatalf("the turn running through the drain: %s", got)
 	}
+}
+
+// gatedUpstream answers "answer to" the last user text, and holds any
+// prompt with "slow" in it until gate closes.
+func gatedUpstream(t *testing.T) (*testkit.Upstream, chan struct{}) {
+	up := testkit.NewUpstream(t)
+	gate := make(chan struct{})
+	up.Respond(func(r testkit.Request) testkit.Reply {
+		if strings.Contains(r.LastUserText(), "slow") {
+			return testkit.Reply{Text: "slow answer", Gate: gate}
+		}
+		return testkit.Reply{Text: "answer to " + r.LastUserText()}
+	})
+	return up, gate
 }

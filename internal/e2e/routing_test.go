@@ -195,14 +195,7 @@ func TestForwardedToolsStreamsAndKeys(t *testing.T) {
 // taken is answered by another host with a free one, rather than queued.
 func TestNewConversationsGoWhereSlotsAreFree(t *testing.T) {
 	t.Parallel()
-	up := testkit.NewUpstream(t)
-	gate := make(chan struct{})
-	up.Respond(func(r testkit.Request) testkit.Reply {
-		if strings.Contains(r.LastUserText(), "slow") {
-			return testkit.Reply{Text: "slow answer", Gate: gate}
-		}
-		return testkit.Reply{Text: "answer to " + r.LastUserText()}
-	})
+	up, gate := gatedUpstream(t)
 	dsn := testkit.PostgresServer(t).NewDatabase(t)
 	a, b := newHost(t, up), newHost(t, up)
 	a.startOn("127.0.0.2", dsn, "--cluster-key", "test-cluster-key", "--max-concurrent", "1")

@@ -73,8 +73,8 @@ func (g *Gateway) converse(ctx context.Context, greq Request, ident adapter.Iden
 	t.in = lineage.Digests(view)
 	t.tail = lineage.BlockDigests(view[len(view)-1])
 	// Whether the turn waits for the conversation's lease is decided on
-	// the row the request read already; under the lease it is read again,
-	// as another turn may have moved the conversation on meanwhile.
+	// the row the request read already; under the lease it is read again
+	// only if another turn moved the conversation on meanwhile.
 	if err := t.classify(ctx, func(ctx context.Context) (session.Mapping, error) { return g.mapping(ctx, greq, ident.Key) }); err != nil {
 		return err
 	}
@@ -117,9 +117,13 @@ func (g *Gateway) converse(ctx context.Context, greq Request, ident adapter.Iden
 		defer watch.Wait()
 		defer stop(nil)
 		t.lost, t.lease = lease.Lost(), lease
-		// The conversation may have moved on while this turn waited.
-		if err := t.classify(ctx, t.load); err != nil {
-			return err
+		// The lease says the version it was taken at. A row absent then
+		// is read again all the same: a conversation's first publish can
+		// commit unseen by the claim that waited for it.
+		if v := lease.Version(); v == 0 || v != t.mapping.Version {
+			if err := t.classify(ctx, t.load); err != nil {
+				return err
+			}
 		}
 	}
 	if err := t.refuseRepeats(ctx); err != nil {

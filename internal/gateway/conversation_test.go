@@ -170,7 +170,8 @@ func request(msgs ...anthropic.Message) Request {
 
 // A routed request reads its conversation's row once for every step
 // before its turn (the profile that served it, the host that holds it,
-// whether its turn waits for the lease), and once more under the lease.
+// the turn's lineage), and not again under the lease unless another turn
+// published while it waited.
 func TestARoutedRequestReadsItsRowOnceBeforeItsTurn(t *testing.T) {
 	r := newRig(t, 0)
 	if _, err := r.ask(t, user("first question")); err != nil {
@@ -180,24 +181,52 @@ func TestARoutedRequestReadsItsRowOnceBeforeItsTurn(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		req  Request
-		want int32
+		// between runs after the routing reads, before the turn.
+		between func()
+		want    int32
 	}{
-		{"named once", request(user("first question"), assistant("answer 1"), user("second question")).Identified(), 2},
+		{name: "named once", req: request(user("first question"), assistant("answer 1"), user("second question")).Identified(), want: 1},
 		// Without Identified each step reads for itself, as before.
-		{"not named", request(user("first question"), assistant("answer 1"), user("second question"), assistant("answer 2"), user("third")), 4},
+		{name: "not named", req: request(user("first question"), assistant("answer 1"), user("second question"), assistant("answer 2"), user("third")), want: 3},
+		{name: "moved on after it was read", req: request(user("first question"), assistant("answer 1"), user("second question"),
+			assistant("answer 2"), user("third"), assistant("answer 3"), user("fourth")).Identified(),
+			between: func() {
+				if _, err := r.ask(t, user("first question, edited")); err != nil {
+					t.Fatal(err)
+				}
+			}, want: 2},
 	} {
-		before := r.reads.n.Load()
-		if p, err := r.g.ServedBy(ctx, c.req); err != nil || p != DefaultProfile {
-			t.Fatalf("%s: served by %q (%v)", c.name, p, err)
+		reads := func(f func()) int32 {
+			before := r.reads.n.Load()
+			f()
+			return r.reads.n.Load() - before
 		}
-		if h, err := r.g.HeldBy(ctx, c.req); err != nil || h != r.st.Self() {
-			t.Fatalf("%s: held by %v (%v)", c.name, h, err)
+		n := reads(func() {
+			if p, err := r.g.ServedBy(ctx, c.req); err != nil || p != DefaultProfile {
+				t.Fatalf("%s: served by %q (%v)", c.name, p, err)
+			}
+			if h, err := r.g.HeldBy(ctx, c.req); err != nil || h != r.st.Self() {
+				t.Fatalf("%s: held by %v (%v)", c.name, h, err)
+			}
+		})
+		if c.between != nil {
+			c.between()
 		}
-		if err := r.g.Messages(ctx, c.req, "msg_2", &record{}); err != nil {
+		published, err := r.st.Load(ctx, DefaultProfile, "c")
+		if err != nil {
 			t.Fatal(err)
 		}
-		if n := r.reads.n.Load() - before; n != c.want {
+		n += reads(func() {
+			if err := r.g.Messages(ctx, c.req, "msg_2", &record{}); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if n != c.want {
 			t.Fatalf("%s: %d reads of the conversation's row, want %d", c.name, n, c.want)
+		}
+		// The turn published over the row as it stood, not as first read.
+		if now, err := r.st.Load(ctx, DefaultProfile, "c"); err != nil || now.Version != published.Version+1 {
+			t.Fatalf("%s: version %d after the turn, %d before (%v)", c.name, now.Version, published.Version, err)
 		}
 	}
 }

@@ -80,6 +80,7 @@ type Lease struct {
 	l            *Leases
 	profile, key string
 	token        string
+	version      int64
 	lock         *keyLock
 	stop         chan struct{}
 	renewed      sync.WaitGroup
@@ -90,6 +91,11 @@ type Lease struct {
 // Lost is closed when the lease was taken over (it lapsed, say, while
 // this process stalled): the turn must not publish, and should stop.
 func (le *Lease) Lost() <-chan struct{} { return le.lost }
+
+// Version is the conversation's published version as the lease was
+// taken (0: it had no row, which a turn reads for itself): a turn that
+// read this version before it waited for the lease read it as it stands.
+func (le *Lease) Version() int64 { return le.version }
 
 // Acquire takes the conversation's turn lease, waiting up to wait. It
 // returns a *BusyError when the wait ran out and ctx.Err() when the caller
@@ -112,13 +118,15 @@ func (l *Leases) Acquire(ctx context.Context, profile, key string, wait time.Dur
 		return nil, &BusyError{Key: key, RetryAfter: time.Second}
 	}
 	token := rand.Text()
+	var version int64
 	for {
-		ok, holderExpires, err := l.tryAcquire(ctx, profile, key, token)
+		g, holderExpires, err := l.tryAcquire(ctx, profile, key, token)
 		if err != nil {
 			l.unlock(localKey, lock)
 			return nil, err
 		}
-		if ok {
+		if g.Taken {
+			version = g.Version
 			break
 		}
 		select {
@@ -133,40 +141,42 @@ func (l *Leases) Acquire(ctx context.Context, profile, key string, wait time.Dur
 			return nil, &BusyError{Key: key, RetryAfter: wait}
 		}
 	}
-	lease := &Lease{l: l, profile: profile, key: key, token: token, lock: lock, stop: make(chan struct{}), localKey: localKey, lost: make(chan struct{})}
+	lease := &Lease{l: l, profile: profile, key: key, token: token, version: version, lock: lock, stop: make(chan struct{}), localKey: localKey, lost: make(chan struct{})}
 	lease.renewed.Go(lease.renew)
 	return lease, nil
 }
 
 // tryAcquire takes the lease if it is free or expired, or takes it over
-// from a holder whose process is gone.
-func (l *Leases) tryAcquire(ctx context.Context, profile, key, token string) (bool, time.Time, error) {
+// from a holder whose process is gone. Not taken, it says when the
+// holder's lease expires.
+func (l *Leases) tryAcquire(ctx context.Context, profile, key, token string) (store.LeaseGrant, time.Time, error) {
 	claim := store.LeaseClaim{Profile: profile, Key: key, Token: token, Owner: l.owners.Self(), Now: l.now(), TTL: l.ttl}
-	ok, holder, found, err := l.rows.Acquire(ctx, claim)
+	g, err := l.rows.Acquire(ctx, claim)
 	switch {
 	case err != nil:
-		return false, time.Time{}, fmt.Errorf("turn lease for %q: %w", key, err)
-	case ok:
-		return true, time.Time{}, nil
-	case !found:
-		return false, claim.Now, nil // released in between: try again
+		return g, time.Time{}, fmt.Errorf("turn lease for %q: %w", key, err)
+	case g.Taken:
+		return g, time.Time{}, nil
+	case !g.Held:
+		return g, claim.Now, nil // released in between: try again
 	}
+	holder := g.Holder
 	alive, err := l.owners.Alive(ctx, holder.Owner)
 	if err != nil {
-		return false, time.Time{}, fmt.Errorf("turn lease for %q: %w", key, err)
+		return g, time.Time{}, fmt.Errorf("turn lease for %q: %w", key, err)
 	}
 	if !alive {
 		// Its process is gone: the lease is free now, not at its expiry.
 		took, err := l.rows.TakeOver(ctx, claim, holder.Token)
 		if err != nil {
-			return false, time.Time{}, fmt.Errorf("turn lease for %q: %w", key, err)
+			return took, time.Time{}, fmt.Errorf("turn lease for %q: %w", key, err)
 		}
-		if took {
+		if took.Taken {
 			l.log.Info("took over the turn lease of a process that is gone", "key", key, "holder", holder.Owner.Host+"/"+holder.Owner.Incarnation)
-			return true, time.Time{}, nil
+			return took, time.Time{}, nil
 		}
 	}
-	return false, holder.Expires, nil
+	return store.LeaseGrant{}, holder.Expires, nil
 }
 
 // renew keeps the lease alive while it is held. A lease that could not

@@ -157,16 +157,29 @@ type LeaseHolder struct {
 	Expires time.Time
 }
 
+// LeaseGrant is what a claim on a lease came to: taken, held by another
+// (Held, and by whom), or released meanwhile (neither).
+type LeaseGrant struct {
+	Taken bool
+	// Version is, when Taken, the conversation's published version as
+	// the lease was taken, publishes that commit while the claim waits
+	// included (0: it has no row). A turn that read that version before
+	// it claimed the lease need not read the row again.
+	Version int64
+	Held    bool
+	Holder  LeaseHolder
+}
+
 // Leases keeps turn leases: one holder per conversation, until it
 // releases the lease or lets it expire.
 type Leases interface {
 	// Acquire takes the lease when no one holds it or its holder's has
-	// expired; otherwise it reports the holder (ok false, found true) or
-	// that the lease was released meanwhile (both false).
-	Acquire(ctx context.Context, c LeaseClaim) (ok bool, holder LeaseHolder, found bool, err error)
+	// expired; otherwise it reports the holder or that the lease was
+	// released meanwhile.
+	Acquire(ctx context.Context, c LeaseClaim) (LeaseGrant, error)
 	// TakeOver takes the lease from the holding whose token is from
-	// (known gone), if it still holds it.
-	TakeOver(ctx context.Context, c LeaseClaim, from string) (bool, error)
+	// (known gone), if it still holds it. Holder is never reported.
+	TakeOver(ctx context.Context, c LeaseClaim, from string) (LeaseGrant, error)
 	// Renew extends a holding; false when another holding has the lease.
 	Renew(ctx context.Context, profile, key, token string, expires time.Time) (bool, error)
 	// Release gives a holding up.

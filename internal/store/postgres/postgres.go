@@ -129,6 +129,7 @@ func dialect() sqlstore.Dialect {
 		Numbered:  true,
 		RowID:     "seq",
 		ForUpdate: " FOR UPDATE",
+		ForShare:  " FOR SHARE",
 		LockLedger: func(ctx context.Context, tx *sql.Tx, ledger int64) error {
 			_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, ledgerLockBase+ledger)
 			return err

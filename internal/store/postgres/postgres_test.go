@@ -192,3 +192,74 @@ func TestPasswordInDSN(t *testing.T) {
 		t.Error("a password from the environment was taken for the DSN's own")
 	}
 }
+
+// A claim that waits on the lease row while the lease's stalled holder
+// commits a publish says the version that publish wrote: its statement's
+// snapshot is older than the commit, so the row is read under a share
+// lock, which reads it as committed. Without it a turn would run on the
+// row as it was before the publish.
+func TestALeaseTakenBehindAPublishSaysItsVersion(t *testing.T) {
+	dsn := server(t).NewDatabase(t)
+	s := open(t, dsn, Options{})
+	ctx := context.Background()
+	start := time.UnixMilli(1_700_000_000_000)
+	a := store.LeaseClaim{Profile: "p", Key: "k", Token: "ta", Owner: store.Owner{Host: "a", Incarnation: "1"}, Now: start, TTL: time.Second}
+	if g, err := s.Leases.Acquire(ctx, a); err != nil || !g.Taken {
+		t.Fatalf("first claim: %+v, %v", g, err)
+	}
+	conv := store.Conversation{Profile: "p", Key: "k", Client: "c", SessionID: "s", Digests: []byte{}, Pins: "[]", Tail: []byte{}}
+	if _, err := s.Conversations.Publish(ctx, conv, store.Publish{Fence: "ta", Now: start}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The holder's next publish, held open after its fence check: the
+	// lease has expired meanwhile.
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `SELECT token FROM turn_leases WHERE profile = 'p' AND key = 'k' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE conversations SET version = version + 1 WHERE profile = 'p' AND key = 'k'`); err != nil {
+		t.Fatal(err)
+	}
+
+	b := a
+	b.Token, b.Owner, b.Now = "tb", store.Owner{Host: "b", Incarnation: "1"}, start.Add(5*time.Second)
+	type result struct {
+		g   store.LeaseGrant
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		g, err := s.Leases.Acquire(ctx, b)
+		done <- result{g, err}
+	}()
+	err = testkit.WaitFor(10*time.Second, func() error {
+		var waiting int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE NOT granted`).Scan(&waiting); err != nil {
+			return err
+		}
+		if waiting == 0 {
+			return fmt.Errorf("the claim does not wait yet")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || !r.g.Taken || r.g.Version != 2 {
+		t.Fatalf("the claim behind the publish: %+v, %v (want taken at version 2)", r.g, r.err)
+	}
+}

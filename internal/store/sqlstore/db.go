@@ -28,6 +28,10 @@ type Dialect struct {
 	// ForUpdate locks the rows a transaction's SELECT reads, where the
 	// engine's transactions do not already exclude each other.
 	ForUpdate string
+	// ForShare locks a row a statement reads against changes, waiting for
+	// one in flight and reading the row as it committed, where the
+	// engine's writes do not already exclude each other.
+	ForShare string
 	// LockLedger serialises the transactions that enforce one bound
 	// (the responses' ledger, the saved answers, the journal) across
 	// every connection; nil where write transactions already do.
@@ -123,6 +127,7 @@ func (s *DB) call(ctx context.Context) (context.Context, context.CancelFunc) {
 func (s *DB) q(query string) string {
 	query = strings.ReplaceAll(query, "{rowid}", s.d.RowID)
 	query = strings.ReplaceAll(query, "{for_update}", s.d.ForUpdate)
+	query = strings.ReplaceAll(query, "{for_share}", s.d.ForShare)
 	if !s.d.Numbered {
 		return query
 	}

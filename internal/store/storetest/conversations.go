@@ -138,9 +138,9 @@ func testPublishConflict(t *testing.T, e Engine) {
 func testPublishFenced(t *testing.T, e Engine) {
 	s, c := open(t, e), ctx(t)
 	claim := store.LeaseClaim{Profile: "p", Key: "k", Token: "old", Owner: owner("a"), Now: at(0), TTL: time.Second}
-	ok, _, _, err := s.Leases.Acquire(c, claim)
+	g, err := s.Leases.Acquire(c, claim)
 	must(t, err)
-	if !ok {
+	if !g.Taken {
 		t.Fatal("a free lease was not taken")
 	}
 	_, err = s.Conversations.Publish(c, conversation("p", "k"), store.Publish{Fence: "old", Now: at(0)})
@@ -148,9 +148,9 @@ func testPublishFenced(t *testing.T, e Engine) {
 	// The holder stalls past its expiry; a successor takes the lease.
 	next := claim
 	next.Token, next.Owner, next.Now = "new", owner("b"), at(2*time.Second)
-	ok, _, _, err = s.Leases.Acquire(c, next)
+	g, err = s.Leases.Acquire(c, next)
 	must(t, err)
-	if !ok {
+	if !g.Taken || g.Version != 1 {
 		t.Fatal("an expired lease was not taken")
 	}
 	_, err = s.Conversations.Publish(c, conversation("p", "k"), store.Publish{Prev: 1, Fence: "old", Now: at(3 * time.Second), Consumed: []string{"x"}})

@@ -11,17 +11,17 @@ import (
 func testLeases(t *testing.T, e Engine) {
 	s, c := open(t, e), ctx(t)
 	a := store.LeaseClaim{Profile: "p", Key: "k", Token: "ta", Owner: owner("a"), Now: at(0), TTL: 10 * time.Second}
-	ok, _, _, err := s.Leases.Acquire(c, a)
+	g, err := s.Leases.Acquire(c, a)
 	must(t, err)
-	if !ok {
-		t.Fatal("a free lease was not taken")
+	if !g.Taken || g.Held || g.Version != 0 {
+		t.Fatalf("a free lease of a conversation never published: %+v", g)
 	}
 	b := a
 	b.Token, b.Owner, b.Now = "tb", owner("b"), at(5*time.Second)
-	ok, holder, found, err := s.Leases.Acquire(c, b)
+	g, err = s.Leases.Acquire(c, b)
 	must(t, err)
-	if ok || !found || holder.Token != "ta" || holder.Owner != owner("a") || !holder.Expires.Equal(at(10*time.Second)) {
-		t.Fatalf("a held lease: ok %v, found %v, holder %+v", ok, found, holder)
+	if holder := g.Holder; g.Taken || !g.Held || holder.Token != "ta" || holder.Owner != owner("a") || !holder.Expires.Equal(at(10*time.Second)) {
+		t.Fatalf("a held lease: %+v", g)
 	}
 	if n, err := s.Leases.Held(c, "p", at(5*time.Second)); err != nil || n != 1 {
 		t.Fatalf("held = %d, %v", n, err)
@@ -33,7 +33,7 @@ func testLeases(t *testing.T, e Engine) {
 		t.Fatal("the holder could not renew")
 	}
 	b.Now = at(15 * time.Second)
-	if ok, _, _, _ := s.Leases.Acquire(c, b); ok {
+	if g, _ := s.Leases.Acquire(c, b); g.Taken {
 		t.Fatal("a renewed lease was taken at its first expiry")
 	}
 	if renewed, _ := s.Leases.Renew(c, "p", "k", "tb", at(30*time.Second)); renewed {
@@ -45,16 +45,16 @@ func testLeases(t *testing.T, e Engine) {
 		t.Fatal("a non-holder released the lease")
 	}
 	must(t, s.Leases.Release(c, "p", "k", "ta"))
-	ok, _, found, err = s.Leases.Acquire(c, b)
+	g, err = s.Leases.Acquire(c, b)
 	must(t, err)
-	if !ok || found {
-		t.Fatalf("a released lease: ok %v found %v", ok, found)
+	if !g.Taken || g.Held {
+		t.Fatalf("a released lease: %+v", g)
 	}
 	// Expired, it is anyone's; the old holder's renewal then fails.
 	a.Token, a.Now = "ta2", at(40*time.Second)
-	ok, _, _, err = s.Leases.Acquire(c, a)
+	g, err = s.Leases.Acquire(c, a)
 	must(t, err)
-	if !ok {
+	if !g.Taken {
 		t.Fatal("an expired lease was not taken")
 	}
 	if renewed, _ := s.Leases.Renew(c, "p", "k", "tb", at(50*time.Second)); renewed {
@@ -68,32 +68,31 @@ func testLeases(t *testing.T, e Engine) {
 func testLeaseTakeOver(t *testing.T, e Engine) {
 	s, c := open(t, e), ctx(t)
 	a := store.LeaseClaim{Profile: "p", Key: "k", Token: "ta", Owner: owner("a"), Now: at(0), TTL: time.Minute}
-	_, _, _, err := s.Leases.Acquire(c, a)
+	_, err := s.Leases.Acquire(c, a)
 	must(t, err)
 	b := a
 	b.Token, b.Owner = "tb", owner("b")
-	if ok, _ := s.Leases.TakeOver(c, b, "someone-else"); ok {
+	if g, _ := s.Leases.TakeOver(c, b, "someone-else"); g.Taken {
 		t.Fatal("a takeover from a token that does not hold the lease succeeded")
 	}
-	ok, err := s.Leases.TakeOver(c, b, "ta")
+	g, err := s.Leases.TakeOver(c, b, "ta")
 	must(t, err)
-	if !ok {
+	if !g.Taken {
 		t.Fatal("the takeover failed")
 	}
-	_, holder, _, _ := s.Leases.Acquire(c, a)
-	if holder.Token != "tb" {
-		t.Fatalf("holder after the takeover: %+v", holder)
+	if g, _ := s.Leases.Acquire(c, a); g.Holder.Token != "tb" {
+		t.Fatalf("holder after the takeover: %+v", g)
 	}
 	// Two at once take a free lease: one wins.
 	wins := make(chan bool, 8)
 	for i := range 8 {
 		go func() {
 			cl := store.LeaseClaim{Profile: "p", Key: "race", Token: fmt.Sprint("r", i), Owner: owner("a"), Now: at(0), TTL: time.Minute}
-			ok, _, _, err := s.Leases.Acquire(c, cl)
+			g, err := s.Leases.Acquire(c, cl)
 			if err != nil {
 				t.Error(err)
 			}
-			wins <- ok
+			wins <- g.Taken
 		}()
 	}
 	n := 0
@@ -301,5 +300,39 @@ func testShared(t *testing.T, e Engine) {
 	must(t, err)
 	if !ok || string(ans.Body) != "hi" {
 		t.Fatalf("the other store's answer: %v %+v", ok, ans)
+	}
+}
+
+// A lease taken, by a free claim or a takeover, says the conversation's
+// version as it was taken, so a turn knows whether what it read before
+// waiting still stands.
+func testLeaseGrantVersion(t *testing.T, e Engine) {
+	s, c := open(t, e), ctx(t)
+	a := store.LeaseClaim{Profile: "p", Key: "k", Token: "ta", Owner: owner("a"), Now: at(0), TTL: time.Minute}
+	g, err := s.Leases.Acquire(c, a)
+	must(t, err)
+	_, err = s.Conversations.Publish(c, conversation("p", "k"), store.Publish{Fence: "ta", Now: at(0)})
+	must(t, err)
+	_, err = s.Conversations.Publish(c, conversation("p", "k"), store.Publish{Prev: 1, Fence: "ta", Now: at(time.Second)})
+	must(t, err)
+	// Another profile's row of the same key is not this lease's.
+	_, err = s.Conversations.Publish(c, conversation("q", "k"), store.Publish{Now: at(time.Second)})
+	must(t, err)
+	must(t, s.Leases.Release(c, "p", "k", "ta"))
+	b := a
+	b.Token, b.Owner = "tb", owner("b")
+	if g, err = s.Leases.Acquire(c, b); err != nil || !g.Taken || g.Version != 2 {
+		t.Fatalf("a lease taken after two publishes: %+v, %v", g, err)
+	}
+	_, err = s.Conversations.Publish(c, conversation("p", "k"), store.Publish{Prev: 2, Fence: "tb", Now: at(2 * time.Second)})
+	must(t, err)
+	a.Token = "ta2"
+	if g, err = s.Leases.TakeOver(c, a, "tb"); err != nil || !g.Taken || g.Version != 3 {
+		t.Fatalf("a lease taken over after three publishes: %+v, %v", g, err)
+	}
+	other := a
+	other.Key, other.Token = "never", "tn"
+	if g, err = s.Leases.Acquire(c, other); err != nil || !g.Taken || g.Version != 0 {
+		t.Fatalf("the lease of a conversation never published: %+v, %v", g, err)
 	}
 }

@@ -38,6 +38,7 @@ func Run(t *testing.T, e Engine) {
 		{"ConsumedBound", testConsumedBound},
 		{"Leases", testLeases},
 		{"LeaseTakeOver", testLeaseTakeOver},
+		{"LeaseGrantVersion", testLeaseGrantVersion},
 		{"Journal", testJournal},
 		{"JournalBound", testJournalBound},
 		{"Responses", testResponses},

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -116,6 +117,32 @@ type stored struct {
 	once sync.Once
 	m    session.Mapping
 	err  error
+}
+
+// latest is the row of conversation key under the profile that last
+// answered it: read once for the request, or at each call for a request
+// not Identified (s nil).
+func (s *stored) latest(ctx context.Context, sessions *session.Store, key string) (session.Mapping, error) {
+	if s == nil {
+		return sessions.Latest(ctx, key)
+	}
+	s.once.Do(func() { s.m, s.err = sessions.Latest(ctx, key) })
+	return s.m, s.err
+}
+
+// under is the conversation's mapping under profile: the latest row when
+// it is that profile's (or no profile has one), else read now.
+func (s *stored) under(ctx context.Context, sessions *session.Store, profile, key string) (session.Mapping, error) {
+	m, err := s.latest(ctx, sessions, key)
+	switch {
+	case err != nil:
+		return m, err
+	case m.Profile == profile:
+		return m, nil
+	case m.Profile == "":
+		return session.Mapping{Profile: profile, Key: key}, nil
+	}
+	return sessions.Load(ctx, profile, key)
 }
 
 // Identified is req naming its conversation once for every step that

@@ -75,7 +75,9 @@ func (g *Gateway) converse(ctx context.Context, greq Request, ident adapter.Iden
 	// Whether the turn waits for the conversation's lease is decided on
 	// the row the request read already; under the lease it is read again
 	// only if another turn moved the conversation on meanwhile.
-	if err := t.classify(ctx, func(ctx context.Context) (session.Mapping, error) { return g.mapping(ctx, greq, ident.Key) }); err != nil {
+	if err := t.classify(ctx, func(ctx context.Context) (session.Mapping, error) {
+		return greq.stored.under(ctx, g.cfg.Sessions, g.cfg.Profile, ident.Key)
+	}); err != nil {
 		return err
 	}
 	// A request the client named (a session header, a conversation id)

@@ -208,34 +208,8 @@ func (g *Gateway) ServedBy(ctx context.Context, req Request) (string, error) {
 	if ident.Key == "" {
 		return "", nil
 	}
-	m, err := g.latest(ctx, req, ident.Key)
+	m, err := req.stored.latest(ctx, g.cfg.Sessions, ident.Key)
 	return m.Profile, err
-}
-
-// latest is the row of the conversation key, under the profile that last
-// answered it, read once for the request.
-func (g *Gateway) latest(ctx context.Context, req Request, key string) (session.Mapping, error) {
-	if req.stored == nil {
-		return g.cfg.Sessions.Latest(ctx, key)
-	}
-	req.stored.once.Do(func() { req.stored.m, req.stored.err = g.cfg.Sessions.Latest(ctx, key) })
-	return req.stored.m, req.stored.err
-}
-
-// mapping is the conversation's mapping under this gateway's profile: the
-// row the request read already when it is this profile's (or no profile
-// has one), else read now.
-func (g *Gateway) mapping(ctx context.Context, req Request, key string) (session.Mapping, error) {
-	m, err := g.latest(ctx, req, key)
-	switch {
-	case err != nil:
-		return m, err
-	case m.Profile == g.cfg.Profile:
-		return m, nil
-	case m.Profile == "":
-		return session.Mapping{Profile: g.cfg.Profile, Key: key}, nil
-	}
-	return g.cfg.Sessions.Load(ctx, g.cfg.Profile, key)
 }
 
 // Transcripts copies a conversation's CLI transcript to the store after
@@ -256,7 +230,7 @@ func (g *Gateway) HeldBy(ctx context.Context, req Request) (session.Owner, error
 	if ident.Key == "" {
 		return session.Owner{}, nil
 	}
-	m, err := g.mapping(ctx, req, ident.Key)
+	m, err := req.stored.under(ctx, g.cfg.Sessions, g.cfg.Profile, ident.Key)
 	if err != nil {
 		return session.Owner{}, err
 	}

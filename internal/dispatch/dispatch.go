@@ -34,6 +34,8 @@ type Answerer interface {
 	ServedBy(ctx context.Context, req gateway.Request) (string, error)
 	HeldBy(ctx context.Context, req gateway.Request) (store.Owner, error)
 	Slots() (inUse, waiting, size int)
+	// RateWindows are the plan windows its CLI last reported.
+	RateWindows() []gateway.RateWindow
 }
 
 var _ Answerer = (*gateway.Gateway)(nil)
@@ -68,6 +70,12 @@ type Config struct {
 	// before anything reached its client, to the next profile that is
 	// not benched.
 	Failover bool
+	// Accounts is how a request that names no profile is given one
+	// (zero: ByHeadroom); MoveAt is how full a plan window may get
+	// before a conversation leaves its profile (zero:
+	// headroom.DefaultMoveAt).
+	Accounts Accounts
+	MoveAt   float64
 	// Answers keeps completed answers for retries; Journal records the
 	// requests with explicit ids while they run. Either may be nil.
 	Answers *answers.Cache
@@ -188,42 +196,44 @@ type Call struct {
 	// only.
 	Allowed func(profile string) bool
 	// Answering, when set, hears each profile that is about to answer
-	// (after a failover, the next), before it runs.
-	Answering func(profile string)
+	// (after a failover, the next) and why it was chosen, before it runs.
+	Answering func(profile, reason string)
 }
 
-// Answer runs a model request on its profile: the one it names, else the
-// one that last served its conversation, else the default. With failover,
-// a refusal for a rate limit or overload before anything reached the
-// client benches that profile until its wait has passed and the request
-// goes to the next profile by priority that is not benched; when all are
-// benched the refusal is a 429 with the earliest reopening as its wait.
+// Answer runs a model request on its profile: the one it names; else, by
+// headroom, the one with the most room left in its plan windows (a running
+// conversation staying on its own while that has room); else (by
+// priority) the one that last served its conversation, else the default.
+// With failover (implied by headroom), a refusal for a rate limit or
+// overload before anything reached the client benches that profile until
+// its wait has passed and the request goes to the next profile that is
+// not benched; when all are benched the refusal is a 429 with the
+// earliest reopening as its wait.
 func (d *Dispatcher) Answer(ctx context.Context, c Call, out gateway.Output) error {
-	set := d.set.Load()
-	chosen := d.chooseIn(ctx, set, c)
-	answering := func(name string) {
+	p := d.plan(ctx, d.set.Load(), c)
+	answering := func(name, reason string) {
 		if c.Answering != nil {
-			c.Answering(name)
+			c.Answering(name, reason)
 		}
 	}
-	if chosen == nil {
+	if len(p.order) == 0 && p.reopen.IsZero() {
 		return &gateway.Error{Status: http.StatusForbidden, Type: anthropic.ErrPermission,
 			Message: "the API key may use none of the profiles this meridian serves"}
 	}
-	if !d.cfg.Failover || len(set.list) < 2 {
-		answering(chosen.Profile())
-		return chosen.Messages(ctx, c.Request, c.ID, out)
-	}
 	st, retryable := out.(gateway.Committer)
-	d.shared(ctx)
-	order, reopen := d.bench.Order(chosen.Profile(), set.fallbacks, d.cfg.Now())
-	for _, name := range order {
-		gw, ok := set.byName[name]
-		if !ok || !c.allows(name) {
-			continue // a named profile removed since, or one the key may not use
+	reopen := p.reopen
+	for i, gw := range p.order {
+		name, reason := gw.Profile(), p.reason
+		if i > 0 {
+			reason = reasonBenched
 		}
-		answering(name)
-		err := gw.Messages(ctx, c.Request, c.ID, out)
+		answering(name, reason)
+		req := c.Request
+		req.Route = reason
+		err := gw.Messages(ctx, req, c.ID, out)
+		if !p.failover {
+			return err
+		}
 		var ge *gateway.Error
 		if !errors.As(err, &ge) || (ge.Status != http.StatusTooManyRequests && ge.Status != anthropic.StatusOverloaded) ||
 			!retryable || st.Committed() || ctx.Err() != nil {
@@ -236,45 +246,18 @@ func (d *Dispatcher) Answer(ctx context.Context, c Call, out gateway.Output) err
 			reopen = until
 		}
 	}
-	if len(order) == 0 {
-		answering(chosen.Profile())
-	}
 	wait := reopen.Sub(d.cfg.Now())
 	return &gateway.Error{Status: http.StatusTooManyRequests, Type: anthropic.ErrRateLimit, RetryAfter: wait,
 		Message: fmt.Sprintf("every profile is rate-limited; the first reopens in %s", wait.Round(time.Second))}
 }
 
-// choose is the profile c runs on first: the one it names, else the one
-// that last served its conversation, else the default.
+// choose is the profile c runs on first.
 func (d *Dispatcher) choose(ctx context.Context, c Call) Answerer {
-	return d.chooseIn(ctx, d.set.Load(), c)
-}
-
-func (d *Dispatcher) chooseIn(ctx context.Context, set *profileSet, c Call) Answerer {
-	if c.Named != nil {
-		return c.Named
+	p := d.plan(ctx, d.set.Load(), c)
+	if len(p.order) == 0 {
+		return nil
 	}
-	chosen := set.answerer
-	if len(set.list) > 1 {
-		// A conversation stays with the profile that served it last
-		// (after a failover, the one it moved to), whatever the default.
-		if last, err := chosen.ServedBy(ctx, c.Request); err != nil {
-			d.log.Warn("could not look up the conversation's profile; the default serves it", "err", err)
-		} else if gw, ok := set.byName[last]; ok && c.allows(last) {
-			chosen = gw
-		}
-	}
-	if c.allows(chosen.Profile()) {
-		return chosen
-	}
-	// A scoped key's request goes to the first profile by priority it
-	// may use.
-	for _, p := range set.list {
-		if a := p.answers(); c.allows(a.Profile()) {
-			return a
-		}
-	}
-	return nil
+	return p.order[0]
 }
 
 // allows reports whether the call may run on a profile.

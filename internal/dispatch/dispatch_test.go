@@ -24,6 +24,7 @@ type profile struct {
 	size     int
 	refuse   *gateway.Error // nil: it answers
 	asked    *[]string      // every profile asked to answer, in order
+	windows  []gateway.RateWindow
 }
 
 func (p *profile) Profile() string { return p.name }
@@ -43,6 +44,8 @@ func (p *profile) HeldBy(context.Context, gateway.Request) (store.Owner, error) 
 }
 
 func (p *profile) Slots() (inUse, waiting, size int) { return p.running, 0, p.size }
+
+func (p *profile) RateWindows() []gateway.RateWindow { return p.windows }
 
 // output is an answer nothing has reached yet, unless committed.
 type output struct{ committed bool }
@@ -102,7 +105,7 @@ func TestWhichProfileAnswers(t *testing.T) {
 				call.Allowed = func(p string) bool { return slices.Contains(c.allowed, p) }
 			}
 			var heard []string
-			call.Answering = func(p string) { heard = append(heard, p) }
+			call.Answering = func(p, _ string) { heard = append(heard, p) }
 			err := d.Answer(context.Background(), call, &output{})
 			var ge *gateway.Error
 			switch {

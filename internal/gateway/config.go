@@ -100,6 +100,9 @@ type Request struct {
 	// will send it back as history, which is what lineage records. Nil
 	// means as answered: Anthropic clients echo the blocks they received.
 	Echo func(anthropic.Message) anthropic.Message
+	// Route is why dispatch gave the request this profile ("headroom
+	// five_hour 31%", "sticky", …), for the turn's log line.
+	Route string
 
 	// conversation, once Identified has named it, is the conversation
 	// the request belongs to, shared by the copies the routing, the

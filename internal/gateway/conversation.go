@@ -55,6 +55,8 @@ type turn struct {
 	// resumed here (made on another host, its transcript not shared), so
 	// its whole history was replayed.
 	replayed bool
+	// route is why dispatch chose this profile, for the log.
+	route string
 }
 
 // converse serves a request that belongs to a conversation: it takes the
@@ -64,7 +66,7 @@ type turn struct {
 // a turn that completed publishes what the session now holds.
 func (g *Gateway) converse(ctx context.Context, greq Request, ident adapter.Identity, opts backend.StartOptions, tools *clientTools, id string, out Output) error {
 	req := greq.Body
-	t := &turn{g: g, req: req, echo: greq.Echo, ident: ident, opts: opts, tools: tools}
+	t := &turn{g: g, req: req, echo: greq.Echo, ident: ident, opts: opts, tools: tools, route: greq.Route}
 	// Lineage compares what is durable of the client's messages: its
 	// per-turn blocks (OpenCode's hook envelopes) would make every turn
 	// an edit. They still reach the CLI.
@@ -253,6 +255,9 @@ func (t *turn) run(ctx context.Context, id string, out Output) error {
 	res, err := g.turn(ctx, sess, in, g.emitter(tr, r))
 	logAttrs := []any{"conversation", t.ident.Key, "client", t.ident.Client, "verdict", verdict,
 		"live", t.reused, "session", sess.ID(), "model", r.start.Model, "took", g.cfg.Now().Sub(began)}
+	if t.route != "" {
+		logAttrs = append(logAttrs, "route", t.route)
+	}
 	if p, ok := sess.(backend.Processor); ok {
 		logAttrs = append(logAttrs, "pid", p.Pid())
 	}

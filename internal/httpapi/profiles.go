@@ -8,14 +8,18 @@ import (
 
 	"github.com/meridian-gw/meridian/internal/dispatch"
 	"github.com/meridian-gw/meridian/internal/gateway"
+	"github.com/meridian-gw/meridian/internal/telemetry"
 )
 
 // Profile is a named profile's gateway.
 type Profile = dispatch.Profile
 
 // headerProfile chooses a request's profile; responses name the one that
-// answered.
-const headerProfile = "X-Meridian-Profile"
+// answered, and headerRouteReason why it was chosen.
+const (
+	headerProfile     = "X-Meridian-Profile"
+	headerRouteReason = "X-Meridian-Route-Reason"
+)
 
 type profileKey struct{}
 
@@ -117,9 +121,14 @@ func (b *backends) providers(ctx context.Context) []gateway.Provider {
 }
 
 // answer runs a model request through dispatch, which chooses its profile
-// (and, with failover, the next one); the response names each profile
-// that answers.
+// (and, with failover, the next one); the response and its telemetry
+// record name each profile that answers and why.
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, req gateway.Request, id string, out gateway.Output) error {
+	answering := func(p, reason string) {
+		w.Header().Set(headerProfile, p)
+		w.Header().Set(headerRouteReason, reason)
+		telemetry.From(r.Context()).Routed(reason)
+	}
 	return s.dispatch.Answer(r.Context(), dispatch.Call{Request: req, ID: id, Named: named(r.Context()),
-		Allowed: allowedProfile(r.Context()), Answering: func(p string) { w.Header().Set(headerProfile, p) }}, out)
+		Allowed: allowedProfile(r.Context()), Answering: answering}, out)
 }

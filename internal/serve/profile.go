@@ -11,6 +11,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
+	"github.com/meridian-gw/meridian/internal/dispatch"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/httpapi"
 	"github.com/meridian-gw/meridian/internal/profile"
@@ -309,4 +310,16 @@ func (s *servedProfiles) transcriptsInUse(ctx context.Context) (map[string]bool,
 		}
 	}
 	return all, nil
+}
+
+// accountsMode checks --accounts and --move-at.
+func accountsMode(mode string, moveAt float64) (dispatch.Accounts, error) {
+	if moveAt <= 0 || moveAt > 100 {
+		return "", fmt.Errorf("--move-at %g: want a percentage above 0, at most 100", moveAt)
+	}
+	switch a := dispatch.Accounts(mode); a {
+	case dispatch.ByHeadroom, dispatch.ByPriority:
+		return a, nil
+	}
+	return "", fmt.Errorf("--accounts %q: want %s or %s", mode, dispatch.ByHeadroom, dispatch.ByPriority)
 }

@@ -99,6 +99,11 @@ type Config struct {
 	PingInterval time.Duration
 	// Failover moves rate-limited requests to the next profile.
 	Failover bool
+	// Accounts is how a request that names no profile gets one:
+	// "headroom" (the default) or "priority"; MoveAt is the percentage of
+	// a plan window past which a conversation leaves its profile.
+	Accounts string
+	MoveAt   float64
 	// ConfigPath is the settings file (pricing overrides); missing is fine.
 	ConfigPath string
 	// TelemetryMaxAge and TelemetryMaxRows bound the request history.
@@ -195,6 +200,10 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	}
 	if cfg.MaxConcurrent < 1 {
 		return fmt.Errorf("--max-concurrent %d: must be at least 1", cfg.MaxConcurrent)
+	}
+	accounts, err := accountsMode(cfg.Accounts, cfg.MoveAt)
+	if err != nil {
+		return err
 	}
 	noLive := cfg.MaxLive == 0
 	if noLive {
@@ -357,7 +366,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	}
 	models := func(def *gateway.Gateway, profiles []httpapi.Profile, failover bool, peers dispatch.Hosts, log *slog.Logger) httpapi.Models {
 		return httpapi.Models{AnswerBytes: lim.EntryBytes, Dispatch: dispatch.New(dispatch.Config{Default: def, Profiles: profiles,
-			Failover: failover, Answers: answers.New(db.Answers, lim, nil), Journal: journal.New(db.Journal, hosts, 0, 0, nil).Notifying(db.Signals),
+			Failover: failover, Accounts: accounts, MoveAt: cfg.MoveAt / 100, Answers: answers.New(db.Answers, lim, nil), Journal: journal.New(db.Journal, hosts, 0, 0, nil).Notifying(db.Signals),
 			Bench: db.Bench, Hosts: peers, Logger: log})}
 	}
 	var mounts []httpapi.Mount

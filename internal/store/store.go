@@ -350,6 +350,7 @@ type Request struct {
 	Status                          int
 	ErrorType                       string
 	ErrorMessage                    string // as the client got it, cut short
+	Route                           string // why its profile was chosen
 }
 
 // RequestFilter selects records for a page of the request list.

@@ -47,6 +47,9 @@ type Record struct {
 	// Conversation is a short hash of the conversation key, never the key.
 	Conversation string `json:"conversation,omitempty"`
 	Profile      string `json:"profile,omitempty"`
+	// Route is why the profile was chosen: "headroom five_hour 31%",
+	// "sticky", "moved: seven_day 96%", "named", …
+	Route string `json:"route,omitempty"`
 	// Key names the API key the request came with (its name, never the
 	// key); empty for the admin key or an open gateway.
 	Key string `json:"key,omitempty"`
@@ -163,6 +166,11 @@ func (tr *Trace) Conversation(client, profile, key string) {
 // Verdict notes lineage's verdict and whether the live process served.
 func (tr *Trace) Verdict(verdict string, live bool) {
 	tr.update(func(r *Record) { r.Verdict, r.Live = verdict, live })
+}
+
+// Routed notes why the request's profile was chosen.
+func (tr *Trace) Routed(reason string) {
+	tr.update(func(r *Record) { r.Route = reason })
 }
 
 // Keyed notes the name of the API key the request came with.

@@ -211,6 +211,8 @@ func migrations() []string {
 		// 5: the error text a request was answered with, for the
 		// dashboard's request list.
 		`ALTER TABLE requests ADD COLUMN error_message TEXT NOT NULL DEFAULT '';`,
+		// 6: why the request's profile was chosen.
+		`ALTER TABLE requests ADD COLUMN route TEXT NOT NULL DEFAULT '';`,
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 type telemetry struct{ s *DB }
 
 const requestColumns = `host, at, api, client, conversation, profile, model, effective, verdict, live, replay, stream,
-	queue_ns, ttft_ns, total_ns, input, output, cache_read, cache_write, cost, status, error_type, key_name, error_message`
+	queue_ns, ttft_ns, total_ns, input, output, cache_read, cache_write, cost, status, error_type, key_name, error_message, route`
 
 // Insert writes a batch in one transaction.
 func (t telemetry) Insert(ctx context.Context, recs []store.Request) error {
@@ -22,7 +22,7 @@ func (t telemetry) Insert(ctx context.Context, recs []store.Request) error {
 	ctx, cancel := t.s.call(ctx)
 	defer cancel()
 	return wrap("write telemetry records", t.s.tx(ctx, 0, func(tx *Tx) error {
-		stmt, err := tx.tx.PrepareContext(ctx, t.s.q(`INSERT INTO requests (`+requestColumns+`) VALUES (`+in(24)+`)`))
+		stmt, err := tx.tx.PrepareContext(ctx, t.s.q(`INSERT INTO requests (`+requestColumns+`) VALUES (`+in(25)+`)`))
 		if err != nil {
 			return err
 		}
@@ -30,7 +30,7 @@ func (t telemetry) Insert(ctx context.Context, recs []store.Request) error {
 		for _, r := range recs {
 			if _, err := stmt.ExecContext(ctx, r.Host, r.At.UnixNano(), r.API, r.Client, r.Conversation, r.Profile, r.Model, r.Effective,
 				r.Verdict, r.Live, r.Replay, r.Stream, int64(r.Queue), int64(r.TTFT), int64(r.Total),
-				r.Input, r.Output, r.CacheRead, r.Cache, r.Cost, r.Status, r.ErrorType, r.Key, r.ErrorMessage); err != nil {
+				r.Input, r.Output, r.CacheRead, r.Cache, r.Cost, r.Status, r.ErrorType, r.Key, r.ErrorMessage, r.Route); err != nil {
 				return err
 			}
 		}
@@ -156,7 +156,7 @@ func (t telemetry) list(ctx context.Context, q string, args ...any) ([]store.Req
 		var at, queue, ttft, total int64
 		if err := rows.Scan(&r.ID, &r.Host, &at, &r.API, &r.Client, &r.Conversation, &r.Profile, &r.Model, &r.Effective, &r.Verdict,
 			&r.Live, &r.Replay, &r.Stream, &queue, &ttft, &total, &r.Input, &r.Output, &r.CacheRead,
-			&r.Cache, &r.Cost, &r.Status, &r.ErrorType, &r.Key, &r.ErrorMessage); err != nil {
+			&r.Cache, &r.Cost, &r.Status, &r.ErrorType, &r.Key, &r.ErrorMessage, &r.Route); err != nil {
 			return nil, wrap("read telemetry records", err)
 		}
 		r.At, r.Queue, r.TTFT, r.Total = time.Unix(0, at), time.Duration(queue), time.Duration(ttft), time.Duration(total)

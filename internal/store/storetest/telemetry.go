@@ -24,13 +24,14 @@ func testTelemetry(t *testing.T, e Engine) {
 	failed := request("b", 6)
 	failed.Status, failed.ErrorType, failed.Cost, failed.API = 529, "overloaded_error", -1, "chat"
 	failed.ErrorMessage = "the CLI is overloaded: try again in 30 s — réessayez"
+	failed.Route = "moved: seven_day 96%"
 	recs = append(recs, failed)
 	recs[1].Key, recs[2].Key, failed.Key = "ci", "ci", "laptop"
 	recs[len(recs)-1] = failed
 	must(t, s.Telemetry.Insert(c, recs))
 	page, err := s.Telemetry.Page(c, store.RequestFilter{}, 0, 3)
 	must(t, err)
-	if len(page) != 3 || page[0].Host != "b" || page[0].Status != 529 || page[0].ErrorMessage != failed.ErrorMessage || page[0].ID <= page[1].ID {
+	if len(page) != 3 || page[0].Host != "b" || page[0].Status != 529 || page[0].ErrorMessage != failed.ErrorMessage || page[0].Route != failed.Route || page[0].ID <= page[1].ID {
 		t.Fatalf("first page %+v", page)
 	}
 	older, err := s.Telemetry.Page(c, store.RequestFilter{}, page[2].ID, 10)

@@ -202,7 +202,7 @@ func toRow(host string, r telemetry.Record) store.Request {
 	return store.Request{Host: host, At: r.Time, API: r.API, Client: r.Client, Conversation: r.Conversation, Profile: r.Profile,
 		Model: r.Model, Effective: r.Effective, Verdict: r.Verdict, Key: r.Key, Live: r.Live, Replay: r.Replay, Stream: r.Stream,
 		Queue: r.QueueWait, TTFT: r.TTFT, Total: r.Total, Input: r.Tokens.Input, Output: r.Tokens.Output,
-		CacheRead: r.Tokens.CacheRead, Cache: r.Tokens.CacheWrite, Cost: r.Cost, Status: r.Status, ErrorType: r.ErrorType, ErrorMessage: r.ErrorMessage}
+		CacheRead: r.Tokens.CacheRead, Cache: r.Tokens.CacheWrite, Cost: r.Cost, Status: r.Status, ErrorType: r.ErrorType, ErrorMessage: r.ErrorMessage, Route: r.Route}
 }
 
 func fromRows(rows []store.Request) []telemetry.Record {
@@ -212,7 +212,7 @@ func fromRows(rows []store.Request) []telemetry.Record {
 			Profile: r.Profile, Model: r.Model, Effective: r.Effective, Verdict: r.Verdict, Key: r.Key, Live: r.Live, Replay: r.Replay,
 			Stream: r.Stream, QueueWait: r.Queue, TTFT: r.TTFT, Total: r.Total,
 			Tokens: telemetry.Tokens{Input: r.Input, Output: r.Output, CacheRead: r.CacheRead, CacheWrite: r.Cache},
-			Cost:   r.Cost, Status: r.Status, ErrorType: r.ErrorType, ErrorMessage: r.ErrorMessage}
+			Cost:   r.Cost, Status: r.Status, ErrorType: r.ErrorType, ErrorMessage: r.ErrorMessage, Route: r.Route}
 	}
 	return out
 }

@@ -1,0 +1,100 @@
+package dispatch
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/meridian-gw/meridian/internal/anthropic"
+	"github.com/meridian-gw/meridian/internal/gateway"
+	"github.com/meridian-gw/meridian/internal/testkit"
+)
+
+func fiveHour(used float64, now time.Time, resetIn time.Duration) []gateway.RateWindow {
+	return []gateway.RateWindow{{Type: "five_hour", Status: "allowed", Utilization: used, ResetsAt: now.Add(resetIn)}}
+}
+
+// By headroom, a new conversation goes to the profile with the most room
+// in its plan windows; one a profile served stays there while it has room
+// and moves, with the window that made it, once past the threshold; a
+// refusal moves the request on as failover does; and each answer says why.
+func TestHeadroomChoosesAndExplains(t *testing.T) {
+	now := time.Date(2026, 12, 5, 9, 0, 0, 0, time.UTC)
+	type heard struct{ profile, reason string }
+	for _, c := range []struct {
+		name     string
+		used     map[string]float64 // per profile; absent: no figures
+		servedBy string
+		refusing string
+		accounts Accounts
+		want     []heard
+	}{
+		{name: "a new conversation", used: map[string]float64{"a": 0.7, "b": 0.2, "c": 0.96},
+			want: []heard{{"b", "headroom five_hour 20%"}}},
+		{name: "no figures anywhere", want: []heard{{"a", "priority"}}},
+		{name: "figures beat none", used: map[string]float64{"c": 0.5}, want: []heard{{"c", "headroom five_hour 50%"}}},
+		{name: "a running one stays", used: map[string]float64{"a": 0.7, "b": 0.2}, servedBy: "a", want: []heard{{"a", "sticky"}}},
+		{name: "a running one past the threshold moves", used: map[string]float64{"a": 0.2, "b": 0.7, "c": 0.96}, servedBy: "c",
+			want: []heard{{"a", "moved: five_hour 96%"}}},
+		{name: "a refusal moves on", used: map[string]float64{"a": 0.7, "b": 0.2}, refusing: "b",
+			want: []heard{{"b", "headroom five_hour 20%"}, {"a", "moved: benched"}}},
+		{name: "by priority, figures do not count", accounts: ByPriority, used: map[string]float64{"a": 0.9, "b": 0.2},
+			want: []heard{{"a", "default"}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var asked []string
+			d, _ := profiles(&asked, func(by map[string]*profile) {
+				by["a"].servedBy = c.servedBy
+				for name, u := range c.used {
+					by[name].windows = fiveHour(u, now, time.Hour)
+				}
+				if c.refusing != "" {
+					by[c.refusing].refuse = refusal(429, time.Minute)
+				}
+			})
+			d.cfg.Now, d.cfg.Accounts = func() time.Time { return now }, c.accounts
+			var got []heard
+			call := Call{Request: gateway.Request{Body: &anthropic.MessagesRequest{Model: "claude-sonnet-4-5"}},
+				Answering: func(p, reason string) { got = append(got, heard{p, reason}) }}
+			if err := d.Answer(context.Background(), call, &output{}); err != nil || !slices.Equal(got, c.want) {
+				t.Fatalf("heard %v (%v), want %v", got, err, c.want)
+			}
+		})
+	}
+}
+
+// The routing decision with ten profiles, each with its figures: a new
+// conversation placed, and a running one kept. The bound is 50 µs
+// at the median.
+func BenchmarkHeadroomRoute(b *testing.B) {
+	now := time.Now()
+	var asked []string
+	by := map[string]*profile{}
+	var list []Profile
+	for i := range 10 {
+		name := fmt.Sprintf("p%d", i)
+		p := &profile{name: name, size: 2, asked: &asked,
+			windows: append(fiveHour(float64(i*7%10)/10, now, time.Duration(i+1)*time.Hour),
+				gateway.RateWindow{Type: "seven_day", Utilization: 0.3, ResetsAt: now.Add(90 * time.Hour)})}
+		by[name] = p
+		list = append(list, Profile{Name: name, Fallback: true, answerer: p})
+	}
+	d := New(Config{Profiles: list, def: by["p0"]})
+	ctx := context.Background()
+	for _, side := range []struct{ name, servedBy string }{{"new", ""}, {"running", "p3"}} {
+		by["p0"].servedBy = side.servedBy
+		call := Call{Request: gateway.Request{Body: &anthropic.MessagesRequest{Model: "claude-sonnet-4-5"}}}
+		took := make([]time.Duration, 0, b.N)
+		for range b.N {
+			t0 := time.Now()
+			p := d.plan(ctx, d.set.Load(), call)
+			took = append(took, time.Since(t0))
+			if len(p.order) != 10 {
+				b.Fatalf("order %d", len(p.order))
+			}
+		}
+		b.ReportMetric(float64(testkit.Median(took).Nanoseconds())/1e3, side.name+"-p50-us")
+	}
+}

@@ -1,0 +1,238 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	"github.com/meridian-gw/meridian/internal/testkit"
+)
+
+// plan is one subscription's 5-hour window as the fake upstream reports
+// it in the rate-limit headers the API sends an OAuth login: each model
+// request it answers uses step more of it.
+type plan struct {
+	token    string
+	used     float64 // what the next answer reports
+	step     float64
+	reset    time.Time
+	reported float64 // what the last answer reported; -1: none yet
+}
+
+// plans are the fake upstream's accounts, told apart by their tokens.
+type plans struct {
+	mu sync.Mutex
+	by map[string]*plan
+}
+
+func (p *plans) respond(r testkit.Request) testkit.Reply {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	token := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	for _, a := range p.by {
+		if a.token != token {
+			continue
+		}
+		used := math.Round(a.used*100) / 100
+		a.reported, a.used = used, a.used+a.step
+		reset, weekly := fmt.Sprint(a.reset.Unix()), fmt.Sprint(a.reset.Add(100*time.Hour).Unix())
+		status := "allowed"
+		if used >= 1 {
+			status = "allowed_warning"
+		}
+		return testkit.Reply{Text: "ok", Headers: map[string]string{
+			"anthropic-ratelimit-unified-status":               status,
+			"anthropic-ratelimit-unified-reset":                reset,
+			"anthropic-ratelimit-unified-5h-status":            status,
+			"anthropic-ratelimit-unified-5h-reset":             reset,
+			"anthropic-ratelimit-unified-5h-utilization":       fmt.Sprint(used),
+			"anthropic-ratelimit-unified-7d-status":            "allowed",
+			"anthropic-ratelimit-unified-7d-reset":             weekly,
+			"anthropic-ratelimit-unified-7d-utilization":       "0.1",
+			"anthropic-ratelimit-unified-representative-claim": "five_hour",
+		}}
+	}
+	return testkit.Reply{Text: "ok"} // the environment's API key: no plan figures
+}
+
+// best is the profile a new conversation should get: the least used
+// below the move threshold, the sooner reset breaking a tie.
+func (p *plans) best() (name string, used float64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for n, a := range p.by {
+		if a.reported >= 0.95 {
+			continue
+		}
+		if name == "" || a.reported < used || (a.reported == used && a.reset.Before(p.by[name].reset)) {
+			name, used = n, a.reported
+		}
+	}
+	return name, used
+}
+
+// still stops the figures moving: each account reports what it last did.
+func (p *plans) still() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, a := range p.by {
+		a.used, a.step = a.reported, 0
+	}
+}
+
+func (p *plans) set(name string, used, step float64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.by[name].used, p.by[name].step = used, step
+}
+
+// Three subscription profiles at 20 %, 70 % and 96 % of their 5-hour
+// windows, as the upstream's rate-limit headers say and the CLI reports
+// them: thirty new conversations each go to the profile with the most
+// room as the figures move, the answers saying why; their next turns stay
+// on their profiles' live processes; the 96 % one gets none; and when one
+// reaches 100 %, its conversations move with no error a client sees.
+func TestAccountsByHeadroom(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	now := time.Now()
+	accounts := &plans{by: map[string]*plan{
+		"fresh": {token: "sk-ant-oat-fresh-SECRET", used: 0.2, step: 0.02, reset: now.Add(3 * time.Hour), reported: -1},
+		"half":  {token: "sk-ant-oat-half-SECRET", used: 0.7, step: 0.02, reset: now.Add(2 * time.Hour), reported: -1},
+		"full":  {token: "sk-ant-oat-full-SECRET", used: 0.96, step: 0, reset: now.Add(time.Hour), reported: -1},
+	}}
+	g.up.Respond(accounts.respond)
+	p := profileCLI{t: t, bin: g.bin, dataDir: g.dataDir, env: g.env}
+	for name, a := range accounts.by {
+		if out, code := p.run(a.token, "add", name, "--kind", "token"); code != 0 {
+			t.Fatalf("add %s: %s", name, out)
+		}
+	}
+	// A token profile's CLI is given no base URL of its own (its token
+	// goes to Anthropic's API alone), so a wrapper points it at the fake.
+	wrapper := filepath.Join(t.TempDir(), "claude")
+	script := "#!/bin/sh\nexport ANTHROPIC_BASE_URL=" + g.up.URL + "\nexec " + testkit.ClaudePath(t) + " \"$@\"\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	g.start("--claude-path", wrapper, "--spares", "0", "--max-live", "40", "--live-memory", "16000")
+
+	type answer struct{ profile, reason string }
+	send := func(conv string, history []sdk.MessageParam, header ...string) (answer, []sdk.MessageParam) {
+		t.Helper()
+		history = append(history, sdk.NewUserMessage(sdk.NewTextBlock("turn "+fmt.Sprint(len(history)/2+1)+" of "+conv)))
+		opts := []option.RequestOption{}
+		for i := 0; i+1 < len(header); i += 2 {
+			opts = append(opts, option.WithHeader(header[i], header[i+1]))
+		}
+		var resp *http.Response
+		msg, err := g.anthropic(conv).Messages.New(context.Background(), sdk.MessageNewParams{Model: "claude-sonnet-4-5", MaxTokens: 100,
+			Messages: history}, append(opts, option.WithResponseInto(&resp))...)
+		if err != nil {
+			t.Fatalf("%s, turn %d: %v", conv, len(history)/2+1, err)
+		}
+		history = append(history, msg.ToParam())
+		return answer{resp.Header.Get("X-Meridian-Profile"), resp.Header.Get("X-Meridian-Route-Reason")}, history
+	}
+	// Each profile's figures are known once it has answered a turn.
+	for name := range accounts.by {
+		if a, _ := send("warm-"+name, nil, "X-Meridian-Profile", name); a != (answer{name, "named"}) {
+			t.Fatalf("a request naming %s: %+v", name, a)
+		}
+	}
+	histories := map[string][]sdk.MessageParam{}
+	on := map[string]string{} // conversation → profile
+	counts := map[string]int{}
+	for i := range 30 {
+		conv := fmt.Sprintf("conv-%02d", i)
+		wantProfile, used := accounts.best()
+		want := answer{wantProfile, fmt.Sprintf("headroom five_hour %d%%", int(math.Round(used*100)))}
+		got, h := send(conv, nil)
+		if got != want {
+			t.Fatalf("new conversation %d: %+v, want %+v", i, got, want)
+		}
+		histories[conv], on[conv] = h, got.profile
+		counts[got.profile]++
+	}
+	if counts["full"] != 0 || counts["fresh"] == 0 || counts["half"] == 0 {
+		t.Fatalf("new conversations per profile: %v", counts)
+	}
+	// With the figures still, every next turn stays where it is.
+	accounts.still()
+	for conv, h := range histories {
+		got, h := send(conv, h)
+		if got != (answer{on[conv], "sticky"}) {
+			t.Fatalf("%s's second turn: %+v, want %s, sticky", conv, got, on[conv])
+		}
+		histories[conv] = h
+	}
+	// fresh reaches 100 %: the next turn of each of its conversations moves.
+	accounts.set("fresh", 1, 0)
+	var pushed string
+	for conv := range histories {
+		if on[conv] == "fresh" && pushed == "" {
+			pushed = conv
+			if got, h := send(conv, histories[conv]); got != (answer{"fresh", "sticky"}) {
+				t.Fatalf("the turn that reports 100 %%: %+v", got)
+			} else {
+				histories[conv] = h
+			}
+		}
+	}
+	moved := 0
+	for conv, h := range histories {
+		if on[conv] != "fresh" {
+			continue
+		}
+		got, _ := send(conv, h)
+		if got.profile == "fresh" || got.reason != "moved: five_hour 100%" {
+			t.Fatalf("%s after fresh reached 100 %%: %+v", conv, got)
+		}
+		moved++
+	}
+	// The telemetry records say the same, and every sticky turn ran on
+	// its conversation's live process.
+	var page struct {
+		Requests []struct {
+			Profile string `json:"profile"`
+			Route   string `json:"route"`
+			Live    bool   `json:"live"`
+			Status  int    `json:"status"`
+		} `json:"requests"`
+	}
+	total := 3 + 30 + 30 + 1 + moved
+	if err := testkit.WaitFor(10*time.Second, func() error {
+		g.getJSON("/telemetry/requests?limit=200", &page)
+		if len(page.Requests) < total {
+			return fmt.Errorf("%d records of %d", len(page.Requests), total)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	routes := map[string]int{}
+	for _, r := range page.Requests {
+		kind, _, _ := strings.Cut(r.Route, " ")
+		routes[kind]++
+		if r.Status != 200 || (kind == "sticky" && !r.Live) {
+			t.Errorf("record %+v", r)
+		}
+	}
+	if routes["headroom"] != 30 || routes["sticky"] != 31 || routes["moved:"] != moved || routes["named"] != 3 {
+		t.Fatalf("records by route: %v", routes)
+	}
+	if !g.logShows(`route="moved: five_hour 100%"`) {
+		t.Error("the turn log does not give the route")
+	}
+	t.Logf("new conversations: %v; moved at 100 %%: %d", counts, moved)
+}

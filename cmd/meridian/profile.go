@@ -61,13 +61,14 @@ line, and kept in files only you can read. The implicit profile "default" uses t
 
 	var kind, baseURL string
 	var priority int
+	var planOnly bool
 	var loginTimeout time.Duration
 	add := &cobra.Command{
 		Use:   "add NAME --kind login|token|api",
 		Short: "Add a profile (token and api: the secret on standard input; login: the CLI's login in your terminal)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			p := profile.Profile{Name: args[0], Kind: profile.Kind(kind), Priority: priority, BaseURL: baseURL}
+			p := profile.Profile{Name: args[0], Kind: profile.Kind(kind), Priority: priority, BaseURL: baseURL, PlanOnly: planOnly}
 			if p.Kind == profile.Login && !profile.IsTerminal(os.Stdin) {
 				return errNoTerminal(p.Name)
 			}
@@ -98,6 +99,7 @@ line, and kept in files only you can read. The implicit profile "default" uses t
 	add.Flags().StringVar(&kind, "kind", "", "login, token or api")
 	add.Flags().IntVar(&priority, "priority", 0, "order for failover: lower goes first")
 	add.Flags().StringVar(&baseURL, "base-url", "", "an api profile's API base URL")
+	add.Flags().BoolVar(&planOnly, "plan-only", false, planOnlyUsage)
 	add.Flags().DurationVar(&loginTimeout, "login-timeout", defaultLoginTimeout, "how long a login profile's login may take before it is given up and the profile removed")
 	_ = add.MarkFlagRequired("kind")
 
@@ -217,9 +219,35 @@ line, and kept in files only you can read. The implicit profile "default" uses t
 			return show(c, map[string]string{"default": args[0]}, "default profile: "+args[0])
 		},
 	}
-	cmd.AddCommand(add, list, login, remove, def)
+	set := &cobra.Command{
+		Use:   "set NAME [--priority N] [--plan-only[=false]]",
+		Short: "Change a profile's priority or whether it may draw paid extra usage",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			var s profile.Settings
+			if c.Flags().Changed("priority") {
+				s.Priority = &priority
+			}
+			if c.Flags().Changed("plan-only") {
+				s.PlanOnly = &planOnly
+			}
+			if s == (profile.Settings{}) {
+				return errors.New("nothing to set: give --priority or --plan-only")
+			}
+			p, err := st().Set(args[0], s)
+			if err != nil {
+				return err
+			}
+			return show(c, profileView{Profile: p}, fmt.Sprintf("profile %s: priority %d, plan only %v", p.Name, p.Priority, p.PlanOnly))
+		},
+	}
+	set.Flags().IntVar(&priority, "priority", 0, "order among profiles without plan figures, and for failover: lower goes first")
+	set.Flags().BoolVar(&planOnly, "plan-only", false, planOnlyUsage)
+	cmd.AddCommand(add, list, login, remove, def, set)
 	return cmd
 }
+
+const planOnlyUsage = "never draw paid extra usage: once the plan's windows are spent, the profile takes no request until they reset (login and token profiles)"
 
 // limitsText is a plan's windows on one line: share used and reset.
 func limitsText(u *backend.PlanUsage) string {

@@ -288,7 +288,10 @@ type Event struct {
 	Utilization float64
 	// Windows are every window a RateLimit event reports, each with its
 	// own share used and reset; the fields above are the one it is about.
-	Windows    []LimitWindow
+	Windows []LimitWindow
+	// Overage: the RateLimit event says the plan's windows are spent and
+	// this request draws the account's paid extra usage.
+	Overage    bool
 	RetryDelay time.Duration
 	ResetsAt   time.Time
 }

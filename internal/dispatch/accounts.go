@@ -97,10 +97,18 @@ func (d *Dispatcher) byHeadroom(ctx context.Context, set *profileSet, c Call, no
 	accounts := make([]headroom.Account, len(cands))
 	current := -1
 	p := plan{failover: true}
+	model := ""
+	if c.Request.Body != nil {
+		model = c.Request.Body.Model
+	}
 	for i, a := range cands {
 		name := a.Profile()
 		until := d.bench.Until(name, now)
-		accounts[i] = headroom.Account{Name: name, Windows: Windows(a.RateWindows()), Benched: !until.IsZero()}
+		windows := Windows(a.RateWindows())
+		if spent, ok := headroom.Spent(windows, model, now); ok && set.planOnly[name] && spent.ResetsAt.After(until) {
+			until = spent.ResetsAt // its plan is spent, and it draws nothing else
+		}
+		accounts[i] = headroom.Account{Name: name, Windows: windows, Benched: !until.IsZero()}
 		if name == last {
 			current = i
 		}
@@ -109,10 +117,6 @@ func (d *Dispatcher) byHeadroom(ctx context.Context, set *profileSet, c Call, no
 		}
 	}
 	policy := headroom.Policy{MoveAt: d.cfg.MoveAt}
-	model := ""
-	if c.Request.Body != nil {
-		model = c.Request.Body.Model
-	}
 	var choice headroom.Choice
 	if current >= 0 {
 		choice = policy.Continue(accounts, current, model, now)

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -96,5 +97,42 @@ func BenchmarkHeadroomRoute(b *testing.B) {
 			}
 		}
 		b.ReportMetric(float64(testkit.Median(took).Nanoseconds())/1e3, side.name+"-p50-us")
+	}
+}
+
+// A plan-only profile whose plan figures say a window is used up is passed
+// over until that window resets, and with nothing else the wait is until
+// then; a profile that may draw extra usage is still tried, last.
+func TestAPlanOnlyProfileWithItsPlanSpentIsPassedOver(t *testing.T) {
+	now := time.Date(2026, 12, 5, 9, 0, 0, 0, time.UTC)
+	var asked []string
+	d, by := profiles(&asked, func(by map[string]*profile) {
+		by["a"].windows = fiveHour(1, now, 40*time.Minute)
+		by["b"].windows = fiveHour(0.9, now, time.Hour)
+		by["c"].refuse = refusal(429, 3*time.Hour)
+	})
+	list := d.Profiles()
+	list[0].PlanOnly = true
+	d.SetProfiles(nil, list)
+	d.cfg.Now = func() time.Time { return now }
+	var heard []string
+	call := Call{Request: gateway.Request{Body: &anthropic.MessagesRequest{Model: "m"}},
+		Answering: func(p, reason string) { heard = append(heard, p+": "+reason) }}
+	if err := d.Answer(context.Background(), call, &output{}); err != nil || !slices.Equal(heard, []string{"b: headroom five_hour 90%"}) {
+		t.Fatalf("heard %v (%v)", heard, err)
+	}
+	by["b"].refuse = refusal(429, 2*time.Hour)
+	heard = nil
+	err := d.Answer(context.Background(), call, &output{})
+	var ge *gateway.Error
+	if !errors.As(err, &ge) || ge.Status != 429 || ge.RetryAfter != 40*time.Minute || !slices.Equal(heard, []string{"b: headroom five_hour 90%", "c: moved: benched"}) {
+		t.Fatalf("heard %v, got %v: want a 429 until a's window resets", heard, err)
+	}
+	// A profile that may draw extra usage is tried even when spent.
+	list[0].PlanOnly = false
+	d.SetProfiles(nil, list)
+	heard = nil
+	if err := d.Answer(context.Background(), call, &output{}); err != nil || !slices.Equal(heard, []string{"a: headroom five_hour 100%"}) {
+		t.Fatalf("heard %v (%v)", heard, err)
 	}
 }

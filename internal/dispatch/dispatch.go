@@ -48,6 +48,9 @@ type Profile struct {
 	// environment's implicit profile may have no login of its own, so it
 	// answers only requests that chose it.
 	Fallback bool
+	// PlanOnly: the profile never draws paid extra usage; with its plan
+	// spent it is passed over until the spent window resets.
+	PlanOnly bool
 	// answerer stands in for Gateway where dispatch is tested alone.
 	answerer Answerer
 }
@@ -112,6 +115,7 @@ type profileSet struct {
 	list      []Profile
 	byName    map[string]Answerer
 	fallbacks []string
+	planOnly  map[string]bool
 }
 
 // New returns a Dispatcher.
@@ -131,12 +135,13 @@ func New(cfg Config) *Dispatcher {
 // default while meridian runs). Requests already running keep the
 // gateway they were given.
 func (d *Dispatcher) SetProfiles(def *gateway.Gateway, profiles []Profile) {
-	set := &profileSet{def: def, answerer: d.cfg.def, list: slices.Clone(profiles), byName: map[string]Answerer{}}
+	set := &profileSet{def: def, answerer: d.cfg.def, list: slices.Clone(profiles), byName: map[string]Answerer{}, planOnly: map[string]bool{}}
 	if set.answerer == nil {
 		set.answerer = def
 	}
 	for _, p := range profiles {
 		set.byName[p.Name] = p.answers()
+		set.planOnly[p.Name] = p.PlanOnly
 		if p.Fallback {
 			set.fallbacks = append(set.fallbacks, p.Name)
 		}
@@ -210,7 +215,8 @@ type Call struct {
 // not benched; when all are benched the refusal is a 429 with the
 // earliest reopening as its wait.
 func (d *Dispatcher) Answer(ctx context.Context, c Call, out gateway.Output) error {
-	p := d.plan(ctx, d.set.Load(), c)
+	set := d.set.Load()
+	p := d.plan(ctx, set, c)
 	answering := func(name, reason string) {
 		if c.Answering != nil {
 			c.Answering(name, reason)

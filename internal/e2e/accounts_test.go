@@ -3,10 +3,12 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -27,6 +29,9 @@ type plan struct {
 	step     float64
 	reset    time.Time
 	reported float64 // what the last answer reported; -1: none yet
+	// overage: the window is spent and the upstream serves the request
+	// from the account's paid extra usage.
+	overage bool
 }
 
 // plans are the fake upstream's accounts, told apart by their tokens.
@@ -50,7 +55,12 @@ func (p *plans) respond(r testkit.Request) testkit.Reply {
 		if used >= 1 {
 			status = "allowed_warning"
 		}
-		return testkit.Reply{Text: "ok", Headers: map[string]string{
+		extra := map[string]string{}
+		if a.overage {
+			used, status = 1, "rejected"
+			extra = map[string]string{"anthropic-ratelimit-unified-overage-status": "allowed", "anthropic-ratelimit-unified-overage-reset": weekly}
+		}
+		reply := testkit.Reply{Text: "ok", Headers: map[string]string{
 			"anthropic-ratelimit-unified-status":               status,
 			"anthropic-ratelimit-unified-reset":                reset,
 			"anthropic-ratelimit-unified-5h-status":            status,
@@ -61,6 +71,8 @@ func (p *plans) respond(r testkit.Request) testkit.Reply {
 			"anthropic-ratelimit-unified-7d-utilization":       "0.1",
 			"anthropic-ratelimit-unified-representative-claim": "five_hour",
 		}}
+		maps.Copy(reply.Headers, extra)
+		return reply
 	}
 	return testkit.Reply{Text: "ok"} // the environment's API key: no plan figures
 }
@@ -96,6 +108,26 @@ func (p *plans) set(name string, used, step float64) {
 	p.by[name].used, p.by[name].step = used, step
 }
 
+// tokenProfiles adds each plan as a token profile, and a wrapper that
+// points their CLIs at the fake upstream (a token profile's CLI gets no
+// base URL of its own: its token goes to Anthropic's API alone); flags
+// are the add command's own.
+func (p *plans) tokenProfiles(t *testing.T, g *gatewayProc, flags ...string) (wrapper string) {
+	t.Helper()
+	cli := profileCLI{t: t, bin: g.bin, dataDir: g.dataDir, env: g.env}
+	for name, a := range p.by {
+		if out, code := cli.run(a.token, append([]string{"add", name, "--kind", "token"}, flags...)...); code != 0 {
+			t.Fatalf("add %s: %s", name, out)
+		}
+	}
+	wrapper = filepath.Join(t.TempDir(), "claude")
+	script := "#!/bin/sh\nexport ANTHROPIC_BASE_URL=" + g.up.URL + "\nexec " + testkit.ClaudePath(t) + " \"$@\"\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return wrapper
+}
+
 // Three subscription profiles at 20 %, 70 % and 96 % of their 5-hour
 // windows, as the upstream's rate-limit headers say and the CLI reports
 // them: thirty new conversations each go to the profile with the most
@@ -112,19 +144,7 @@ func TestAccountsByHeadroom(t *testing.T) {
 		"full":  {token: "sk-ant-oat-full-SECRET", used: 0.96, step: 0, reset: now.Add(time.Hour), reported: -1},
 	}}
 	g.up.Respond(accounts.respond)
-	p := profileCLI{t: t, bin: g.bin, dataDir: g.dataDir, env: g.env}
-	for name, a := range accounts.by {
-		if out, code := p.run(a.token, "add", name, "--kind", "token"); code != 0 {
-			t.Fatalf("add %s: %s", name, out)
-		}
-	}
-	// A token profile's CLI is given no base URL of its own (its token
-	// goes to Anthropic's API alone), so a wrapper points it at the fake.
-	wrapper := filepath.Join(t.TempDir(), "claude")
-	script := "#!/bin/sh\nexport ANTHROPIC_BASE_URL=" + g.up.URL + "\nexec " + testkit.ClaudePath(t) + " \"$@\"\n"
-	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	wrapper := accounts.tokenProfiles(t, g)
 	g.start("--claude-path", wrapper, "--spares", "0", "--max-live", "40", "--live-memory", "16000")
 
 	type answer struct{ profile, reason string }
@@ -235,4 +255,59 @@ func TestAccountsByHeadroom(t *testing.T) {
 		t.Error("the turn log does not give the route")
 	}
 	t.Logf("new conversations: %v; moved at 100 %%: %d", counts, moved)
+}
+
+// Two plan-only subscriptions. The upstream serves one from paid extra
+// usage (the CLI reports it after the answer, too late to refuse that
+// turn): from then on its figures say its plan is spent, so it takes no
+// request, new or continuing, and the other answers; once the other's
+// window is used up too, the answer is a 429 whose wait is the earliest
+// reset.
+func TestPlanOnlyNeverDrawsExtraUsage(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	now := time.Now()
+	accounts := &plans{by: map[string]*plan{
+		"first":  {token: "sk-ant-oat-first-SECRET", used: 1, reset: now.Add(30 * time.Minute), reported: -1, overage: true},
+		"second": {token: "sk-ant-oat-second-SECRET", used: 0.4, reset: now.Add(50 * time.Minute), reported: -1},
+	}}
+	g.up.Respond(accounts.respond)
+	wrapper := accounts.tokenProfiles(t, g, "--plan-only")
+	cli := profileCLI{t: t, bin: g.bin, dataDir: g.dataDir, env: g.env}
+	if out, code := cli.run("", "default", "first"); code != 0 {
+		t.Fatalf("default: %s", out)
+	}
+	g.start("--claude-path", wrapper, "--spares", "0")
+	c := g.anthropic("plan-only-1")
+	history := []sdk.MessageParam{sdk.NewUserMessage(sdk.NewTextBlock("a new conversation"))}
+	var resp *http.Response
+	msg, err := c.Messages.New(context.Background(), sdk.MessageNewParams{Model: "claude-sonnet-4-5", MaxTokens: 100, Messages: history},
+		option.WithResponseInto(&resp))
+	if err != nil || resp.Header.Get("X-Meridian-Profile") != "first" {
+		t.Fatalf("the first request, nothing known of either plan: %v %v", err, resp.Header)
+	}
+	if !g.logShows("the upstream served this turn from the account's paid extra usage") {
+		t.Fatal("the log does not say first drew extra usage")
+	}
+	history = append(history, msg.ToParam(), sdk.NewUserMessage(sdk.NewTextBlock("and on")))
+	if _, err := c.Messages.New(context.Background(), sdk.MessageNewParams{Model: "claude-sonnet-4-5", MaxTokens: 100, Messages: history},
+		option.WithResponseInto(&resp)); err != nil || resp.Header.Get("X-Meridian-Profile") != "second" || resp.Header.Get("X-Meridian-Route-Reason") != "moved: benched" {
+		t.Fatalf("its next turn: %v %v", err, resp.Header)
+	}
+	accounts.set("second", 1, 0) // this answer uses up second's window
+	r, body, err := g.post(prompt("another new conversation"), "X-Claude-Code-Session-Id", "plan-only-2")
+	if err != nil || r.StatusCode != 200 || r.Header.Get("X-Meridian-Profile") != "second" || r.Header.Get("X-Meridian-Route-Reason") != "headroom five_hour 40%" {
+		t.Fatalf("a new conversation with first spent: %v %v %s", err, r.Header, body)
+	}
+	r, body, err = g.post(prompt("one more"), "X-Claude-Code-Session-Id", "plan-only-3")
+	if err != nil || r.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("with both plans spent: %v %v %s", err, r, body)
+	}
+	wait, _ := strconv.Atoi(r.Header.Get("Retry-After"))
+	if left := int(time.Until(accounts.by["first"].reset).Seconds()); wait < left-5 || wait > left+1 {
+		t.Fatalf("Retry-After %d, want first's reset in %d s: %s", wait, left, body)
+	}
+	if n := upstreamHad(g.up, "one more"); n != 0 {
+		t.Fatalf("the refused request reached the upstream %d times", n)
+	}
 }

@@ -366,7 +366,11 @@ func (g *Gateway) observe(ev *backend.Event) {
 	case backend.RateLimit:
 		g.window.observe(ev.ResetsAt)
 		g.windows.observe(ev, g.cfg.Now())
-		if ev.LimitStatus != "allowed" {
+		switch {
+		case ev.Overage:
+			g.log.Warn("the upstream served this turn from the account's paid extra usage: its plan's window is spent",
+				"window", ev.LimitType, "resets_at", ev.ResetsAt)
+		case ev.LimitStatus != "allowed":
 			g.log.Info("rate limit window", "status", ev.LimitStatus, "resets_at", ev.ResetsAt)
 		}
 	case backend.Retry:

@@ -18,6 +18,9 @@ type RateWindow struct {
 	Utilization float64   `json:"utilization"` // 0..1, when reported
 	ResetsAt    time.Time `json:"resets_at,omitzero"`
 	ObservedAt  time.Time `json:"observed_at"`
+	// Overage: the upstream said it served the last request from the
+	// account's paid extra usage, this window being spent.
+	Overage bool `json:"overage,omitempty"`
 }
 
 // rateWindows keeps the last report per window type.
@@ -45,6 +48,11 @@ func (w *rateWindows) observe(ev *backend.Event, now time.Time) {
 			about = rw
 		}
 		w.by[lw.Type] = rw
+	}
+	if ev.Overage {
+		// Served from extra usage: whatever share it gave, the window the
+		// event is about is used up until it resets.
+		about.Utilization, about.Overage = max(about.Utilization, 1), true
 	}
 	w.by[t] = about
 }

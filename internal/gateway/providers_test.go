@@ -36,3 +36,16 @@ func TestRateWindowsKeepEveryWindowsShare(t *testing.T) {
 		t.Fatalf("five_hour after a bare event = %+v", five)
 	}
 }
+
+// A request served from paid extra usage leaves the window it is about
+// used up, whatever share the event gave it: a plan-only profile must not
+// be chosen again until that window resets.
+func TestOverageLeavesTheWindowSpent(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	var w rateWindows
+	w.observe(&backend.Event{Kind: backend.RateLimit, LimitType: "seven_day", LimitStatus: "rejected", ResetsAt: now.Add(time.Hour), Overage: true,
+		Windows: []backend.LimitWindow{{Type: "seven_day", Utilization: 0.98, ResetsAt: now.Add(time.Hour)}}}, now)
+	if got := w.list(); len(got) != 1 || got[0].Utilization != 1 || !got[0].Overage || got[0].Status != "rejected" {
+		t.Fatalf("windows %+v", got)
+	}
+}

@@ -246,6 +246,22 @@ func Tightest(windows []Window, model string, now time.Time) (tightest Window, o
 	return tightest, ok
 }
 
+// Spent is the window that keeps an account from answering model without
+// drawing paid extra usage: of the windows that apply and are used up,
+// the one that resets last (until then the account has no room); ok is
+// false when none is used up.
+func Spent(windows []Window, model string, now time.Time) (spent Window, ok bool) {
+	for _, w := range windows {
+		if w.Used < 1 || !Applies(w.Name, model) || (!w.ResetsAt.IsZero() && !w.ResetsAt.After(now)) {
+			continue
+		}
+		if !ok || compareReset(w.ResetsAt, spent.ResetsAt) > 0 {
+			spent, ok = w, true
+		}
+	}
+	return spent, ok
+}
+
 // Applies says whether a plan window limits requests for model: the
 // model-scoped weekly windows (seven_day_opus, seven_day_sonnet, …) apply
 // to their family's models only, every other window to all.

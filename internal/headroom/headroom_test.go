@@ -204,3 +204,21 @@ func TestReasonsRead(t *testing.T) {
 		}
 	}
 }
+
+func TestSpentIsTheWindowThatResetsLast(t *testing.T) {
+	windows := []Window{
+		{Name: "five_hour", Used: 1, ResetsAt: t0.Add(time.Hour)},
+		{Name: "seven_day", Used: 1, ResetsAt: t0.Add(40 * time.Hour)},
+		{Name: "seven_day_opus", Used: 1, ResetsAt: t0.Add(90 * time.Hour)},
+		{Name: "seven_day_overage_included", Used: 0.5, ResetsAt: t0.Add(90 * time.Hour)},
+	}
+	if w, ok := Spent(windows, "claude-sonnet-4", t0); !ok || w.Name != "seven_day" {
+		t.Fatalf("spent %+v %v", w, ok)
+	}
+	if w, ok := Spent(windows[:1], "m", t0.Add(2*time.Hour)); ok {
+		t.Fatalf("a window past its reset is not spent: %+v", w)
+	}
+	if _, ok := Spent(windows[3:], "m", t0); ok {
+		t.Fatal("half used is not spent")
+	}
+}

@@ -49,6 +49,10 @@ type Profile struct {
 	Kind     Kind   `json:"kind"`
 	Priority int    `json:"priority"` // lower goes first
 	BaseURL  string `json:"base_url,omitempty"`
+	// PlanOnly: a subscription that must never draw paid extra usage;
+	// once its plan's windows are spent it takes no request until they
+	// reset.
+	PlanOnly bool `json:"plan_only,omitempty"`
 }
 
 // List is what profiles.json holds.
@@ -161,6 +165,9 @@ func (s *Store) Add(p Profile, secret string) error {
 	if p.BaseURL != "" && p.Kind != API {
 		return errors.New("profile: only an api profile takes --base-url")
 	}
+	if err := checkPlanOnly(p); err != nil {
+		return err
+	}
 	return s.update(func(l *List) error {
 		if _, ok := l.Get(p.Name); ok {
 			return fmt.Errorf("%w: %s", ErrExists, p.Name)
@@ -209,6 +216,47 @@ func (s *Store) Remove(name string, busy func(string) (bool, error)) error {
 		}
 		return os.RemoveAll(s.ConfigDir(name))
 	})
+}
+
+// Settings are what `profile set` may change of a profile; nil leaves one
+// as it is.
+type Settings struct {
+	Priority *int
+	PlanOnly *bool
+}
+
+// Set changes a profile's settings.
+func (s *Store) Set(name string, set Settings) (Profile, error) {
+	var out Profile
+	err := s.update(func(l *List) error {
+		i := slices.IndexFunc(l.Profiles, func(p Profile) bool { return p.Name == name })
+		if i < 0 {
+			return fmt.Errorf("%w: %s (known: %s)", ErrUnknown, name, strings.Join(l.Names(), ", "))
+		}
+		p := l.Profiles[i]
+		if set.Priority != nil {
+			p.Priority = *set.Priority
+		}
+		if set.PlanOnly != nil {
+			p.PlanOnly = *set.PlanOnly
+		}
+		if err := checkPlanOnly(p); err != nil {
+			return err
+		}
+		l.Profiles[i], out = p, p
+		return nil
+	})
+	return out, err
+}
+
+// checkPlanOnly refuses plan-only on a profile that has no plan: an API
+// key pays per token, and the environment's login is not Meridian's to
+// judge.
+func checkPlanOnly(p Profile) error {
+	if p.PlanOnly && p.Kind != Login && p.Kind != Token {
+		return fmt.Errorf("profile %s: --plan-only is for subscriptions (kind login or token), not kind %s", p.Name, p.Kind)
+	}
+	return nil
 }
 
 // SetDefault makes name the profile requests use when they name none.

@@ -145,3 +145,34 @@ func TestEnv(t *testing.T) {
 		t.Fatalf("the env profile changed the environment: %q", env)
 	}
 }
+
+// plan-only belongs to subscriptions; set changes it and the priority and
+// nothing else.
+func TestSetPlanOnly(t *testing.T) {
+	s := Open(t.TempDir())
+	if err := s.Add(Profile{Name: "key", Kind: API}, "sk-ant-SECRET"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Add(Profile{Name: "sub", Kind: Token, PlanOnly: true}, "sk-ant-oat-SECRET"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Add(Profile{Name: "bad", Kind: API, PlanOnly: true}, "sk-ant-SECRET"); err == nil {
+		t.Fatal("an api profile was made plan-only")
+	}
+	yes, two := true, 2
+	if _, err := s.Set("key", Settings{PlanOnly: &yes}); err == nil {
+		t.Fatal("an api profile was set plan-only")
+	}
+	no := false
+	p, err := s.Set("sub", Settings{PlanOnly: &no, Priority: &two})
+	if err != nil || p.PlanOnly || p.Priority != 2 || p.Kind != Token {
+		t.Fatalf("set: %+v %v", p, err)
+	}
+	l, _ := s.Read()
+	if got, _ := l.Get("sub"); got != p {
+		t.Fatalf("stored %+v, want %+v", got, p)
+	}
+	if _, err := s.Set("gone", Settings{PlanOnly: &yes}); !errors.Is(err, ErrUnknown) {
+		t.Fatalf("unknown profile: %v", err)
+	}
+}

@@ -278,7 +278,7 @@ func (s *servedProfiles) http() []httpapi.Profile {
 	defer s.mu.Unlock()
 	out := make([]httpapi.Profile, len(s.list))
 	for i, sp := range s.list {
-		out[i] = httpapi.Profile{Name: sp.p.Name, Gateway: sp.gw, Fallback: sp.p.Kind != profile.Env}
+		out[i] = httpapi.Profile{Name: sp.p.Name, Gateway: sp.gw, Fallback: sp.p.Kind != profile.Env, PlanOnly: sp.p.PlanOnly}
 	}
 	return out
 }

@@ -73,6 +73,9 @@ type rateLimitInfo struct {
 	RateLimitType  string                   `json:"rateLimitType"`
 	Utilization    float64                  `json:"utilization"` // 0..1 of the window used
 	UnifiedWindows map[string]unifiedWindow `json:"unifiedWindows"`
+	// IsUsingOverage: the plan's limit is reached and the request was
+	// served from paid extra usage.
+	IsUsingOverage bool `json:"isUsingOverage"`
 }
 
 type unifiedWindow struct {

@@ -120,7 +120,8 @@ func (t *translator) handle(l *line) (*backend.Result, error) {
 			t.rateLimit = l
 			info := l.RateLimitInfo
 			t.ev = backend.Event{Kind: backend.RateLimit, LimitStatus: info.Status, ResetsAt: unixTime(info.ResetsAt),
-				LimitType: info.RateLimitType, Utilization: info.Utilization, Windows: limitWindows(info.UnifiedWindows)}
+				LimitType: info.RateLimitType, Utilization: info.Utilization, Windows: limitWindows(info.UnifiedWindows),
+				Overage: info.IsUsingOverage}
 			return nil, t.emit(&t.ev)
 		}
 	}

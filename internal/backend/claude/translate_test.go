@@ -305,3 +305,24 @@ func TestRateLimitEventCarriesEveryWindow(t *testing.T) {
 		t.Fatalf("event %+v", got)
 	}
 }
+
+// A request the upstream served from paid extra usage says so: the line is
+// the pinned CLI's, recorded with the API's overage headers (5-hour window
+// rejected, overage allowed).
+func TestRateLimitEventSaysExtraUsage(t *testing.T) {
+	var got *backend.Event
+	tr := newTranslator(func(ev *backend.Event) error {
+		if ev.Kind == backend.RateLimit {
+			cp := *ev
+			got = &cp
+		}
+		return nil
+	}, nil)
+	var ln line
+	if err := json.Unmarshal([]byte(`{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":1796487440,"rateLimitType":"five_hour","overageStatus":"allowed","overageResetsAt":1796487440,"isUsingOverage":true,"unifiedWindows":{"five_hour":{"utilization":1,"resetsAt":1796487440,"status":"rejected"},"seven_day":{"utilization":0.5,"resetsAt":1796487440,"status":"allowed"}}},"uuid":"4146630f-4c63-41ac-9337-bfa7fcb20e03","session_id":"badcc907-17d0-40d2-908f-7bf34d130d60"}`), &ln); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.handle(&ln); err != nil || got == nil || !got.Overage || got.LimitStatus != "rejected" {
+		t.Fatalf("event %+v (%v)", got, err)
+	}
+}

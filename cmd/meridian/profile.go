@@ -243,7 +243,55 @@ line, and kept in files only you can read. The implicit profile "default" uses t
 	}
 	set.Flags().IntVar(&priority, "priority", 0, "order among profiles without plan figures, and for failover: lower goes first")
 	set.Flags().BoolVar(&planOnly, "plan-only", false, planOnlyUsage)
-	cmd.AddCommand(add, list, login, remove, def, set)
+	unbench := &cobra.Command{
+		Use:   "unbench NAME",
+		Short: "Reopen a benched profile now, on every meridian sharing the store (its plan figures are read again from its next turn)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			l, err := st().Read()
+			if err != nil {
+				return err
+			}
+			if _, ok := l.Get(args[0]); !ok {
+				return fmt.Errorf("%w: %s (known: %s)", profile.ErrUnknown, args[0], strings.Join(l.Names(), ", "))
+			}
+			if err := serve.ProfileUnbench(c.Context(), dataDir, env["MERIDIAN_STORE"], args[0]); err != nil {
+				return err
+			}
+			return show(c, map[string]string{"unbenched": args[0]}, "profile "+args[0]+" is open again; running meridians take it within a second")
+		},
+	}
+	check := &cobra.Command{
+		Use:   "check NAME",
+		Short: "Check a profile's login and plan figures now, and share the figures with every meridian sharing the store",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			l, err := st().Read()
+			if err != nil {
+				return err
+			}
+			p, ok := l.Get(args[0])
+			if !ok {
+				return fmt.Errorf("%w: %s (known: %s)", profile.ErrUnknown, args[0], strings.Join(l.Names(), ", "))
+			}
+			v := profileView{Profile: p, Default: p.Name == l.Default}
+			v.Auth, v.Error = serve.ProfileAuth(c.Context(), st(), p, claudePath, environ)
+			login, limits := "unknown: "+v.Error, "-"
+			if v.Auth != nil && v.Auth.LoggedIn {
+				v.Plan = serve.ProfilePlan(c.Context(), st(), p, claudePath, environ)
+				login, limits = "logged in ("+v.Auth.Method+")", limitsText(v.Plan)
+				if v.Plan != nil {
+					if err := serve.ProfileShareFigures(c.Context(), dataDir, env["MERIDIAN_STORE"], p.Name, *v.Plan, time.Now()); err != nil {
+						return fmt.Errorf("profile %s: its figures could not be shared: %w", p.Name, err)
+					}
+				}
+			} else if v.Auth != nil {
+				login = "not logged in"
+			}
+			return show(c, v, fmt.Sprintf("profile %s: %s; rate limits: %s", p.Name, login, limits))
+		},
+	}
+	cmd.AddCommand(add, list, login, remove, def, set, unbench, check)
 	return cmd
 }
 

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/headroom"
 )
 
@@ -48,8 +47,7 @@ func (d *Dispatcher) plan(ctx context.Context, set *profileSet, c Call) plan {
 	now := d.cfg.Now()
 	byHeadroom := d.cfg.Accounts != ByPriority && len(set.list) > 1
 	if byHeadroom && c.Named == nil {
-		d.shared(ctx)
-		return d.byHeadroom(ctx, set, c, now)
+		return d.byHeadroom(ctx, set, c, d.shared(ctx), now)
 	}
 	chosen, reason := d.chooseIn(ctx, set, c)
 	if chosen == nil {
@@ -69,13 +67,16 @@ func (d *Dispatcher) plan(ctx context.Context, set *profileSet, c Call) plan {
 	if len(p.order) == 0 && reopen.IsZero() {
 		p.order = []Answerer{chosen} // none to move to: the choice answers
 	}
+	if len(p.order) > 0 && p.order[0] != chosen {
+		p.reason = reasonBenched // the choice is benched: the next answers
+	}
 	return p
 }
 
 // byHeadroom ranks the profiles c may use by what their plan windows have
 // left: the default, those failover may move requests to, and the one that
 // served the conversation.
-func (d *Dispatcher) byHeadroom(ctx context.Context, set *profileSet, c Call, now time.Time) plan {
+func (d *Dispatcher) byHeadroom(ctx context.Context, set *profileSet, c Call, v *sharedView, now time.Time) plan {
 	var cands []Answerer
 	add := func(a Answerer) {
 		if a != nil && c.allows(a.Profile()) && !slices.Contains(cands, a) {
@@ -104,7 +105,7 @@ func (d *Dispatcher) byHeadroom(ctx context.Context, set *profileSet, c Call, no
 	for i, a := range cands {
 		name := a.Profile()
 		until := d.bench.Until(name, now)
-		windows := Windows(a.RateWindows())
+		windows := d.figures(v, name, a)
 		if spent, ok := headroom.Spent(windows, model, now); ok && set.planOnly[name] && spent.ResetsAt.After(until) {
 			until = spent.ResetsAt // its plan is spent, and it draws nothing else
 		}
@@ -128,18 +129,6 @@ func (d *Dispatcher) byHeadroom(ctx context.Context, set *profileSet, c Call, no
 	}
 	p.reason = choice.Reason.String()
 	return p
-}
-
-// Windows are a profile's rate-limit windows as the choice reads them.
-func Windows(rw []gateway.RateWindow) []headroom.Window {
-	out := make([]headroom.Window, 0, len(rw))
-	for _, w := range rw {
-		if w.Type == "" || w.Type == "default" {
-			continue // an event that named no window says nothing of one
-		}
-		out = append(out, headroom.Window{Name: w.Type, Used: w.Utilization, ResetsAt: w.ResetsAt})
-	}
-	return out
 }
 
 // chooseIn is the profile c runs on first without ranking by headroom:

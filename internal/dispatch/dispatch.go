@@ -83,9 +83,10 @@ type Config struct {
 	// requests with explicit ids while they run. Either may be nil.
 	Answers *answers.Cache
 	Journal *journal.Journal
-	// Bench shares the profiles' benches with every host; nil keeps them
-	// here alone.
-	Bench store.Bench
+	// Bench and Figures share the profiles' benches and plan figures
+	// with every host; nil keeps them here alone.
+	Bench   store.Bench
+	Figures store.Figures
 	// Hosts, when set, lets Route send a conversation's turns to the host
 	// that holds it.
 	Hosts  Hosts
@@ -101,6 +102,9 @@ type Dispatcher struct {
 	cfg   Config
 	log   *slog.Logger
 	bench failover.Bench // profiles refused for their rate limits, until when
+	// others is what every host recorded of the profiles (benches,
+	// figures), read at most once per sharedTTL.
+	others shared
 	// set is the profiles as they stand; SetProfiles replaces it whole,
 	// so a request reads one consistent set.
 	set atomic.Pointer[profileSet]
@@ -237,6 +241,7 @@ func (d *Dispatcher) Answer(ctx context.Context, c Call, out gateway.Output) err
 		req := c.Request
 		req.Route = reason
 		err := gw.Messages(ctx, req, c.ID, out)
+		d.publish(ctx, name, gw)
 		if !p.failover {
 			return err
 		}
@@ -268,31 +273,3 @@ func (d *Dispatcher) choose(ctx context.Context, c Call) Answerer {
 
 // allows reports whether the call may run on a profile.
 func (c Call) allows(profile string) bool { return c.Allowed == nil || c.Allowed(profile) }
-
-// shared takes in the benches other hosts recorded.
-func (d *Dispatcher) shared(ctx context.Context) {
-	if d.cfg.Bench == nil {
-		return
-	}
-	now := d.cfg.Now()
-	benched, err := d.cfg.Bench.Benched(ctx, now)
-	if err != nil {
-		d.log.Warn("store: could not read the profiles other hosts benched; this host's own benches stand", "err", err)
-		return
-	}
-	for name, until := range benched {
-		d.bench.Put(name, now, until.Sub(now))
-	}
-}
-
-// benchProfile benches a profile here and for every host.
-func (d *Dispatcher) benchProfile(ctx context.Context, name string, wait time.Duration) time.Time {
-	now := d.cfg.Now()
-	until := d.bench.Put(name, now, wait)
-	if d.cfg.Bench != nil {
-		if _, err := d.cfg.Bench.Put(context.WithoutCancel(ctx), name, until); err != nil {
-			d.log.Warn("store: could not share a profile's bench with the other hosts", "profile", name, "err", err)
-		}
-	}
-	return until
-}

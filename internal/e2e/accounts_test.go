@@ -7,10 +7,12 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -309,5 +311,76 @@ func TestPlanOnlyNeverDrawsExtraUsage(t *testing.T) {
 	}
 	if n := upstreamHad(g.up, "one more"); n != 0 {
 		t.Fatalf("the refused request reached the upstream %d times", n)
+	}
+}
+
+// Two hosts on one PostgreSQL: a 429 one host sees benches the profile on
+// the other (which places a new conversation by the figures the first
+// host saw), and `meridian profile unbench` on the first reopens it on
+// the second within 2 s.
+func TestAccountsAcrossHosts(t *testing.T) {
+	t.Parallel()
+	pg := testkit.PostgresServer(t)
+	dsn := pg.NewDatabase(t)
+	up := testkit.NewUpstream(t)
+	now := time.Now()
+	accounts := &plans{by: map[string]*plan{
+		"x": {token: "sk-ant-oat-x-SECRET", used: 0.1, reset: now.Add(time.Hour), reported: -1},
+		"y": {token: "sk-ant-oat-y-SECRET", used: 0.5, reset: now.Add(2 * time.Hour), reported: -1},
+	}}
+	var refusing atomic.Bool
+	refusing.Store(true)
+	var toX atomic.Int32
+	reset := fmt.Sprint(now.Add(time.Hour).Unix())
+	up.Respond(func(r testkit.Request) testkit.Reply {
+		if r.Header.Get("Authorization") == "Bearer "+accounts.by["x"].token {
+			toX.Add(1)
+			if refusing.Load() {
+				return testkit.Reply{Status: http.StatusTooManyRequests, ErrorType: "rate_limit_error", ErrorMessage: "rate limited",
+					Headers: map[string]string{
+						"anthropic-ratelimit-unified-status":               "rejected",
+						"anthropic-ratelimit-unified-reset":                reset,
+						"anthropic-ratelimit-unified-5h-status":            "rejected",
+						"anthropic-ratelimit-unified-5h-reset":             reset,
+						"anthropic-ratelimit-unified-5h-utilization":       "1.0",
+						"anthropic-ratelimit-unified-representative-claim": "five_hour",
+					}}
+			}
+		}
+		return accounts.respond(r)
+	})
+	hosts := []*gatewayProc{newHost(t, up), newHost(t, up)}
+	for i, h := range hosts {
+		wrapper := accounts.tokenProfiles(t, h)
+		if out, code := (profileCLI{t: t, bin: h.bin, dataDir: h.dataDir, env: h.env}).run("", "default", "x"); code != 0 {
+			t.Fatalf("default: %s", out)
+		}
+		h.startOn(fmt.Sprintf("127.0.0.%d", i+2), dsn, "--claude-path", wrapper)
+	}
+	a, b := hosts[0], hosts[1]
+	resp, body, err := a.post(prompt("first on a"), "X-Claude-Code-Session-Id", "across-1")
+	if err != nil || resp.StatusCode != 200 || resp.Header.Get("X-Meridian-Profile") != "y" || resp.Header.Get("X-Meridian-Route-Reason") != "moved: benched" {
+		t.Fatalf("on a, x refusing: %v %v %s", err, resp.Header, body)
+	}
+	refused := toX.Load()
+	// b has run nothing: it knows x's bench and y's figures from a.
+	resp, body, err = b.post(prompt("first on b"), "X-Claude-Code-Session-Id", "across-2")
+	if err != nil || resp.StatusCode != 200 || resp.Header.Get("X-Meridian-Profile") != "y" || resp.Header.Get("X-Meridian-Route-Reason") != "headroom five_hour 50%" {
+		t.Fatalf("on b: %v %v %s", err, resp.Header, body)
+	}
+	if toX.Load() != refused {
+		t.Fatal("b tried the profile a benched")
+	}
+	refusing.Store(false)
+	unbench := exec.Command(a.bin, "profile", "unbench", "x", "--data-dir", a.dataDir)
+	unbench.Env = append(a.env, "MERIDIAN_STORE="+dsn)
+	if out, code := combined(t, unbench); code != 0 || !strings.Contains(out, "open again") {
+		t.Fatalf("unbench: %d %s", code, out)
+	}
+	unbenched := time.Now()
+	time.Sleep(1500 * time.Millisecond)
+	resp, body, err = b.post(prompt("after the unbench"), "X-Claude-Code-Session-Id", "across-3", "X-Meridian-Profile", "x")
+	if err != nil || resp.StatusCode != 200 || resp.Header.Get("X-Meridian-Profile") != "x" {
+		t.Fatalf("on b %s after the unbench: %v %v %s", time.Since(unbenched).Round(time.Millisecond), err, resp.Header, body)
 	}
 }

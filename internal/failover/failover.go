@@ -6,6 +6,7 @@
 package failover
 
 import (
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -37,6 +38,21 @@ func (b *Bench) Put(profile string, now time.Time, wait time.Duration) time.Time
 		b.until[profile] = t
 	}
 	return b.until[profile]
+}
+
+// Replace makes benches the whole record (as the store shares it): a
+// bench it lacks has ended.
+func (b *Bench) Replace(benches map[string]time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.until = maps.Clone(benches)
+}
+
+// Clear ends a profile's bench now.
+func (b *Bench) Clear(profile string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.until, profile)
 }
 
 // Until says until when a profile is benched (zero when it is not).

@@ -132,3 +132,20 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, req gateway.Requ
 	return s.dispatch.Answer(r.Context(), dispatch.Call{Request: req, ID: id, Named: named(r.Context()),
 		Allowed: allowedProfile(r.Context()), Answering: answering}, out)
 }
+
+// unbench is POST /v1/profiles/{name}/unbench (admin): the profile is open
+// again now, on every host within a second, and its plan figures are read
+// again from its next turn.
+func (b *backends) unbench(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if _, ok := b.dispatch.Lookup(name); !ok {
+		writeError(w, r, &gateway.Error{Status: http.StatusNotFound, Type: "not_found_error",
+			Message: fmt.Sprintf("unknown profile %q; the profiles are: %s", name, strings.Join(b.dispatch.Names(), ", "))})
+		return
+	}
+	if err := b.dispatch.Unbench(r.Context(), name); err != nil {
+		writeError(w, r, gateway.StoreUnavailable("reopen the profile"))
+		return
+	}
+	_ = writeJSON(w, http.StatusOK, map[string]string{"unbenched": name})
+}

@@ -293,6 +293,7 @@ func (s *Server) table() []route {
 		route{"GET /v1/sessions", s.sessions.list},
 		route{"GET /v1/sessions/{key...}", s.sessions.get},
 		route{"POST /v1/sessions/{key}/cancel", s.sessions.cancel},
+		route{"POST /v1/profiles/{name}/unbench", s.backends.unbench},
 		route{"GET /inflight", s.sessions.inflight},
 		route{"GET /v1/usage/quota", s.usage.quota},
 		route{"GET /v1/usage/keys", s.usage.usageKeys},

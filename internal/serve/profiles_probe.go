@@ -7,7 +7,9 @@ import (
 
 	"github.com/meridian-gw/meridian/internal/backend"
 	"github.com/meridian-gw/meridian/internal/backend/claude"
+	"github.com/meridian-gw/meridian/internal/dispatch"
 	"github.com/meridian-gw/meridian/internal/profile"
+	"github.com/meridian-gw/meridian/internal/store"
 )
 
 // What `meridian profile` asks about a profile, answered with the claude
@@ -63,4 +65,50 @@ func ProfileBusy(ctx context.Context, dataDir, storeDSN, name string) (bool, err
 	defer st.close()
 	n, err := st.shared.Leases.Held(ctx, name, time.Now())
 	return n > 0, err
+}
+
+// ProfileUnbench reopens a profile for every meridian sharing the store
+// (the data dir's, or the PostgreSQL database storeDSN names): its bench
+// ends and its figures are forgotten until its next turn reports them.
+// Each running host takes it within a second.
+func ProfileUnbench(ctx context.Context, dataDir, storeDSN, name string) error {
+	st, err := openStores(ctx, Config{DataDir: dataDir, Store: storeDSN}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return err
+	}
+	defer st.close()
+	return dispatch.Reopen(ctx, st.shared.Bench, st.shared.Figures, name, time.Now())
+}
+
+// ProfileShareFigures keeps a plan reading as the profile's figures for
+// every meridian sharing the store, when it has any.
+func ProfileShareFigures(ctx context.Context, dataDir, storeDSN, name string, u backend.PlanUsage, at time.Time) error {
+	f := planFigures(u, at)
+	if len(f.Windows) == 0 {
+		return nil
+	}
+	st, err := openStores(ctx, Config{DataDir: dataDir, Store: storeDSN}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return err
+	}
+	defer st.close()
+	_, err = st.shared.Figures.Put(ctx, name, f)
+	return err
+}
+
+// planFigures are the windows of a plan reading (the CLI's /usage, whose
+// shares are percentages) as the store keeps them.
+func planFigures(u backend.PlanUsage, at time.Time) store.PlanFigures {
+	f := store.PlanFigures{ObservedAt: at}
+	for _, w := range u.Windows {
+		if w.Utilization == nil {
+			continue
+		}
+		pw := store.PlanWindow{Name: w.Name, Used: *w.Utilization / 100}
+		if w.ResetsAt != nil {
+			pw.ResetsAt = *w.ResetsAt
+		}
+		f.Windows = append(f.Windows, pw)
+	}
+	return f
 }

@@ -367,7 +367,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	models := func(def *gateway.Gateway, profiles []httpapi.Profile, failover bool, peers dispatch.Hosts, log *slog.Logger) httpapi.Models {
 		return httpapi.Models{AnswerBytes: lim.EntryBytes, Dispatch: dispatch.New(dispatch.Config{Default: def, Profiles: profiles,
 			Failover: failover, Accounts: accounts, MoveAt: cfg.MoveAt / 100, Answers: answers.New(db.Answers, lim, nil), Journal: journal.New(db.Journal, hosts, 0, 0, nil).Notifying(db.Signals),
-			Bench: db.Bench, Hosts: peers, Logger: log})}
+			Bench: db.Bench, Figures: db.Figures, Hosts: peers, Logger: log})}
 	}
 	var mounts []httpapi.Mount
 	if agyGW != nil {

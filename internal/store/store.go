@@ -40,6 +40,7 @@ type Store struct {
 	Answers       Answers
 	Telemetry     Telemetry
 	Bench         Bench
+	Figures       Figures
 	Starts        Starts
 	Keys          Keys
 	Hosts         Hosts
@@ -415,6 +416,35 @@ type Bench interface {
 	Put(ctx context.Context, profile string, until time.Time) (time.Time, error)
 	// Benched returns the profiles benched past now.
 	Benched(ctx context.Context, now time.Time) (map[string]time.Time, error)
+	// Clear ends a profile's bench now (the operator's unbench).
+	Clear(ctx context.Context, profile string) error
+}
+
+// Figures keeps each profile's plan windows as a host last saw them, so
+// every host chooses by the same figures.
+type Figures interface {
+	// Put keeps a profile's figures unless newer ones are kept already;
+	// stored says whether these were.
+	Put(ctx context.Context, profile string, f PlanFigures) (stored bool, err error)
+	// All returns every profile's figures.
+	All(ctx context.Context) (map[string]PlanFigures, error)
+}
+
+// PlanFigures are a profile's plan windows as observed at one time; no
+// windows at a time clears what was known before it.
+type PlanFigures struct {
+	ObservedAt time.Time
+	Windows    []PlanWindow
+}
+
+// PlanWindow is one plan window's share used and reset.
+type PlanWindow struct {
+	Name     string    `json:"name"`
+	Used     float64   `json:"used"` // 0..1
+	ResetsAt time.Time `json:"resets_at,omitzero"`
+	// Overage: the upstream served from paid extra usage, this window
+	// being spent.
+	Overage bool `json:"overage,omitempty"`
 }
 
 // Starts counts the start-time options new conversations were started

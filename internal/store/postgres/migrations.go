@@ -213,6 +213,12 @@ func migrations() []string {
 		`ALTER TABLE requests ADD COLUMN error_message TEXT NOT NULL DEFAULT '';`,
 		// 6: why the request's profile was chosen.
 		`ALTER TABLE requests ADD COLUMN route TEXT NOT NULL DEFAULT '';`,
+		// 7: the profiles' plan windows, shared by the hosts.
+		`CREATE TABLE profile_figures (
+		profile     TEXT   PRIMARY KEY,
+		observed_at BIGINT NOT NULL,
+		windows     TEXT   NOT NULL
+	);`,
 	}
 }
 

@@ -401,6 +401,12 @@ func migrations() []string {
 		`ALTER TABLE requests ADD COLUMN error_message TEXT NOT NULL DEFAULT '';`,
 		// 15: why the request's profile was chosen.
 		`ALTER TABLE requests ADD COLUMN route TEXT NOT NULL DEFAULT '';`,
+		// 16: the profiles' plan windows, shared by the hosts.
+		`CREATE TABLE profile_figures (
+		profile     TEXT    PRIMARY KEY,
+		observed_at INTEGER NOT NULL,
+		windows     TEXT    NOT NULL
+	);`,
 	}
 }
 

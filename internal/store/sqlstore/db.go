@@ -108,6 +108,7 @@ func New(db *sql.DB, d Dialect, opts Options, hub *Hub, engine, where string, cl
 		Answers:       answers{s},
 		Telemetry:     telemetry{s},
 		Bench:         bench{s},
+		Figures:       figures{s},
 		Starts:        starts{s},
 		Keys:          keys{s},
 		Hosts:         hosts{s},

@@ -177,6 +177,50 @@ func testBench(t *testing.T, e Engine) {
 	if len(benched) != 1 || !benched["a"].Equal(at(2*time.Minute)) {
 		t.Fatalf("benched = %v", benched)
 	}
+	// The operator's unbench ends it at once, and a later bench holds.
+	must(t, s.Bench.Clear(c, "a"))
+	if benched, _ = s.Bench.Benched(c, at(45*time.Second)); len(benched) != 0 {
+		t.Fatalf("after clear, benched = %v", benched)
+	}
+	until, _ = s.Bench.Put(c, "a", at(time.Minute))
+	if !until.Equal(at(time.Minute)) {
+		t.Fatalf("a bench after clear ends at %v", until)
+	}
+}
+
+// A profile's figures are kept when newer than those kept: an older
+// observation arriving late changes nothing, and figures without windows
+// clear what was known.
+func testFigures(t *testing.T, e Engine) {
+	s, c := open(t, e), ctx(t)
+	first := store.PlanFigures{ObservedAt: at(time.Minute), Windows: []store.PlanWindow{
+		{Name: "five_hour", Used: 0.31, ResetsAt: at(3 * time.Hour)},
+		{Name: "seven_day", Used: 1, ResetsAt: at(90 * time.Hour), Overage: true},
+	}}
+	stored, err := s.Figures.Put(c, "a", first)
+	must(t, err)
+	if !stored {
+		t.Fatal("the first figures were not kept")
+	}
+	stale := store.PlanFigures{ObservedAt: at(time.Second), Windows: []store.PlanWindow{{Name: "five_hour", Used: 0.9}}}
+	if stored, err = s.Figures.Put(c, "a", stale); err != nil || stored {
+		t.Fatalf("older figures kept: %v %v", stored, err)
+	}
+	_, err = s.Figures.Put(c, "b", store.PlanFigures{ObservedAt: at(2 * time.Minute)})
+	must(t, err)
+	all, err := s.Figures.All(c)
+	must(t, err)
+	a := all["a"]
+	if len(all) != 2 || !a.ObservedAt.Equal(first.ObservedAt) || len(a.Windows) != 2 || a.Windows[0].Used != 0.31 ||
+		!a.Windows[0].ResetsAt.Equal(at(3*time.Hour)) || !a.Windows[1].Overage || len(all["b"].Windows) != 0 {
+		t.Fatalf("figures %+v", all)
+	}
+	if stored, _ = s.Figures.Put(c, "a", store.PlanFigures{ObservedAt: at(3 * time.Minute)}); !stored {
+		t.Fatal("newer empty figures were not kept")
+	}
+	if all, _ = s.Figures.All(c); len(all["a"].Windows) != 0 {
+		t.Fatalf("cleared figures %+v", all["a"])
+	}
 }
 
 func testStarts(t *testing.T, e Engine) {

@@ -55,6 +55,7 @@ func Run(t *testing.T, e Engine) {
 		{"Telemetry", testTelemetry},
 		{"TelemetryPrune", testTelemetryPrune},
 		{"Bench", testBench},
+		{"Figures", testFigures},
 		{"Starts", testStarts},
 		{"Keys", testKeys},
 		{"KeyAdmit", testKeyAdmit},

@@ -127,11 +127,11 @@ estimates (see docs/configuration.md).`,
 	}
 	status, service := newStatusCommand(env), newServiceCommand(env)
 	status.GroupID, service.GroupID = groupGateway, groupGateway
-	setup, key, prof := newSetupCommand(env, environ), newKeyCommand(env), newProfileCommand(env, environ)
-	setup.GroupID, key.GroupID, prof.GroupID = groupClients, groupClients, groupClients
+	setup, key, prof, alert := newSetupCommand(env, environ), newKeyCommand(env), newProfileCommand(env, environ), newAlertCommand(env)
+	setup.GroupID, key.GroupID, prof.GroupID, alert.GroupID = groupClients, groupClients, groupClients, groupClients
 	spawn, claude := newSpawnCommand(env, environ, &chdir), newClaudeCommand(env, environ)
 	spawn.GroupID, claude.GroupID = groupAgents, groupAgents
-	root.AddCommand(serveCmd, status, service, setup, key, prof, spawn, claude, versionCmd,
+	root.AddCommand(serveCmd, status, service, setup, key, prof, alert, spawn, claude, versionCmd,
 		newAgyGateCommand(), newGenDocsCommand(func() *cobra.Command { return newRootCommand(environ, hurry) }))
 	return root
 }
@@ -233,6 +233,7 @@ func bindServeFlags(fs *pflag.FlagSet, cfg *serve.Config, env map[string]string)
 	fs.Float64Var(&cfg.MoveAt, "move-at", twin(env, "MERIDIAN_MOVE_AT", headroom.DefaultMoveAt*100, func(v string) (float64, error) {
 		return strconv.ParseFloat(v, 64)
 	}, "a percentage", note), "percent of a plan window past which a conversation leaves its profile and the profile takes no new conversation while another has room, with --accounts headroom (MERIDIAN_MOVE_AT)")
+	str(&cfg.AlertAt, "alert-at", "MERIDIAN_ALERT_AT", "80,100", "percentages of a plan window that raise an alert to every sink `meridian alert add` made, once per crossing")
 	boolean(&cfg.FreezeIdle, "freeze-idle", "MERIDIAN_FREEZE_IDLE", true, "stop idle claude processes (SIGSTOP) after 5 s, so they cost no CPU; they resume when used")
 	integer(&cfg.SparesMin, "spares-min", "MERIDIAN_SPARES_MIN", gateway.DefaultSparesMin, "claude processes always started ahead of need for new conversations, for the model and settings recent ones used most")
 	integer(&cfg.SparesMax, "spares-max", "MERIDIAN_SPARES_MAX", serve.DefaultSparesMax(serve.DefaultLiveMemoryMiB()), "most spare claude processes: after a burst of new conversations as many wait as ran at once, for an hour, halving every 15 minutes (0: no spares). Default: half of --live-memory's worth, at most 8 per core")

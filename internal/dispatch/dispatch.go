@@ -87,6 +87,9 @@ type Config struct {
 	// with every host; nil keeps them here alone.
 	Bench   store.Bench
 	Figures store.Figures
+	// Watch, when set, hears each profile's figures after its turns and
+	// each bench (package alerts tells the operator).
+	Watch Watcher
 	// Hosts, when set, lets Route send a conversation's turns to the host
 	// that holds it.
 	Hosts  Hosts
@@ -95,6 +98,13 @@ type Config struct {
 	Now func() time.Time
 	// def stands in for Default where dispatch is tested alone.
 	def Answerer
+}
+
+// Watcher hears what dispatch learns of the profiles. Its calls must not
+// wait: they are made on a request's path.
+type Watcher interface {
+	Figures(profile string, f store.PlanFigures)
+	Bench(profile string, until time.Time)
 }
 
 // Dispatcher chooses the gateway for each request.

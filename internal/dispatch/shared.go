@@ -74,6 +74,9 @@ func (d *Dispatcher) shared(ctx context.Context) *sharedView {
 func (d *Dispatcher) benchProfile(ctx context.Context, name string, wait time.Duration) time.Time {
 	now := d.cfg.Now()
 	until := d.bench.Put(name, now, wait)
+	if d.cfg.Watch != nil {
+		d.cfg.Watch.Bench(name, until)
+	}
 	if d.cfg.Bench != nil {
 		if _, err := d.cfg.Bench.Put(context.WithoutCancel(ctx), name, until); err != nil {
 			d.log.Warn("store: could not share a profile's bench with the other hosts", "profile", name, "err", err)
@@ -98,12 +101,15 @@ func (d *Dispatcher) figures(v *sharedView, name string, a Answerer) []headroom.
 // publish keeps a profile's figures for every host after its turn, when
 // they changed since this host last kept them (or that was long ago).
 func (d *Dispatcher) publish(ctx context.Context, name string, a Answerer) {
-	if d.cfg.Figures == nil {
+	if d.cfg.Figures == nil && d.cfg.Watch == nil {
 		return
 	}
 	f := Figures(a.RateWindows())
 	if f.ObservedAt.IsZero() {
 		return
+	}
+	if d.cfg.Watch != nil {
+		d.cfg.Watch.Figures(name, f)
 	}
 	d.others.mu.Lock()
 	last, ok := d.others.published[name]
@@ -116,6 +122,9 @@ func (d *Dispatcher) publish(ctx context.Context, name string, a Answerer) {
 	}
 	d.others.published[name] = f
 	d.others.mu.Unlock()
+	if d.cfg.Figures == nil {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
 	defer cancel()
 	if _, err := d.cfg.Figures.Put(ctx, name, f); err != nil {

@@ -2,10 +2,12 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -382,5 +384,130 @@ func TestAccountsAcrossHosts(t *testing.T) {
 	resp, body, err = b.post(prompt("after the unbench"), "X-Claude-Code-Session-Id", "across-3", "X-Meridian-Profile", "x")
 	if err != nil || resp.StatusCode != 200 || resp.Header.Get("X-Meridian-Profile") != "x" {
 		t.Fatalf("on b %s after the unbench: %v %v %s", time.Since(unbenched).Round(time.Millisecond), err, resp.Header, body)
+	}
+}
+
+// hook is a loopback webhook receiver that counts the alerts each sink
+// path got, refusing the first refuse posts of a path.
+type hook struct {
+	mu     sync.Mutex
+	posts  map[string][]map[string]any
+	tries  map[string]int
+	refuse map[string]int
+}
+
+func (h *hook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var v map[string]any
+	_ = json.NewDecoder(r.Body).Decode(&v)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.tries[r.URL.Path]++
+	if h.refuse[r.URL.Path] > 0 {
+		h.refuse[r.URL.Path]--
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	if r.Header.Get("X-Meridian-Signature") == "" || r.Header.Get("X-Meridian-Timestamp") == "" {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	h.posts[r.URL.Path] = append(h.posts[r.URL.Path], v)
+}
+
+func (h *hook) count(path string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.posts[path])
+}
+
+// Two hosts on one PostgreSQL both see a profile's 5-hour window at 85 %,
+// then at 100 %: each sink gets one alert per crossing, in its format; a
+// sink that refuses at first gets it on a later try, and one that is down
+// holds up no request.
+func TestAlertsOncePerCrossingAcrossHosts(t *testing.T) {
+	t.Parallel()
+	pg := testkit.PostgresServer(t)
+	dsn := pg.NewDatabase(t)
+	up := testkit.NewUpstream(t)
+	accounts := &plans{by: map[string]*plan{"p": {token: "sk-ant-oat-p-SECRET", used: 0.85, reset: time.Now().Add(time.Hour), reported: -1}}}
+	up.Respond(accounts.respond)
+	h := &hook{posts: map[string][]map[string]any{}, tries: map[string]int{}, refuse: map[string]int{"/flaky": 2}}
+	receiver := httptest.NewServer(h)
+	t.Cleanup(receiver.Close)
+	down := httptest.NewServer(h)
+	downURL := down.URL
+	down.Close() // nothing listens there
+	hosts := []*gatewayProc{newHost(t, up), newHost(t, up)}
+	alert := func(args ...string) string {
+		cmd := exec.Command(hosts[0].bin, append(append([]string{"alert"}, args...), "--data-dir", hosts[0].dataDir, "--store", dsn)...)
+		cmd.Env = hosts[0].env
+		out, code := combined(t, cmd)
+		if code != 0 {
+			t.Fatalf("alert %v: %s", args, out)
+		}
+		return out
+	}
+	alert("add", "js", "--webhook", receiver.URL+"/js")
+	alert("add", "sl", "--webhook", receiver.URL+"/sl", "--format", "slack")
+	alert("add", "flaky", "--webhook", receiver.URL+"/flaky")
+	alert("add", "down", "--webhook", downURL+"/down")
+	for i, g := range hosts {
+		wrapper := accounts.tokenProfiles(t, g)
+		if out, code := (profileCLI{t: t, bin: g.bin, dataDir: g.dataDir, env: g.env}).run("", "default", "p"); code != 0 {
+			t.Fatalf("default: %s", out)
+		}
+		g.startOn(fmt.Sprintf("127.0.0.%d", i+2), dsn, "--claude-path", wrapper)
+	}
+	turns := func(round string) {
+		for i, g := range hosts {
+			for j := range 2 {
+				resp, body, err := g.post(prompt(fmt.Sprintf("%s %d %d", round, i, j)), "X-Claude-Code-Session-Id", fmt.Sprintf("%s-%d-%d", round, i, j))
+				if err != nil || resp.StatusCode != 200 {
+					t.Fatalf("%s on host %d: %v %s", round, i, err, body)
+				}
+			}
+		}
+	}
+	wantEach := func(n int) {
+		t.Helper()
+		if err := testkit.WaitFor(20*time.Second, func() error {
+			for _, p := range []string{"/js", "/sl", "/flaky"} {
+				if h.count(p) < n {
+					return fmt.Errorf("%s has %d alerts", p, h.count(p))
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond) // room for a duplicate that must not come
+		for _, p := range []string{"/js", "/sl", "/flaky"} {
+			if got := h.count(p); got != n {
+				t.Fatalf("%s got %d alerts, want %d", p, got, n)
+			}
+		}
+	}
+	turns("at-85")
+	wantEach(1)
+	h.mu.Lock()
+	first, slack, flakyTries := h.posts["/js"][0], h.posts["/sl"][0], h.tries["/flaky"]
+	h.mu.Unlock()
+	if first["kind"] != "window" || first["profile"] != "p" || first["window"] != "five_hour" || slack["text"] == nil || flakyTries != 3 {
+		t.Fatalf("json %v, slack %v, flaky tried %d times", first, slack, flakyTries)
+	}
+	accounts.set("p", 1, 0)
+	turns("at-100")
+	wantEach(2)
+	h.mu.Lock()
+	second := h.posts["/js"][1]
+	h.mu.Unlock()
+	if msg, _ := second["message"].(string); !strings.Contains(msg, "100% used (alert at 100%)") {
+		t.Fatalf("second alert %v", second)
+	}
+	if !hosts[0].logShows(`sink=down`) && !hosts[1].logShows(`sink=down`) {
+		t.Fatal("no host tried the sink that is down")
+	}
+	if out := alert("list"); !strings.Contains(out, "js") || !strings.Contains(out, "alert at 100%") {
+		t.Fatalf("alert list:\n%s", out)
 	}
 }

@@ -10,6 +10,7 @@ import (
 func TestImportsFlowDownward(t *testing.T) {
 	testkit.CheckImports(t,
 		"github.com/fsnotify/fsnotify",
+		"internal/alerts",
 		"internal/answers",
 		"internal/backend",
 		"internal/backend/agy",

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -322,4 +324,20 @@ func accountsMode(mode string, moveAt float64) (dispatch.Accounts, error) {
 		return a, nil
 	}
 	return "", fmt.Errorf("--accounts %q: want %s or %s", mode, dispatch.ByHeadroom, dispatch.ByPriority)
+}
+
+// thresholds reads --alert-at: percentages, comma-separated.
+func thresholds(v string) ([]float64, error) {
+	var out []float64
+	for f := range strings.SplitSeq(v, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		p, err := strconv.ParseFloat(f, 64)
+		if err != nil || p <= 0 || p > 100 {
+			return nil, fmt.Errorf("--alert-at %q: want percentages above 0, at most 100, comma-separated (e.g. 80,100)", v)
+		}
+		out = append(out, p/100)
+	}
+	return out, nil
 }

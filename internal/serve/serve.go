@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/meridian-gw/meridian/internal/alerts"
 	"github.com/meridian-gw/meridian/internal/answers"
 	"github.com/meridian-gw/meridian/internal/backend/agy"
 	"github.com/meridian-gw/meridian/internal/cluster"
@@ -104,6 +105,9 @@ type Config struct {
 	// a plan window past which a conversation leaves its profile.
 	Accounts string
 	MoveAt   float64
+	// AlertAt are the percentages of a plan window that raise an alert
+	// ("80,100").
+	AlertAt string
 	// ConfigPath is the settings file (pricing overrides); missing is fine.
 	ConfigPath string
 	// TelemetryMaxAge and TelemetryMaxRows bound the request history.
@@ -202,6 +206,10 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		return fmt.Errorf("--max-concurrent %d: must be at least 1", cfg.MaxConcurrent)
 	}
 	accounts, err := accountsMode(cfg.Accounts, cfg.MoveAt)
+	if err != nil {
+		return err
+	}
+	alertAt, err := thresholds(cfg.AlertAt)
 	if err != nil {
 		return err
 	}
@@ -354,6 +362,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	}
 	defer tel.history.Close() // after the server: the last records are written
 	lim := answers.DefaultLimits()
+	notifier := alerts.New(alerts.Config{Store: db.Alerts, Host: host, Thresholds: alertAt, Logger: log.With("component", "alerts")})
 	// What both servers on this listener share: the listener's settings,
 	// who may call, the hosts and the telemetry. Each has its own
 	// dispatcher (saved answers, journal) and background jobs.
@@ -364,10 +373,10 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		Hosts:     httpapi.Hosts{Host: host, Cluster: hosts, StoreEngine: db.Engine, StoreAt: db.Where},
 		Telemetry: httpapi.Telemetry{History: tel.history, Metrics: tel.metrics, Prices: tel.prices, Logs: logs},
 	}
-	models := func(def *gateway.Gateway, profiles []httpapi.Profile, failover bool, peers dispatch.Hosts, log *slog.Logger) httpapi.Models {
+	models := func(def *gateway.Gateway, profiles []httpapi.Profile, failover bool, peers dispatch.Hosts, watch dispatch.Watcher, log *slog.Logger) httpapi.Models {
 		return httpapi.Models{AnswerBytes: lim.EntryBytes, Dispatch: dispatch.New(dispatch.Config{Default: def, Profiles: profiles,
 			Failover: failover, Accounts: accounts, MoveAt: cfg.MoveAt / 100, Answers: answers.New(db.Answers, lim, nil), Journal: journal.New(db.Journal, hosts, 0, 0, nil).Notifying(db.Signals),
-			Bench: db.Bench, Figures: db.Figures, Hosts: peers, Logger: log})}
+			Bench: db.Bench, Figures: db.Figures, Watch: watch, Hosts: peers, Logger: log})}
 	}
 	var mounts []httpapi.Mount
 	if agyGW != nil {
@@ -378,7 +387,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		agy := base
 		agy.Logger = log.With("component", "http", "backend", BackendAntigravity)
 		agy.Responses = httpapi.Responses{Store: stored, Jobs: jobs, Sealer: sealer}
-		agy.Models = models(agyGW, []httpapi.Profile{{Name: BackendAntigravity, Gateway: agyGW}}, false, nil, agy.Logger)
+		agy.Models = models(agyGW, []httpapi.Profile{{Name: BackendAntigravity, Gateway: agyGW}}, false, nil, nil, agy.Logger)
 		agySrv, err := httpapi.New(agy)
 		if err != nil {
 			return err
@@ -394,7 +403,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	front.Hosts.Key, front.Hosts.Peers = cfg.ClusterKey, hosts
 	front.Responses = httpapi.Responses{Store: stored, Sealer: sealer,
 		Jobs: responses.NewJobs(responses.JobsConfig{Max: cfg.MaxBackground, Store: stored, Logger: log.With("component", "responses")})}
-	front.Models = models(gw, profiles.http(), cfg.Failover, hosts, front.Logger)
+	front.Models = models(gw, profiles.http(), cfg.Failover, hosts, notifier, front.Logger)
 	front.Mounts, front.Open = mounts, open
 	srv, err := httpapi.New(front)
 	if err != nil {
@@ -437,6 +446,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	cleanCtx, stopCleaning := context.WithCancel(ctx)
 	var cleaning sync.WaitGroup
 	cleaning.Go(func() { cleaner.Run(cleanCtx, transcripts.DefaultEvery) })
+	cleaning.Go(func() { notifier.Run(cleanCtx) })
 	defer cleaning.Wait()
 	defer stopCleaning()
 	// `meridian profile add`, `remove` and `default` reach a running

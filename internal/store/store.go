@@ -41,6 +41,7 @@ type Store struct {
 	Telemetry     Telemetry
 	Bench         Bench
 	Figures       Figures
+	Alerts        Alerts
 	Starts        Starts
 	Keys          Keys
 	Hosts         Hosts
@@ -428,6 +429,37 @@ type Figures interface {
 	Put(ctx context.Context, profile string, f PlanFigures) (stored bool, err error)
 	// All returns every profile's figures.
 	All(ctx context.Context) (map[string]PlanFigures, error)
+}
+
+// Alerts keeps where alerts go and which were sent: one alert per
+// crossing, whichever host saw it first.
+type Alerts interface {
+	// AddSink records a sink; ErrConflict when one has its name.
+	AddSink(ctx context.Context, s AlertSink) error
+	Sinks(ctx context.Context) ([]AlertSink, error)
+	// RemoveSink deletes a sink; ErrNotFound when there is none.
+	RemoveSink(ctx context.Context, name string) error
+	// Claim records an alert as sent unless one with its key was:
+	// claimed says this caller sends it. Records older than a's time
+	// less keep are forgotten.
+	Claim(ctx context.Context, a SentAlert, keep time.Duration) (claimed bool, err error)
+	// Recent lists the latest alerts sent, newest first.
+	Recent(ctx context.Context, limit int) ([]SentAlert, error)
+}
+
+// AlertSink is a webhook alerts are posted to.
+type AlertSink struct {
+	Name    string
+	URL     string
+	Format  string // json or slack
+	Secret  string // signs each post
+	Created time.Time
+}
+
+// SentAlert is one alert as sent; Key names its crossing.
+type SentAlert struct {
+	Key, Kind, Profile, Message, Host string
+	At                                time.Time
 }
 
 // PlanFigures are a profile's plan windows as observed at one time; no

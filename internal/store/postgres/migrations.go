@@ -219,6 +219,23 @@ func migrations() []string {
 		observed_at BIGINT NOT NULL,
 		windows     TEXT   NOT NULL
 	);`,
+		// 8: alert sinks, and the alerts sent (one per crossing).
+		`CREATE TABLE alert_sinks (
+		name       TEXT   PRIMARY KEY,
+		url        TEXT   NOT NULL,
+		format     TEXT   NOT NULL,
+		secret     TEXT   NOT NULL,
+		created_at BIGINT NOT NULL
+	);
+	CREATE TABLE alerts_sent (
+		key     TEXT   PRIMARY KEY,
+		at      BIGINT NOT NULL,
+		kind    TEXT   NOT NULL,
+		profile TEXT   NOT NULL,
+		message TEXT   NOT NULL,
+		host    TEXT   NOT NULL
+	);
+	CREATE INDEX alerts_sent_at ON alerts_sent (at);`,
 	}
 }
 

@@ -109,6 +109,7 @@ func New(db *sql.DB, d Dialect, opts Options, hub *Hub, engine, where string, cl
 		Telemetry:     telemetry{s},
 		Bench:         bench{s},
 		Figures:       figures{s},
+		Alerts:        alerts{s},
 		Starts:        starts{s},
 		Keys:          keys{s},
 		Hosts:         hosts{s},

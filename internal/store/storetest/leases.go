@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -378,5 +379,43 @@ func testLeaseGrantVersion(t *testing.T, e Engine) {
 	other.Key, other.Token = "never", "tn"
 	if g, err = s.Leases.Acquire(c, other); err != nil || !g.Taken || g.Version != 0 {
 		t.Fatalf("the lease of a conversation never published: %+v, %v", g, err)
+	}
+}
+
+// Sinks are added once by name and removed; an alert's key is claimed
+// once (whichever host comes first sends it), and old records go.
+func testAlerts(t *testing.T, e Engine) {
+	s, c := open(t, e), ctx(t)
+	sink := store.AlertSink{Name: "ops", URL: "https://example.invalid/hook", Format: "slack", Secret: "s", Created: at(0)}
+	must(t, s.Alerts.AddSink(c, sink))
+	if err := s.Alerts.AddSink(c, sink); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("a second sink of one name: %v", err)
+	}
+	sinks, err := s.Alerts.Sinks(c)
+	must(t, err)
+	if len(sinks) != 1 || sinks[0] != sink {
+		t.Fatalf("sinks %+v", sinks)
+	}
+	a := store.SentAlert{Key: "window:p:five_hour:80", Kind: "window", Profile: "p", Message: "p's five_hour window is 80% used", Host: "h1", At: at(time.Minute)}
+	first, err := s.Alerts.Claim(c, a, time.Hour)
+	must(t, err)
+	a.Host = "h2"
+	second, err := s.Alerts.Claim(c, a, time.Hour)
+	must(t, err)
+	if !first || second {
+		t.Fatalf("claims %v, %v: want the first alone", first, second)
+	}
+	later := store.SentAlert{Key: "benched:p", Kind: "benched", Profile: "p", Message: "p benched", Host: "h2", At: at(2 * time.Hour)}
+	if ok, err := s.Alerts.Claim(c, later, time.Hour); err != nil || !ok {
+		t.Fatalf("claim %v %v", ok, err)
+	}
+	recent, err := s.Alerts.Recent(c, 10)
+	must(t, err)
+	if len(recent) != 1 || recent[0].Key != later.Key || !recent[0].At.Equal(later.At) {
+		t.Fatalf("recent %+v: the old one should be gone", recent)
+	}
+	must(t, s.Alerts.RemoveSink(c, "ops"))
+	if err := s.Alerts.RemoveSink(c, "ops"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("removing a missing sink: %v", err)
 	}
 }

@@ -56,6 +56,7 @@ func Run(t *testing.T, e Engine) {
 		{"TelemetryPrune", testTelemetryPrune},
 		{"Bench", testBench},
 		{"Figures", testFigures},
+		{"Alerts", testAlerts},
 		{"Starts", testStarts},
 		{"Keys", testKeys},
 		{"KeyAdmit", testKeyAdmit},

@@ -1,0 +1,95 @@
+// Package alerts tells the operator what happens to the accounts: a plan
+// window crossing a threshold, extra usage starting, a profile benched.
+// Each crossing is one alert, claimed in the store so that several hosts
+// seeing it send it once, and posted to every sink configured (a webhook,
+// JSON or Slack-shaped, signed with the sink's secret), retried within a
+// bound and never on a request's path. This file is the pure part: which
+// alerts figures call for, and what they say.
+package alerts
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+)
+
+// Kinds of alerts.
+const (
+	KindWindow  = "window"  // a plan window crossed a threshold
+	KindOverage = "overage" // the upstream began to serve from paid extra usage
+	KindBenched = "benched" // a profile refused for its limit and is passed over
+	KindTest    = "test"    // `meridian alert test`
+)
+
+// DefaultThresholds are the shares of a window that raise an alert.
+var DefaultThresholds = []float64{0.8, 1}
+
+// Window is one plan window of a profile as last reported.
+type Window struct {
+	Name     string
+	Used     float64 // 0..1
+	ResetsAt time.Time
+	Overage  bool
+}
+
+// Alert is one thing the operator is told. Key names the crossing: the
+// same crossing seen twice (or by two hosts) has the same key.
+type Alert struct {
+	Key      string    `json:"-"`
+	Kind     string    `json:"kind"`
+	Profile  string    `json:"profile"`
+	Window   string    `json:"window,omitempty"`
+	Used     float64   `json:"used,omitempty"`
+	ResetsAt time.Time `json:"resets_at,omitzero"`
+	Message  string    `json:"message"`
+	Host     string    `json:"host,omitempty"`
+	At       time.Time `json:"at"`
+}
+
+// Crossings are the alerts a profile's windows call for: for each window,
+// the highest threshold it has reached (once per window period: the key
+// holds the reset), and extra usage once per period it is drawn in.
+func Crossings(profile string, windows []Window, thresholds []float64, now time.Time) []Alert {
+	var out []Alert
+	for _, w := range windows {
+		if !w.ResetsAt.IsZero() && !w.ResetsAt.After(now) {
+			continue // past its reset: the figures are old
+		}
+		period := strconv.FormatInt(w.ResetsAt.Unix(), 10)
+		if w.Overage {
+			out = append(out, Alert{Key: KindOverage + "/" + profile + "/" + w.Name + "/" + period, Kind: KindOverage, Profile: profile,
+				Window: w.Name, Used: w.Used, ResetsAt: w.ResetsAt, At: now,
+				Message: fmt.Sprintf("profile %s: its %s window is spent and the upstream now serves it from paid extra usage%s", profile, w.Name, until(w.ResetsAt))})
+		}
+		reached := -1.0
+		for _, t := range thresholds {
+			if w.Used >= t && t > reached {
+				reached = t
+			}
+		}
+		if reached < 0 {
+			continue
+		}
+		pct := int(math.Round(reached * 100))
+		out = append(out, Alert{Key: fmt.Sprintf("%s/%s/%s/%d/%s", KindWindow, profile, w.Name, pct, period), Kind: KindWindow, Profile: profile,
+			Window: w.Name, Used: w.Used, ResetsAt: w.ResetsAt, At: now,
+			Message: fmt.Sprintf("profile %s: its %s window is %d%% used (alert at %d%%)%s", profile, w.Name, int(math.Round(w.Used*100)), pct, until(w.ResetsAt))})
+	}
+	return out
+}
+
+// Benched is the alert of a profile benched until a time (one per bench:
+// the key holds its end, to the minute).
+func Benched(profile string, until time.Time, now time.Time) Alert {
+	return Alert{Key: fmt.Sprintf("%s/%s/%d", KindBenched, profile, until.Truncate(time.Minute).Unix()), Kind: KindBenched, Profile: profile,
+		ResetsAt: until, At: now,
+		Message: fmt.Sprintf("profile %s refused a request for its rate limit: no request goes to it until %s", profile, until.UTC().Format("15:04 UTC, Jan 2"))}
+}
+
+func until(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return "; it resets at " + t.UTC().Format("15:04 UTC, Jan 2")
+}

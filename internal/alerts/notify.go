@@ -106,7 +106,9 @@ func (n *Notifier) Figures(profile string, f store.PlanFigures) {
 }
 
 // Bench raises the alert of a profile benched until a time.
-func (n *Notifier) Bench(profile string, until time.Time) { n.Raise(Benched(profile, until, n.cfg.Now())) }
+func (n *Notifier) Bench(profile string, until time.Time) {
+	n.Raise(Benched(profile, until, n.cfg.Now()))
+}
 
 // Raise queues an alert unless this host already claimed its key; with
 // the queue full it is dropped and logged. It never waits.

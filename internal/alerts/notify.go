@@ -261,3 +261,19 @@ func CheckURL(raw string) error {
 	}
 	return fmt.Errorf("--webhook %q: want an https URL", raw)
 }
+
+// Sent is an alert as it was sent, for the pages.
+type Sent struct {
+	At                           time.Time
+	Kind, Profile, Message, Host string
+}
+
+// Recent lists the latest alerts any host sent, newest first.
+func (n *Notifier) Recent(ctx context.Context, limit int) ([]Sent, error) {
+	recent, err := n.cfg.Store.Recent(ctx, limit)
+	out := make([]Sent, len(recent))
+	for i, a := range recent {
+		out[i] = Sent{At: a.At, Kind: a.Kind, Profile: a.Profile, Message: a.Message, Host: a.Host}
+	}
+	return out, err
+}

@@ -10,6 +10,7 @@ import (
 func TestImportsFlowDownward(t *testing.T) {
 	testkit.CheckImports(t,
 		"internal/adapter",
+		"internal/alerts",
 		"internal/answers",
 		"internal/anthropic",
 		"internal/apikeys",

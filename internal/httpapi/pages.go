@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"log/slog"
 	"net"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meridian-gw/meridian/internal/alerts"
 	"github.com/meridian-gw/meridian/internal/clientsetup"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/logring"
@@ -30,6 +32,7 @@ type pageRoutes struct {
 	mounts   []Mount
 	history  *history.History // nil: telemetry is not kept
 	logs     *logring.Ring
+	alerts   AlertLog // nil: none listed
 }
 
 // maxSignInBytes bounds the sign-in form: a key and a path.
@@ -194,13 +197,36 @@ func (s *pageRoutes) landing(w http.ResponseWriter, r *http.Request) {
 
 // providersStatus is GET /providers/status.
 func (s *pageRoutes) providersStatus(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"providers": s.backends.providers(r.Context())})
+	writeJSON(w, http.StatusOK, map[string]any{"providers": s.backends.providers(r.Context()), "alerts": s.recentAlerts(r.Context())})
 }
 
 // providersPage is GET /providers.
 func (s *pageRoutes) providersPage(w http.ResponseWriter, r *http.Request) {
-	list := s.backends.providers(r.Context())
-	s.page(w, r, http.StatusOK, func(b *bytes.Buffer) error { return s.pages.RenderProviders(b, s.version, list) })
+	page := web.ProvidersPage{Providers: s.backends.providers(r.Context()), Alerts: s.recentAlerts(r.Context())}
+	s.page(w, r, http.StatusOK, func(b *bytes.Buffer) error { return s.pages.RenderProviders(b, s.version, page) })
+}
+
+// AlertLog lists the alerts sent (package alerts).
+type AlertLog interface {
+	Recent(ctx context.Context, limit int) ([]alerts.Sent, error)
+}
+
+// recentAlerts are the latest alerts any host sent; a store that cannot
+// say lists none (logged): the page shows the providers regardless.
+func (s *pageRoutes) recentAlerts(ctx context.Context) []web.Alert {
+	out := []web.Alert{}
+	if s.alerts == nil {
+		return out
+	}
+	recent, err := s.alerts.Recent(ctx, 20)
+	if err != nil {
+		s.log.Warn("store: could not read the alerts sent", "err", err)
+		return out
+	}
+	for _, a := range recent {
+		out = append(out, web.Alert{At: a.At.UTC(), Kind: a.Kind, Profile: a.Profile, Message: a.Message, Host: a.Host})
+	}
+	return out
 }
 
 var dashboardWindows = []struct {

@@ -121,6 +121,9 @@ type Telemetry struct {
 	Metrics *metrics.Metrics
 	Prices  *pricing.Table
 	Logs    *logring.Ring
+	// Alerts are the alerts sent to the operator, listed on /providers;
+	// nil lists none.
+	Alerts AlertLog
 }
 
 // Mount is another server's handler under Prefix ("/antigravity"): a
@@ -209,7 +212,7 @@ func New(cfg Config) (*Server, error) {
 	s.access = access{log: cfg.Logger}
 	tel := cfg.Telemetry
 	s.site = pageRoutes{pages: pages, version: l.Version, log: cfg.Logger, access: &s.access, backends: &s.backends,
-		mounts: cfg.Mounts, history: tel.History, logs: tel.Logs}
+		mounts: cfg.Mounts, history: tel.History, logs: tel.Logs, alerts: tel.Alerts}
 	s.access.signInPage = s.site.signInPage
 	s.usage = usageRoutes{keys: cfg.Access.Keys, access: &s.access, history: tel.History, telemetry: &s.telemetry, site: &s.site,
 		backends: &s.backends, log: cfg.Logger}

@@ -371,7 +371,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 			PingInterval: cfg.PingInterval, Hurry: cfg.Hurry, Version: cfg.Version},
 		Access:    httpapi.Access{AdminKey: cfg.APIKey, Keys: db.Keys},
 		Hosts:     httpapi.Hosts{Host: host, Cluster: hosts, StoreEngine: db.Engine, StoreAt: db.Where},
-		Telemetry: httpapi.Telemetry{History: tel.history, Metrics: tel.metrics, Prices: tel.prices, Logs: logs},
+		Telemetry: httpapi.Telemetry{History: tel.history, Metrics: tel.metrics, Prices: tel.prices, Logs: logs, Alerts: notifier},
 	}
 	models := func(def *gateway.Gateway, profiles []httpapi.Profile, failover bool, peers dispatch.Hosts, watch dispatch.Watcher, log *slog.Logger) httpapi.Models {
 		return httpapi.Models{AnswerBytes: lim.EntryBytes, Dispatch: dispatch.New(dispatch.Config{Default: def, Profiles: profiles,

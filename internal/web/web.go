@@ -200,9 +200,25 @@ func (p *Pages) RenderLanding(w io.Writer, version string, l Landing) error {
 	return p.render(w, "landing", "Overview", version, "home", l)
 }
 
+// ProvidersPage is the providers page: each backend and profile, and the
+// latest alerts sent.
+type ProvidersPage struct {
+	Providers []gateway.Provider
+	Alerts    []Alert
+}
+
+// Alert is one alert sent to the operator.
+type Alert struct {
+	At      time.Time `json:"at"`
+	Kind    string    `json:"kind"`
+	Profile string    `json:"profile"`
+	Message string    `json:"message"`
+	Host    string    `json:"host"`
+}
+
 // RenderProviders writes the providers page.
-func (p *Pages) RenderProviders(w io.Writer, version string, list []gateway.Provider) error {
-	return p.render(w, "providers", "Providers", version, "providers", list)
+func (p *Pages) RenderProviders(w io.Writer, version string, page ProvidersPage) error {
+	return p.render(w, "providers", "Providers", version, "providers", page)
 }
 
 // ClusterPage is the cluster page: the hosts sharing the store.

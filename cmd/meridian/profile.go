@@ -281,7 +281,7 @@ line, and kept in files only you can read. The implicit profile "default" uses t
 				v.Plan = serve.ProfilePlan(c.Context(), st(), p, claudePath, environ)
 				login, limits = "logged in ("+v.Auth.Method+")", limitsText(v.Plan)
 				if v.Plan != nil {
-					if err := serve.ProfileShareFigures(c.Context(), dataDir, env["MERIDIAN_STORE"], p.Name, *v.Plan, time.Now()); err != nil {
+					if err := serve.ProfileShareFigures(c.Context(), dataDir, env["MERIDIAN_STORE"], p.Name, *v.Plan); err != nil {
 						return fmt.Errorf("profile %s: its figures could not be shared: %w", p.Name, err)
 					}
 				}

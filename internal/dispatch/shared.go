@@ -195,3 +195,23 @@ func Reopen(ctx context.Context, bench store.Bench, figures store.Figures, name 
 	}
 	return nil
 }
+
+// Share keeps figures read outside a turn (a probe of the plan, the
+// operator's check) for every host, and tells the watcher.
+func (d *Dispatcher) Share(ctx context.Context, name string, rw []gateway.RateWindow) error {
+	f := Figures(rw)
+	if f.ObservedAt.IsZero() {
+		return nil
+	}
+	if d.cfg.Watch != nil {
+		d.cfg.Watch.Figures(name, f)
+	}
+	if d.cfg.Figures == nil {
+		return nil
+	}
+	if _, err := d.cfg.Figures.Put(ctx, name, f); err != nil {
+		return err
+	}
+	d.others.view.Store(nil) // the next request reads the store again
+	return nil
+}

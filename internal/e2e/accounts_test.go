@@ -386,6 +386,22 @@ func TestAccountsAcrossHosts(t *testing.T) {
 	if err != nil || resp.StatusCode != 200 || resp.Header.Get("X-Meridian-Profile") != "x" {
 		t.Fatalf("on b %s after the unbench: %v %v %s", time.Since(unbenched).Round(time.Millisecond), err, resp.Header, body)
 	}
+	// The admin routes the pages use: check reads the login and figures
+	// now; an unknown profile is a 404 in the Anthropic shape.
+	var checked struct {
+		Profile string `json:"profile"`
+		Auth    struct {
+			LoggedIn bool `json:"logged_in"`
+		} `json:"auth"`
+		RateLimits []struct{ Type string } `json:"rate_limits"`
+	}
+	resp, body, err = b.postPath("/v1/profiles/x/check", "")
+	if err != nil || resp.StatusCode != 200 || json.Unmarshal([]byte(body), &checked) != nil || checked.Profile != "x" || !checked.Auth.LoggedIn || len(checked.RateLimits) == 0 {
+		t.Fatalf("check: %v %s", err, body)
+	}
+	if resp, body, _ = b.postPath("/v1/profiles/nobody/unbench", ""); resp.StatusCode != 404 || !strings.Contains(body, `"type":"not_found_error"`) {
+		t.Fatalf("unbench of an unknown profile: %d %s", resp.StatusCode, body)
+	}
 }
 
 // hook is a loopback webhook receiver that counts the alerts each sink

@@ -74,3 +74,24 @@ func (g *Gateway) Plan(ctx context.Context) *PlanReading {
 	}
 	return &r
 }
+
+// Windows are a reading's windows as rate-limit events give them (the
+// CLI's /usage gives shares in percent), observed when it was read; none
+// for a stale reading or one without figures.
+func (r *PlanReading) Windows() []RateWindow {
+	if r == nil || r.Stale || !r.Available {
+		return nil
+	}
+	var out []RateWindow
+	for _, w := range r.PlanUsage.Windows {
+		if w.Utilization == nil {
+			continue
+		}
+		rw := RateWindow{Type: w.Name, Utilization: *w.Utilization / 100, ObservedAt: r.ObservedAt}
+		if w.ResetsAt != nil {
+			rw.ResetsAt = *w.ResetsAt
+		}
+		out = append(out, rw)
+	}
+	return out
+}

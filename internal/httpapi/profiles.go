@@ -149,3 +149,27 @@ func (b *backends) unbench(w http.ResponseWriter, r *http.Request) {
 	}
 	_ = writeJSON(w, http.StatusOK, map[string]string{"unbenched": name})
 }
+
+// check is POST /v1/profiles/{name}/check (admin): the profile's login and
+// its plan figures as the CLI reads them now (its /usage), the figures
+// shared with every host.
+func (b *backends) check(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	gw, ok := b.dispatch.Lookup(name)
+	if !ok {
+		writeError(w, r, &gateway.Error{Status: http.StatusNotFound, Type: "not_found_error",
+			Message: fmt.Sprintf("unknown profile %q; the profiles are: %s", name, strings.Join(b.dispatch.Names(), ", "))})
+		return
+	}
+	providers := gw.Providers(r.Context())
+	reading := gw.Plan(r.Context())
+	if err := b.dispatch.Share(r.Context(), name, reading.Windows()); err != nil {
+		writeError(w, r, gateway.StoreUnavailable("share the profile's plan figures"))
+		return
+	}
+	out := map[string]any{"profile": name, "plan": reading}
+	if len(providers) > 0 {
+		out["status"], out["auth"], out["rate_limits"] = providers[0].Status, providers[0].Auth, providers[0].RateLimits
+	}
+	_ = writeJSON(w, http.StatusOK, out)
+}

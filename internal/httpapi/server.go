@@ -297,6 +297,7 @@ func (s *Server) table() []route {
 		route{"GET /v1/sessions/{key...}", s.sessions.get},
 		route{"POST /v1/sessions/{key}/cancel", s.sessions.cancel},
 		route{"POST /v1/profiles/{name}/unbench", s.backends.unbench},
+		route{"POST /v1/profiles/{name}/check", s.backends.check},
 		route{"GET /inflight", s.sessions.inflight},
 		route{"GET /v1/usage/quota", s.usage.quota},
 		route{"GET /v1/usage/keys", s.usage.usageKeys},

@@ -8,8 +8,8 @@ import (
 	"github.com/meridian-gw/meridian/internal/backend"
 	"github.com/meridian-gw/meridian/internal/backend/claude"
 	"github.com/meridian-gw/meridian/internal/dispatch"
+	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/profile"
-	"github.com/meridian-gw/meridian/internal/store"
 )
 
 // What `meridian profile` asks about a profile, answered with the claude
@@ -80,10 +80,11 @@ func ProfileUnbench(ctx context.Context, dataDir, storeDSN, name string) error {
 	return dispatch.Reopen(ctx, st.shared.Bench, st.shared.Figures, name, time.Now())
 }
 
-// ProfileShareFigures keeps a plan reading as the profile's figures for
-// every meridian sharing the store, when it has any.
-func ProfileShareFigures(ctx context.Context, dataDir, storeDSN, name string, u backend.PlanUsage, at time.Time) error {
-	f := planFigures(u, at)
+// ProfileShareFigures keeps a plan reading, read now, as the profile's
+// figures for every meridian sharing the store, when it has any.
+func ProfileShareFigures(ctx context.Context, dataDir, storeDSN, name string, u backend.PlanUsage) error {
+	reading := gateway.PlanReading{PlanUsage: u, ObservedAt: time.Now()}
+	f := dispatch.Figures(reading.Windows())
 	if len(f.Windows) == 0 {
 		return nil
 	}
@@ -94,21 +95,4 @@ func ProfileShareFigures(ctx context.Context, dataDir, storeDSN, name string, u 
 	defer st.close()
 	_, err = st.shared.Figures.Put(ctx, name, f)
 	return err
-}
-
-// planFigures are the windows of a plan reading (the CLI's /usage, whose
-// shares are percentages) as the store keeps them.
-func planFigures(u backend.PlanUsage, at time.Time) store.PlanFigures {
-	f := store.PlanFigures{ObservedAt: at}
-	for _, w := range u.Windows {
-		if w.Utilization == nil {
-			continue
-		}
-		pw := store.PlanWindow{Name: w.Name, Used: *w.Utilization / 100}
-		if w.ResetsAt != nil {
-			pw.ResetsAt = *w.ResetsAt
-		}
-		f.Windows = append(f.Windows, pw)
-	}
-	return f
 }

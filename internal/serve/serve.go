@@ -447,6 +447,8 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	var cleaning sync.WaitGroup
 	cleaning.Go(func() { cleaner.Run(cleanCtx, transcripts.DefaultEvery) })
 	cleaning.Go(func() { notifier.Run(cleanCtx) })
+	probe := &idleProbe{profiles: profiles, dispatch: front.Models.Dispatch, log: log.With("component", "accounts"), now: time.Now}
+	cleaning.Go(func() { probe.run(cleanCtx) })
 	defer cleaning.Wait()
 	defer stopCleaning()
 	// `meridian profile add`, `remove` and `default` reach a running

@@ -3,6 +3,7 @@ package serve
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // Lowering --max-live, as docs/conversations.md advises small machines, lowers the
@@ -31,6 +32,35 @@ func TestBadSettingsAreRefused(t *testing.T) {
 		c(&cfg)
 		if err := Run(t.Context(), cfg, nil, nil); err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// An idle profile is probed once its figures are old, and then no more
+// often than probeEvery; a busy one never.
+func TestIdleProbeIsDue(t *testing.T) {
+	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name          string
+		figures, prob time.Duration // ago; 0: never
+		running       int
+		want          bool
+	}{
+		{name: "never seen, never probed", want: true},
+		{name: "fresh figures", figures: time.Minute},
+		{name: "old figures", figures: 20 * time.Minute, want: true},
+		{name: "old figures, probed lately", figures: 20 * time.Minute, prob: 5 * time.Minute},
+		{name: "old figures, probed long ago", figures: 40 * time.Minute, prob: 16 * time.Minute, want: true},
+		{name: "a turn runs", figures: 20 * time.Minute, running: 1},
+	} {
+		ago := func(d time.Duration) time.Time {
+			if d == 0 {
+				return time.Time{}
+			}
+			return now.Add(-d)
+		}
+		if got := probeDue(now, ago(c.figures), ago(c.prob), c.running); got != c.want {
+			t.Errorf("%s: due %v", c.name, got)
 		}
 	}
 }

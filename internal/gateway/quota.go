@@ -75,10 +75,10 @@ func (g *Gateway) Plan(ctx context.Context) *PlanReading {
 	return &r
 }
 
-// Windows are a reading's windows as rate-limit events give them (the
+// RateWindows are a reading's windows as rate-limit events give them (the
 // CLI's /usage gives shares in percent), observed when it was read; none
 // for a stale reading or one without figures.
-func (r *PlanReading) Windows() []RateWindow {
+func (r *PlanReading) RateWindows() []RateWindow {
 	if r == nil || r.Stale || !r.Available {
 		return nil
 	}

@@ -163,7 +163,7 @@ func (b *backends) check(w http.ResponseWriter, r *http.Request) {
 	}
 	providers := gw.Providers(r.Context())
 	reading := gw.Plan(r.Context())
-	if err := b.dispatch.Share(r.Context(), name, reading.Windows()); err != nil {
+	if err := b.dispatch.Share(r.Context(), name, reading.RateWindows()); err != nil {
 		writeError(w, r, gateway.StoreUnavailable("share the profile's plan figures"))
 		return
 	}

@@ -68,7 +68,7 @@ func (p *idleProbe) pass(ctx context.Context) {
 		case reading.Stale:
 			p.log.Debug("the idle profile's plan figures could not be read", "profile", sp.p.Name, "err", reading.Error)
 		default:
-			if err := p.dispatch.Share(ctx, sp.p.Name, reading.Windows()); err != nil {
+			if err := p.dispatch.Share(ctx, sp.p.Name, reading.RateWindows()); err != nil {
 				p.log.Warn("store: could not share an idle profile's plan figures", "profile", sp.p.Name, "err", err)
 			}
 		}

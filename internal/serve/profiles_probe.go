@@ -84,7 +84,7 @@ func ProfileUnbench(ctx context.Context, dataDir, storeDSN, name string) error {
 // figures for every meridian sharing the store, when it has any.
 func ProfileShareFigures(ctx context.Context, dataDir, storeDSN, name string, u backend.PlanUsage) error {
 	reading := gateway.PlanReading{PlanUsage: u, ObservedAt: time.Now()}
-	f := dispatch.Figures(reading.Windows())
+	f := dispatch.Figures(reading.RateWindows())
 	if len(f.Windows) == 0 {
 		return nil
 	}

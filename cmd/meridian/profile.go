@@ -165,13 +165,9 @@ line, and kept in files only you can read. The implicit profile "default" uses t
 		Short: "Log a login profile in again, with the CLI's own flow in your terminal",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			l, err := st().Read()
+			_, p, err := st().Find(args[0])
 			if err != nil {
 				return err
-			}
-			p, ok := l.Get(args[0])
-			if !ok {
-				return fmt.Errorf("%w: %s", profile.ErrUnknown, args[0])
 			}
 			if !profile.IsTerminal(os.Stdin) {
 				return errNoTerminal(p.Name)
@@ -248,12 +244,8 @@ line, and kept in files only you can read. The implicit profile "default" uses t
 		Short: "Reopen a benched profile now, on every meridian sharing the store (its plan figures are read again from its next turn)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			l, err := st().Read()
-			if err != nil {
+			if _, _, err := st().Find(args[0]); err != nil {
 				return err
-			}
-			if _, ok := l.Get(args[0]); !ok {
-				return fmt.Errorf("%w: %s (known: %s)", profile.ErrUnknown, args[0], strings.Join(l.Names(), ", "))
 			}
 			if err := serve.ProfileUnbench(c.Context(), dataDir, env["MERIDIAN_STORE"], args[0]); err != nil {
 				return err
@@ -266,13 +258,9 @@ line, and kept in files only you can read. The implicit profile "default" uses t
 		Short: "Check a profile's login and plan figures now, and share the figures with every meridian sharing the store",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			l, err := st().Read()
+			l, p, err := st().Find(args[0])
 			if err != nil {
 				return err
-			}
-			p, ok := l.Get(args[0])
-			if !ok {
-				return fmt.Errorf("%w: %s (known: %s)", profile.ErrUnknown, args[0], strings.Join(l.Names(), ", "))
 			}
 			v := profileView{Profile: p, Default: p.Name == l.Default}
 			v.Auth, v.Error = serve.ProfileAuth(c.Context(), st(), p, claudePath, environ)

@@ -14,9 +14,7 @@ import (
 
 	"github.com/meridian-gw/meridian/internal/backend/agy"
 	"github.com/meridian-gw/meridian/internal/config"
-	"github.com/meridian-gw/meridian/internal/dispatch"
 	"github.com/meridian-gw/meridian/internal/gateway"
-	"github.com/meridian-gw/meridian/internal/headroom"
 	"github.com/meridian-gw/meridian/internal/httpapi"
 	"github.com/meridian-gw/meridian/internal/pool"
 	"github.com/meridian-gw/meridian/internal/profile"
@@ -229,8 +227,8 @@ func bindServeFlags(fs *pflag.FlagSet, cfg *serve.Config, env map[string]string)
 		fs.BoolVar(p, name, twin(env, envName, def, strconv.ParseBool, "a boolean", note), usage+" ("+envName+")")
 	}
 	boolean(&cfg.Failover, "failover", "MERIDIAN_FAILOVER", false, "move a request refused for a rate limit or overload, before any output, to the next profile by priority that is not benched")
-	str(&cfg.Accounts, "accounts", "MERIDIAN_ACCOUNTS", string(dispatch.ByHeadroom), "how a request that names no profile gets one: headroom (a new conversation goes to the profile with the most room left in its plan windows, a running one stays on its profile until that is benched or past --move-at; refusals move on as with --failover) or priority (the default profile; a running conversation stays on its own)")
-	fs.Float64Var(&cfg.MoveAt, "move-at", twin(env, "MERIDIAN_MOVE_AT", headroom.DefaultMoveAt*100, func(v string) (float64, error) {
+	str(&cfg.Accounts, "accounts", "MERIDIAN_ACCOUNTS", serve.DefaultAccounts, "how a request that names no profile gets one: headroom (a new conversation goes to the profile with the most room left in its plan windows, a running one stays on its profile until that is benched or past --move-at; refusals move on as with --failover) or priority (the default profile; a running conversation stays on its own)")
+	fs.Float64Var(&cfg.MoveAt, "move-at", twin(env, "MERIDIAN_MOVE_AT", serve.DefaultMoveAt, func(v string) (float64, error) {
 		return strconv.ParseFloat(v, 64)
 	}, "a percentage", note), "percent of a plan window past which a conversation leaves its profile and the profile takes no new conversation while another has room, with --accounts headroom (MERIDIAN_MOVE_AT)")
 	str(&cfg.AlertAt, "alert-at", "MERIDIAN_ALERT_AT", "80,100", "percentages of a plan window that raise an alert to every sink `meridian alert add` made, once per crossing")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"math"
 	"net/http"
@@ -528,15 +527,8 @@ func TestAlertsOncePerCrossingAcrossHosts(t *testing.T) {
 		t.Fatalf("alert list:\n%s", out)
 	}
 	// Either host's providers page lists both alerts, whichever host sent them.
-	req, _ := http.NewRequest(http.MethodGet, hosts[1].url+"/providers", nil)
-	req.Header.Set("Accept", "text/html")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if strings.Count(string(page), "window is ") != 2 || !strings.Contains(string(page), "(alert at 80%)") {
-		t.Fatalf("the providers page does not list the two alerts:\n%s", page)
+	shown := page(t, hosts[1].url+"/providers")
+	if strings.Count(shown, "window is ") != 2 || !strings.Contains(shown, "(alert at 80%)") {
+		t.Fatalf("the providers page does not list the two alerts:\n%s", shown)
 	}
 }

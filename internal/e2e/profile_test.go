@@ -375,16 +375,9 @@ func TestProvidersShowEachWindowsShare(t *testing.T) {
 	if shares["five_hour"] != 0.2 || shares["seven_day"] != 0.07 {
 		t.Fatalf("the plan profile's windows: %v (%s)", shares, body)
 	}
-	req, _ := http.NewRequest(http.MethodGet, g.url+"/providers", nil)
-	req.Header.Set("Accept", "text/html")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if !regexp.MustCompile(`five_hour</td><td>[^<]*</td><td class="num">20%`).Match(page) {
-		t.Fatalf("the page does not show five_hour at 20%%:\n%s", page)
+	shown := page(t, g.url+"/providers")
+	if !regexp.MustCompile(`five_hour</td><td>[^<]*</td><td class="num">20%`).MatchString(shown) {
+		t.Fatalf("the page does not show five_hour at 20%%:\n%s", shown)
 	}
 }
 

@@ -70,6 +70,16 @@ func (l List) Get(name string) (Profile, bool) {
 	return l.Profiles[i], true
 }
 
+// Find is a profile by name; ErrUnknown, naming the profiles there are,
+// when there is none.
+func (l List) Find(name string) (Profile, error) {
+	p, ok := l.Get(name)
+	if !ok {
+		return Profile{}, fmt.Errorf("%w: %s (known: %s)", ErrUnknown, name, strings.Join(l.Names(), ", "))
+	}
+	return p, nil
+}
+
 // Names lists the profiles' names.
 func (l List) Names() []string {
 	out := make([]string, len(l.Profiles))
@@ -130,6 +140,16 @@ func (s *Store) Read() (List, error) {
 	}
 	sortByPriority(l.Profiles)
 	return l, nil
+}
+
+// Find reads the list and finds a profile in it (List.Find).
+func (s *Store) Find(name string) (List, Profile, error) {
+	l, err := s.Read()
+	if err != nil {
+		return List{}, Profile{}, err
+	}
+	p, err := l.Find(name)
+	return l, p, err
 }
 
 func implicit() List {
@@ -195,8 +215,8 @@ func (s *Store) Remove(name string, busy func(string) (bool, error)) error {
 		return ErrImplicit
 	}
 	return s.update(func(l *List) error {
-		if _, ok := l.Get(name); !ok {
-			return fmt.Errorf("%w: %s (known: %s)", ErrUnknown, name, strings.Join(l.Names(), ", "))
+		if _, err := l.Find(name); err != nil {
+			return err
 		}
 		if busy != nil {
 			b, err := busy(name)
@@ -262,8 +282,8 @@ func checkPlanOnly(p Profile) error {
 // SetDefault makes name the profile requests use when they name none.
 func (s *Store) SetDefault(name string) error {
 	return s.update(func(l *List) error {
-		if _, ok := l.Get(name); !ok {
-			return fmt.Errorf("%w: %s (known: %s)", ErrUnknown, name, strings.Join(l.Names(), ", "))
+		if _, err := l.Find(name); err != nil {
+			return err
 		}
 		l.Default = name
 		return nil

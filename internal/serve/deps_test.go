@@ -29,6 +29,7 @@ func TestImportsFlowDownward(t *testing.T) {
 		"internal/probe",
 		"internal/procmem",
 		"internal/apikeys",
+		"internal/headroom",
 		"internal/profile",
 		"internal/responses",
 		"internal/session",

@@ -15,6 +15,7 @@ import (
 
 	"github.com/meridian-gw/meridian/internal/dispatch"
 	"github.com/meridian-gw/meridian/internal/gateway"
+	"github.com/meridian-gw/meridian/internal/headroom"
 	"github.com/meridian-gw/meridian/internal/httpapi"
 	"github.com/meridian-gw/meridian/internal/profile"
 	"github.com/meridian-gw/meridian/internal/transcripts"
@@ -341,3 +342,9 @@ func thresholds(v string) ([]float64, error) {
 	}
 	return out, nil
 }
+
+// The defaults of --accounts and --move-at (a percentage).
+const (
+	DefaultAccounts = string(dispatch.ByHeadroom)
+	DefaultMoveAt   = headroom.DefaultMoveAt * 100
+)

@@ -110,6 +110,14 @@ func (n *Notifier) Bench(profile string, until time.Time) {
 	n.Raise(Benched(profile, until, n.cfg.Now()))
 }
 
+// Reopened raises the alert of a profile whose bench has ended.
+func (n *Notifier) Reopened(profile string, until time.Time) {
+	n.Raise(Back(profile, until, n.cfg.Now()))
+}
+
+// LoggedOut raises the alert of a profile whose credentials were refused.
+func (n *Notifier) LoggedOut(profile string) { n.Raise(LoggedOut(profile, n.cfg.Now())) }
+
 // Raise queues an alert unless this host already claimed its key; with
 // the queue full it is dropped and logged. It never waits.
 func (n *Notifier) Raise(a Alert) {

@@ -19,7 +19,10 @@ const (
 	KindWindow  = "window"  // a plan window crossed a threshold
 	KindOverage = "overage" // the upstream began to serve from paid extra usage
 	KindBenched = "benched" // a profile refused for its limit and is passed over
-	KindTest    = "test"    // `meridian alert test`
+	KindBack    = "back"    // a benched profile takes requests again
+	// KindLoggedOut: the upstream refused a profile's credentials.
+	KindLoggedOut = "logged_out"
+	KindTest      = "test" // `meridian alert test`
 )
 
 // DefaultThresholds are the shares of a window that raise an alert.
@@ -85,6 +88,19 @@ func Benched(profile string, until time.Time, now time.Time) Alert {
 	return Alert{Key: fmt.Sprintf("%s/%s/%d", KindBenched, profile, until.Truncate(time.Minute).Unix()), Kind: KindBenched, Profile: profile,
 		ResetsAt: until, At: now,
 		Message: fmt.Sprintf("profile %s refused a request for its rate limit: no request goes to it until %s", profile, until.UTC().Format("15:04 UTC, Jan 2"))}
+}
+
+// Back is the alert of a profile whose bench (until a time) has ended.
+func Back(profile string, until time.Time, now time.Time) Alert {
+	return Alert{Key: fmt.Sprintf("%s/%s/%d", KindBack, profile, until.Truncate(time.Minute).Unix()), Kind: KindBack, Profile: profile, At: now,
+		Message: fmt.Sprintf("profile %s takes requests again", profile)}
+}
+
+// LoggedOut is the alert of a profile whose credentials the upstream
+// refused: once a day while it lasts.
+func LoggedOut(profile string, now time.Time) Alert {
+	return Alert{Key: fmt.Sprintf("%s/%s/%s", KindLoggedOut, profile, now.UTC().Format(time.DateOnly)), Kind: KindLoggedOut, Profile: profile, At: now,
+		Message: fmt.Sprintf("profile %s is not logged in (the upstream refused its credentials): log it in again with `meridian profile login %s`", profile, profile)}
 }
 
 func until(t time.Time) string {

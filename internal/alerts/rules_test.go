@@ -39,3 +39,14 @@ func TestBenchedOncePerBench(t *testing.T) {
 }
 
 func itoa(t time.Time) string { return strconv.FormatInt(t.Unix(), 10) }
+
+func TestBackAndLoggedOut(t *testing.T) {
+	until := t0.Add(time.Hour)
+	if a, b := Back("pro", until, t0), Back("pro", until.Add(5*time.Second), t0.Add(time.Minute)); a.Key != b.Key || a.Kind != KindBack {
+		t.Fatalf("one bench's end has one key: %+v %+v", a, b)
+	}
+	a, b, c := LoggedOut("pro", t0), LoggedOut("pro", t0.Add(time.Hour)), LoggedOut("pro", t0.Add(24*time.Hour))
+	if a.Key != b.Key || a.Key == c.Key || a.Message != "profile pro is not logged in (the upstream refused its credentials): log it in again with `meridian profile login pro`" {
+		t.Fatalf("once a day: %+v %+v %+v", a, b, c)
+	}
+}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/anthropic"
 	"github.com/meridian-gw/meridian/internal/gateway"
+	"github.com/meridian-gw/meridian/internal/store"
 	"github.com/meridian-gw/meridian/internal/testkit"
 )
 
@@ -134,5 +136,60 @@ func TestAPlanOnlyProfileWithItsPlanSpentIsPassedOver(t *testing.T) {
 	heard = nil
 	if err := d.Answer(context.Background(), call, &output{}); err != nil || !slices.Equal(heard, []string{"a: headroom five_hour 100%"}) {
 		t.Fatalf("heard %v (%v)", heard, err)
+	}
+}
+
+// watcher records what dispatch tells it.
+type watcher struct{ heard []string }
+
+func (w *watcher) Figures(string, store.PlanFigures) {}
+func (w *watcher) Bench(p string, _ time.Time)       { w.heard = append(w.heard, "bench "+p) }
+func (w *watcher) Reopened(p string, _ time.Time)    { w.heard = append(w.heard, "back "+p) }
+func (w *watcher) LoggedOut(p string)                { w.heard = append(w.heard, "logged out "+p) }
+
+// benches is the store's record of benches, for one test.
+type benches struct{ until map[string]time.Time }
+
+func (b *benches) Put(_ context.Context, p string, until time.Time) (time.Time, error) {
+	if until.After(b.until[p]) {
+		b.until[p] = until
+	}
+	return b.until[p], nil
+}
+
+func (b *benches) Benched(_ context.Context, now time.Time) (map[string]time.Time, error) {
+	out := map[string]time.Time{}
+	for p, u := range b.until {
+		if u.After(now) {
+			out[p] = u
+		}
+	}
+	return out, nil
+}
+
+func (b *benches) Clear(_ context.Context, p string) error { delete(b.until, p); return nil }
+
+// The watcher (package alerts) hears a bench when a profile refuses, the
+// profile back once its bench has ended (seen at the next request), and a
+// profile whose credentials were refused.
+func TestTheWatcherHearsBenchesAndLogins(t *testing.T) {
+	now := time.Date(2026, 12, 5, 9, 0, 0, 0, time.UTC)
+	var asked []string
+	d, by := profiles(&asked, func(by map[string]*profile) { by["a"].refuse = refusal(429, time.Minute) })
+	w := &watcher{}
+	d.cfg.Now, d.cfg.Watch, d.cfg.Bench = func() time.Time { return now }, w, &benches{until: map[string]time.Time{}}
+	ctx := context.Background()
+	if err := d.Answer(ctx, Call{}, &output{}); err != nil {
+		t.Fatal(err)
+	}
+	by["a"].refuse = nil
+	now = now.Add(2 * time.Minute)
+	by["b"].refuse = &gateway.Error{Status: http.StatusUnauthorized, Type: anthropic.ErrAuthentication, Message: "refused"}
+	d.cfg.Accounts = ByPriority
+	_ = d.Answer(ctx, Call{}, &output{})
+	by["a"].servedBy = "b" // a conversation b served: b answers it
+	_ = d.Answer(ctx, Call{}, &output{})
+	if !slices.Equal(w.heard, []string{"bench a", "back a", "logged out b"}) {
+		t.Fatalf("heard %v", w.heard)
 	}
 }

@@ -105,6 +105,10 @@ type Config struct {
 type Watcher interface {
 	Figures(profile string, f store.PlanFigures)
 	Bench(profile string, until time.Time)
+	// Reopened: a bench (until a time) has ended, or was lifted.
+	Reopened(profile string, until time.Time)
+	// LoggedOut: the upstream refused the profile's credentials.
+	LoggedOut(profile string)
 }
 
 // Dispatcher chooses the gateway for each request.
@@ -252,6 +256,7 @@ func (d *Dispatcher) Answer(ctx context.Context, c Call, out gateway.Output) err
 		req.Route = reason
 		err := gw.Messages(ctx, req, c.ID, out)
 		d.publish(ctx, name, gw)
+		d.heard(name, err)
 		if !p.failover {
 			return err
 		}

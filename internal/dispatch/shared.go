@@ -2,6 +2,8 @@ package dispatch
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -65,7 +67,11 @@ func (d *Dispatcher) shared(ctx context.Context) *sharedView {
 	}
 	// The store holds every bench, this host's own included: an
 	// operator's unbench ends one here too.
-	d.bench.Replace(benched)
+	for name, until := range d.bench.Replace(benched) {
+		if d.cfg.Watch != nil {
+			d.cfg.Watch.Reopened(name, until)
+		}
+	}
 	d.others.view.Store(next)
 	return next
 }
@@ -83,6 +89,14 @@ func (d *Dispatcher) benchProfile(ctx context.Context, name string, wait time.Du
 		}
 	}
 	return until
+}
+
+// heard tells the watcher what a profile's answer says of its login.
+func (d *Dispatcher) heard(name string, err error) {
+	var ge *gateway.Error
+	if d.cfg.Watch != nil && errors.As(err, &ge) && ge.Status == http.StatusUnauthorized {
+		d.cfg.Watch.LoggedOut(name)
+	}
 }
 
 // figures are a profile's plan windows: what its gateway here last saw,
@@ -170,6 +184,9 @@ func sameFigures(a, b store.PlanFigures) bool {
 // Unbench reopens a profile now, here and (through the store) on every
 // host within sharedTTL: the operator says it can answer.
 func (d *Dispatcher) Unbench(ctx context.Context, name string) error {
+	if until := d.bench.Until(name, d.cfg.Now()); !until.IsZero() && d.cfg.Watch != nil {
+		d.cfg.Watch.Reopened(name, until)
+	}
 	d.bench.Clear(name)
 	if err := Reopen(ctx, d.cfg.Bench, d.cfg.Figures, name, d.cfg.Now()); err != nil {
 		d.log.Error("store: could not reopen a profile for the other hosts", "profile", name, "err", err)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -352,6 +353,14 @@ func TestAccountsAcrossHosts(t *testing.T) {
 		return accounts.respond(r)
 	})
 	hosts := []*gatewayProc{newHost(t, up), newHost(t, up)}
+	sink := &hook{posts: map[string][]map[string]any{}, tries: map[string]int{}, refuse: map[string]int{}}
+	receiver := httptest.NewServer(sink)
+	t.Cleanup(receiver.Close)
+	addSink := exec.Command(hosts[0].bin, "alert", "add", "ops", "--webhook", receiver.URL+"/ops", "--data-dir", hosts[0].dataDir, "--store", dsn)
+	addSink.Env = hosts[0].env
+	if out, code := combined(t, addSink); code != 0 {
+		t.Fatalf("alert add: %s", out)
+	}
 	for i, h := range hosts {
 		wrapper := accounts.tokenProfiles(t, h)
 		if out, code := (profileCLI{t: t, bin: h.bin, dataDir: h.dataDir, env: h.env}).run("", "default", "x"); code != 0 {
@@ -384,6 +393,30 @@ func TestAccountsAcrossHosts(t *testing.T) {
 	resp, body, err = b.post(prompt("after the unbench"), "X-Claude-Code-Session-Id", "across-3", "X-Meridian-Profile", "x")
 	if err != nil || resp.StatusCode != 200 || resp.Header.Get("X-Meridian-Profile") != "x" {
 		t.Fatalf("on b %s after the unbench: %v %v %s", time.Since(unbenched).Round(time.Millisecond), err, resp.Header, body)
+	}
+	// The operator heard of x's window at 100 %, its bench and its
+	// return, once each (both hosts saw the bench end).
+	kinds := func() []string {
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
+		var out []string
+		for _, p := range sink.posts["/ops"] {
+			out = append(out, fmt.Sprint(p["kind"], " ", p["profile"]))
+		}
+		return out
+	}
+	if err := testkit.WaitFor(10*time.Second, func() error {
+		if got := kinds(); !slices.Contains(got, "back x") {
+			return fmt.Errorf("alerts %v", got)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got := kinds()
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"back x", "benched x", "window x"}) {
+		t.Fatalf("alerts %v: want x at 100 %%, benched, and back, once each", got)
 	}
 	// The admin routes the pages use: check reads the login and figures
 	// now; an unknown profile is a 404 in the Anthropic shape.

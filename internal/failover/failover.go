@@ -41,11 +41,21 @@ func (b *Bench) Put(profile string, now time.Time, wait time.Duration) time.Time
 }
 
 // Replace makes benches the whole record (as the store shares it): a
-// bench it lacks has ended.
-func (b *Bench) Replace(benches map[string]time.Time) {
+// bench it lacks has ended. It returns the benches that ended so, with
+// when each was to end.
+func (b *Bench) Replace(benches map[string]time.Time) (ended map[string]time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	for name, until := range b.until {
+		if _, ok := benches[name]; !ok {
+			if ended == nil {
+				ended = map[string]time.Time{}
+			}
+			ended[name] = until
+		}
+	}
 	b.until = maps.Clone(benches)
+	return ended
 }
 
 // Clear ends a profile's bench now.

@@ -6,11 +6,13 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/meridian-gw/meridian/internal/apikeys"
 	"github.com/meridian-gw/meridian/internal/clientsetup"
+	"github.com/meridian-gw/meridian/internal/keyrule"
 	"github.com/meridian-gw/meridian/internal/serve"
 )
 
@@ -92,6 +94,48 @@ the key's name, never the key.`,
 	add.Flags().IntVar(&spec.Concurrent, "concurrent", 0, "most requests running at once (0: no limit)")
 	add.Flags().Int64Var(&spec.TokensPerDay, "tokens-per-day", 0, "most tokens a UTC day, input and output (0: no limit); the answer that crosses it finishes, the next is refused")
 	add.Flags().StringVar(&expires, "expires", "", "when it stops working: a date (2027-01-31, UTC), an RFC 3339 time, or a span (30d, 12h)")
+	budgetFlags(add, &spec)
+
+	var set apikeys.Spec
+	var setExpires, setProfiles, setModels string
+	setCmd := &cobra.Command{
+		Use:   "set NAME",
+		Short: "Change a key's scope, limits, budget or default model (only the flags given)",
+		Example: `  meridian key set ci --budget 25 --per month
+  meridian key set laptop --default-model claude-sonnet-5 --rpm 0`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			fl := c.Flags()
+			return run(c, func(m *apikeys.Manager) (any, error) {
+				return m.Update(c.Context(), args[0], func(s *apikeys.Spec) error {
+					var err error
+					for name, apply := range map[string]func(){
+						"rpm": func() { s.RPM = set.RPM }, "concurrent": func() { s.Concurrent = set.Concurrent },
+						"tokens-per-day": func() { s.TokensPerDay = set.TokensPerDay }, "default-model": func() { s.DefaultModel = set.DefaultModel },
+						"budget": func() { s.Budget = set.Budget }, "per": func() { s.Per = set.Per },
+						"budget-alert": func() { s.BudgetAlert = set.BudgetAlert },
+						"profiles":     func() { s.Profiles = keyrule.List(setProfiles) }, "models": func() { s.Models = keyrule.List(setModels) },
+						"expires": func() { s.Expires, err = apikeys.ParseExpiry(setExpires, time.Now()) },
+					} {
+						if fl.Changed(name) {
+							apply()
+						}
+					}
+					if fl.Changed("budget") && !fl.Changed("budget-alert") {
+						s.BudgetAlert = 0 // the default share of the new budget
+					}
+					return err
+				})
+			})
+		},
+	}
+	setCmd.Flags().StringVar(&setProfiles, "profiles", "", "the profiles it may use, comma-separated (empty: any)")
+	setCmd.Flags().StringVar(&setModels, "models", "", "the models it may ask for, comma-separated names or patterns (empty: any)")
+	setCmd.Flags().IntVar(&set.RPM, "rpm", 0, "most requests in any 60 s (0: no limit)")
+	setCmd.Flags().IntVar(&set.Concurrent, "concurrent", 0, "most requests running at once (0: no limit)")
+	setCmd.Flags().Int64Var(&set.TokensPerDay, "tokens-per-day", 0, "most tokens a UTC day (0: no limit)")
+	setCmd.Flags().StringVar(&setExpires, "expires", "", "when it stops working (empty: never)")
+	budgetFlags(setCmd, &set)
 
 	list := &cobra.Command{
 		Use:   "list",
@@ -101,11 +145,19 @@ the key's name, never the key.`,
 			return run(c, func(m *apikeys.Manager) (any, error) { return m.List(c.Context()) })
 		},
 	}
-	cmd.AddCommand(add, list,
+	cmd.AddCommand(add, setCmd, list,
 		one("show", "Show a key's scope, limits and state", (*apikeys.Manager).Show),
 		one("revoke", "End a key on every host at once", (*apikeys.Manager).Revoke),
 		one("rotate", "Give a key a new secret (shown once); the old one stops working", (*apikeys.Manager).Rotate))
 	return cmd
+}
+
+// budgetFlags are the flags of a key's default model and dollar budget.
+func budgetFlags(c *cobra.Command, s *apikeys.Spec) {
+	c.Flags().StringVar(&s.DefaultModel, "default-model", "", "the model its requests for \"default\" get (empty: the CLI's default)")
+	c.Flags().Float64Var(&s.Budget, "budget", 0, "most US dollars of API-equivalent cost per --per (0: none); the answer that crosses it finishes, the next is refused until the period ends")
+	c.Flags().StringVar(&s.Per, "per", "month", "the budget's period: day, week (from Monday) or month, in UTC")
+	c.Flags().Float64Var(&s.BudgetAlert, "budget-alert", 0, "the spend that sends an alert to `meridian alert` sinks (0: 80% of --budget)")
 }
 
 // repointNote tells the person who made a key how clients reach Meridian

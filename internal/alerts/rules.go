@@ -23,6 +23,9 @@ const (
 	// KindLoggedOut: the upstream refused a profile's credentials.
 	KindLoggedOut = "logged_out"
 	KindTest      = "test" // `meridian alert test`
+	// KindBudget: an API key's spend reached its alert mark or its
+	// dollar budget.
+	KindBudget = "budget"
 )
 
 // DefaultThresholds are the shares of a window that raise an alert.
@@ -41,7 +44,8 @@ type Window struct {
 type Alert struct {
 	Key      string    `json:"-"`
 	Kind     string    `json:"kind"`
-	Profile  string    `json:"profile"`
+	Profile  string    `json:"profile,omitempty"`
+	APIKey   string    `json:"api_key,omitempty"` // a budget's key, by name
 	Window   string    `json:"window,omitempty"`
 	Used     float64   `json:"used,omitempty"`
 	ResetsAt time.Time `json:"resets_at,omitzero"`
@@ -101,6 +105,22 @@ func Back(profile string, until time.Time, now time.Time) Alert {
 func LoggedOut(profile string, now time.Time) Alert {
 	return Alert{Key: fmt.Sprintf("%s/%s/%s", KindLoggedOut, profile, now.UTC().Format(time.DateOnly)), Kind: KindLoggedOut, Profile: profile, At: now,
 		Message: fmt.Sprintf("profile %s is not logged in (the upstream refused its credentials): log it in again with `meridian profile login %s`", profile, profile)}
+}
+
+// Budget is the alert of a key's spend reaching its alert mark (hard
+// false) or its whole budget, once per mark and period (the key holds the
+// period's end). Amounts are US dollars of API-equivalent cost.
+func Budget(key string, spent, mark, budget float64, per string, ends time.Time, hard bool, now time.Time) Alert {
+	a := Alert{Kind: KindBudget, APIKey: key, ResetsAt: ends, Used: spent / budget, At: now,
+		Key: fmt.Sprintf("%s/%s/%t/%d", KindBudget, key, hard, ends.Unix())}
+	if hard {
+		a.Message = fmt.Sprintf("API key %s has spent its budget: $%.2f of $%.2f this %s; its requests are refused until %s",
+			key, spent, budget, per, ends.UTC().Format("15:04 UTC, Jan 2"))
+	} else {
+		a.Message = fmt.Sprintf("API key %s has spent $%.2f of its $%.2f budget this %s (alert at $%.2f)%s",
+			key, spent, budget, per, mark, until(ends))
+	}
+	return a
 }
 
 func until(t time.Time) string {

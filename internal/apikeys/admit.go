@@ -17,7 +17,26 @@ const runLease = 2 * time.Minute
 
 // Limits are a key's limits, in the pure rules' terms.
 func Limits(k store.Key) keyrule.Limits {
-	return keyrule.Limits{RPM: k.RPM, Concurrent: k.Concurrent, TokensPerDay: k.TokensPerDay}
+	return keyrule.Limits{RPM: k.RPM, Concurrent: k.Concurrent, TokensPerDay: k.TokensPerDay, Budget: k.Budget, Per: k.Per}
+}
+
+// days are the days a key's admission at now counts over.
+func days(k store.Key, now time.Time) store.KeyDays {
+	d := store.KeyDays{Today: keyrule.Day(now), BudgetFrom: keyrule.Day(now)}
+	if k.Budget > 0 {
+		d.BudgetFrom = keyrule.Day(keyrule.PeriodStart(k.Per, now))
+	}
+	return d
+}
+
+// BudgetCrossing is a key's spend reaching its alert mark (Hard false) or
+// its whole budget (Hard true: its next request is refused until Ends).
+type BudgetCrossing struct {
+	Key                 string
+	Spent, Mark, Budget float64 // US dollars
+	Per                 string
+	Ends                time.Time
+	Hard                bool
 }
 
 // Admission counts requests against their keys' limits, on every host at
@@ -29,11 +48,15 @@ type Admission struct {
 	host string
 	log  *slog.Logger
 	now  func() time.Time // the day an answer's tokens count on
+	// crossed hears of each budget crossing, on the host whose answer
+	// made it; nil hears nothing.
+	crossed func(BudgetCrossing)
 }
 
-// NewAdmission counts in keys, as host.
-func NewAdmission(keys store.Keys, host string, log *slog.Logger) *Admission {
-	return &Admission{keys: keys, host: host, log: log, now: time.Now}
+// NewAdmission counts in keys, as host; crossed (nil: nobody) hears of a
+// key's spend crossing its alert mark or its budget.
+func NewAdmission(keys store.Keys, host string, log *slog.Logger, crossed func(BudgetCrossing)) *Admission {
+	return &Admission{keys: keys, host: host, log: log, now: time.Now, crossed: crossed}
 }
 
 // Admit counts one request of k against its limits. Admitted, release
@@ -43,8 +66,8 @@ func NewAdmission(keys store.Keys, host string, log *slog.Logger) *Admission {
 func (a *Admission) Admit(ctx context.Context, k store.Key, now time.Time) (release func(), v keyrule.Verdict, err error) {
 	lim := Limits(k)
 	run := store.KeyRun{ID: rand.Text(), Host: a.host, At: now, Until: now.Add(runLease)}
-	admitted, err := a.keys.Admit(ctx, k.Name, run, now.Add(-keyrule.Window), keyrule.Day(now), func(u store.KeyUse) bool {
-		v = keyrule.Decide(lim, keyrule.Use{Hits: u.Hits, Running: u.Running, TokensToday: u.TokensToday}, now)
+	admitted, err := a.keys.Admit(ctx, k.Name, run, now.Add(-keyrule.Window), days(k, now), func(u store.KeyUse) bool {
+		v = keyrule.Decide(lim, keyrule.Use{Hits: u.Hits, Running: u.Running, TokensToday: u.TokensToday, Spent: u.Spent}, now)
 		return v.OK
 	})
 	if err != nil {
@@ -84,15 +107,37 @@ func (a *Admission) running(ctx context.Context, name, id string) func() {
 	}
 }
 
-// Tokens returns what adds to the key's day the tokens total has grown by
-// from now: total reads the request's running count of tokens.
-func (a *Admission) Tokens(ctx context.Context, name string, total func() int64) func() {
-	before := total()
+// Use is what a request has used so far: the tokens a key's day counts
+// and the API-equivalent cost in millionths of a dollar.
+type Use struct{ Tokens, Micros int64 }
+
+// Counting returns what adds to the key's day and budget what the use
+// has grown by from now (used reads the request's running count), and
+// tells of a budget crossed by it.
+func (a *Admission) Counting(ctx context.Context, k store.Key, used func() Use) func() {
+	before := used()
 	return func() {
-		if used := total() - before; used > 0 {
-			if err := a.keys.AddTokens(context.WithoutCancel(ctx), name, keyrule.Day(a.now()), used); err != nil {
-				a.log.Warn("store: could not count a key's tokens", "key", name, "err", err)
-			}
+		u := used()
+		tokens, micros := u.Tokens-before.Tokens, u.Micros-before.Micros
+		if tokens <= 0 && micros <= 0 {
+			return
+		}
+		now := a.now()
+		spent, err := a.keys.AddUse(context.WithoutCancel(ctx), k.Name, days(k, now), max(tokens, 0), max(micros, 0))
+		if err != nil {
+			a.log.Warn("store: could not count a key's tokens and spend", "key", k.Name, "err", err)
+			return
+		}
+		if k.Budget == 0 || a.crossed == nil {
+			return
+		}
+		c := BudgetCrossing{Key: k.Name, Spent: keyrule.Dollars(spent), Mark: keyrule.Dollars(k.BudgetAlert), Budget: keyrule.Dollars(k.Budget),
+			Per: k.Per, Ends: keyrule.PeriodEnd(k.Per, now)}
+		if keyrule.Crossed(k.Budget, spent, micros) {
+			c.Hard = true
+			a.crossed(c)
+		} else if keyrule.Crossed(k.BudgetAlert, spent, micros) {
+			a.crossed(c)
 		}
 	}
 }
@@ -102,19 +147,27 @@ type Standing struct {
 	RequestsLastMinute int
 	Running            int
 	TokensToday        int64
+	// Spent is the budget period's cost so far (millionths of a dollar),
+	// Resets when the period ends; both zero without a budget.
+	Spent  int64
+	Resets time.Time
 }
 
 // Standing reads the key's use as its next admission would, recording
 // nothing.
-func (a *Admission) Standing(ctx context.Context, name string, now time.Time) (Standing, error) {
+func (a *Admission) Standing(ctx context.Context, k store.Key, now time.Time) (Standing, error) {
 	var s Standing
-	_, err := a.keys.Admit(ctx, name, store.KeyRun{At: now}, now.Add(-keyrule.Window), keyrule.Day(now), func(u store.KeyUse) bool {
+	name := k.Name
+	_, err := a.keys.Admit(ctx, name, store.KeyRun{At: now}, now.Add(-keyrule.Window), days(k, now), func(u store.KeyUse) bool {
 		for _, h := range u.Hits {
 			if now.Sub(h) < keyrule.Window {
 				s.RequestsLastMinute++
 			}
 		}
 		s.Running, s.TokensToday = u.Running, u.TokensToday
+		if k.Budget > 0 {
+			s.Spent, s.Resets = u.Spent, keyrule.PeriodEnd(k.Per, now)
+		}
 		return false
 	})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meridian-gw/meridian/internal/keyrule"
 	"github.com/meridian-gw/meridian/internal/store"
 )
 
@@ -67,7 +68,7 @@ func TestAdmissionCountsAgainstTheLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := NewAdmission(ks, "host-a", slog.New(slog.DiscardHandler))
+	a := NewAdmission(ks, "host-a", slog.New(slog.DiscardHandler), nil)
 	a.now = func() time.Time { return now }
 	release, v, err := a.Admit(ctx, k, now)
 	if err != nil || release == nil || !v.OK {
@@ -89,14 +90,14 @@ func TestAdmissionCountsAgainstTheLimits(t *testing.T) {
 		t.Fatalf("over the rate: %+v", v)
 	}
 	var total int64 = 10
-	add := a.Tokens(ctx, "pi", func() int64 { return total })
+	add := a.Counting(ctx, k, func() Use { return Use{Tokens: total} })
 	total = 250
 	add()
-	s, err := a.Standing(ctx, "pi", now.Add(5*time.Second))
+	s, err := a.Standing(ctx, k, now.Add(5*time.Second))
 	if err != nil || s.RequestsLastMinute != 3 || s.Running != 1 || s.TokensToday != 240 {
 		t.Fatalf("standing %+v %v", s, err)
 	}
-	if s2, _ := a.Standing(ctx, "pi", now.Add(5*time.Second)); s2 != s {
+	if s2, _ := a.Standing(ctx, k, now.Add(5*time.Second)); s2 != s {
 		t.Fatalf("a look at the standing changed it: %+v then %+v", s, s2)
 	}
 }
@@ -106,4 +107,56 @@ type failingKeys struct{ store.Keys }
 
 func (failingKeys) List(context.Context) ([]store.Key, error) {
 	return nil, errors.New("the store is out of reach")
+}
+
+// A dollar budget: the answer that crosses it finishes and counts, the
+// next request is refused until the period ends, and each mark (the
+// alert's, the budget's) is told once, by the answer that crossed it.
+func TestBudgetRefusesAfterTheCrossingAnswer(t *testing.T) {
+	ks, ctx := keys(t), context.Background()
+	if _, err := Add(ctx, ks, Spec{Name: "ci", Budget: 1, Per: keyrule.PerWeek}, now); err != nil {
+		t.Fatal(err)
+	}
+	k, _ := ks.Get(ctx, "ci")
+	if k.BudgetAlert != keyrule.Micros(0.8) {
+		t.Fatalf("the alert mark defaults to %d µ$, want 80%% of the budget", k.BudgetAlert)
+	}
+	var told []BudgetCrossing
+	a := NewAdmission(ks, "h", slog.New(slog.DiscardHandler), func(c BudgetCrossing) { told = append(told, c) })
+	a.now = func() time.Time { return now }
+	answer := func(usd float64) (refused keyrule.Verdict) {
+		t.Helper()
+		release, v, err := a.Admit(ctx, k, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if release == nil {
+			return v
+		}
+		var spent int64
+		count := a.Counting(ctx, k, func() Use { return Use{Micros: spent} })
+		spent = keyrule.Micros(usd)
+		count()
+		release()
+		return v
+	}
+	for _, usd := range []float64{0.5, 0.35, 0.1} { // 0.85 crosses the mark
+		if v := answer(usd); !v.OK {
+			t.Fatalf("refused at $%v: %+v", usd, v)
+		}
+	}
+	if v := answer(0.2); !v.OK { // 0.95 + 0.2 crosses the budget: it finishes
+		t.Fatalf("the crossing answer was refused: %+v", v)
+	}
+	v := answer(0.01)
+	if want := keyrule.PeriodEnd(keyrule.PerWeek, now).Sub(now); v.OK || v.Limit != "budget" || v.Wait != want {
+		t.Fatalf("after the budget: %+v, want refused for budget, waiting %v", v, want)
+	}
+	if len(told) != 2 || told[0].Hard || told[0].Spent != 0.85 || !told[1].Hard || told[1].Spent != 1.15 {
+		t.Fatalf("crossings told: %+v, want the mark at $0.85 then the budget at $1.15", told)
+	}
+	st, err := a.Standing(ctx, k, now)
+	if err != nil || st.Spent != keyrule.Micros(1.15) || !st.Resets.Equal(keyrule.PeriodEnd(keyrule.PerWeek, now)) {
+		t.Fatalf("standing %+v %v", st, err)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/keyrule"
@@ -29,6 +30,68 @@ type Spec struct {
 	RPM, Concurrent  int
 	TokensPerDay     int64
 	Expires          time.Time
+	// DefaultModel answers its requests for the model "default".
+	DefaultModel string
+	// Budget (US dollars of API-equivalent cost per Per; 0: none) is
+	// the hard limit; BudgetAlert the spend that alerts (0: 80% of it).
+	Budget, BudgetAlert float64
+	Per                 string
+}
+
+// DefaultBudgetAlert is the share of a budget that alerts unless a key
+// says otherwise.
+const DefaultBudgetAlert = 0.8
+
+// check refuses limits that make no sense, naming the flag.
+func (s Spec) check(now time.Time) error {
+	if err := keyrule.CheckModels(s.Models); err != nil {
+		return err
+	}
+	if s.RPM < 0 || s.Concurrent < 0 || s.TokensPerDay < 0 {
+		return errors.New("--rpm, --concurrent and --tokens-per-day are counts: 0 for no limit, else positive")
+	}
+	if !s.Expires.IsZero() && !s.Expires.After(now) {
+		return fmt.Errorf("--expires %s is not in the future", s.Expires.UTC().Format(time.DateOnly))
+	}
+	if s.Budget < 0 || s.BudgetAlert < 0 {
+		return errors.New("--budget and --budget-alert are US dollars: 0 for none, else positive")
+	}
+	if s.Budget > 0 {
+		if err := keyrule.CheckPer(s.Per); err != nil {
+			return err
+		}
+	}
+	if s.BudgetAlert > 0 && s.Budget > 0 && s.BudgetAlert > s.Budget {
+		return fmt.Errorf("--budget-alert $%.2f is above the budget $%.2f: it would never be reached", s.BudgetAlert, s.Budget)
+	}
+	if s.DefaultModel != "" && (strings.ContainsAny(s.DefaultModel, " \t\n") || len(s.DefaultModel) > 256) {
+		return fmt.Errorf("--default-model %q: a model name has no spaces", s.DefaultModel)
+	}
+	return nil
+}
+
+// stored is the spec as the store keeps it.
+func (s Spec) stored() store.Key {
+	k := store.Key{Name: s.Name, Profiles: s.Profiles, Models: s.Models, RPM: s.RPM, Concurrent: s.Concurrent,
+		TokensPerDay: s.TokensPerDay, Expires: s.Expires, DefaultModel: s.DefaultModel}
+	if s.Budget > 0 {
+		k.Budget, k.Per = keyrule.Micros(s.Budget), s.Per
+		k.BudgetAlert = keyrule.Micros(s.BudgetAlert)
+		if s.BudgetAlert == 0 {
+			k.BudgetAlert = keyrule.Micros(s.Budget * DefaultBudgetAlert)
+		}
+	}
+	return k
+}
+
+// specOf is a stored key as a spec, to change some of it.
+func specOf(k store.Key) Spec {
+	s := Spec{Name: k.Name, Profiles: k.Profiles, Models: k.Models, RPM: k.RPM, Concurrent: k.Concurrent,
+		TokensPerDay: k.TokensPerDay, Expires: k.Expires, DefaultModel: k.DefaultModel}
+	if k.Budget > 0 {
+		s.Budget, s.BudgetAlert, s.Per = keyrule.Dollars(k.Budget), keyrule.Dollars(k.BudgetAlert), k.Per
+	}
+	return s
 }
 
 // View is a key as the commands print it: the key itself only when it
@@ -37,22 +100,31 @@ type View struct {
 	Name   string `json:"name"`
 	Status string `json:"status"` // active, revoked, expired
 	// Key is the key, shown once: at creation and rotation.
-	Key          string     `json:"key,omitempty"`
-	Profiles     []string   `json:"profiles"`
-	Models       []string   `json:"models"`
-	RPM          int        `json:"rpm"`
-	Concurrent   int        `json:"concurrent"`
-	TokensPerDay int64      `json:"tokens_per_day"`
-	Expires      *time.Time `json:"expires,omitempty"`
-	Created      time.Time  `json:"created"`
-	Revoked      *time.Time `json:"revoked,omitempty"`
-	Rotated      *time.Time `json:"rotated,omitempty"`
+	Key          string   `json:"key,omitempty"`
+	Profiles     []string `json:"profiles"`
+	Models       []string `json:"models"`
+	RPM          int      `json:"rpm"`
+	Concurrent   int      `json:"concurrent"`
+	TokensPerDay int64    `json:"tokens_per_day"`
+	DefaultModel string   `json:"default_model,omitempty"`
+	// Budget is in US dollars of API-equivalent cost per Per, alerting at
+	// BudgetAlert; absent without one.
+	Budget      float64    `json:"budget_usd,omitempty"`
+	BudgetAlert float64    `json:"budget_alert_usd,omitempty"`
+	Per         string     `json:"per,omitempty"`
+	Expires     *time.Time `json:"expires,omitempty"`
+	Created     time.Time  `json:"created"`
+	Revoked     *time.Time `json:"revoked,omitempty"`
+	Rotated     *time.Time `json:"rotated,omitempty"`
 }
 
 func view(k store.Key, now time.Time) View {
 	v := View{Name: k.Name, Status: keyrule.State(k.Revoked, k.Expires, now), Profiles: k.Profiles, Models: k.Models, RPM: k.RPM,
 		Concurrent: k.Concurrent, TokensPerDay: k.TokensPerDay, Created: k.Created.UTC(), Expires: when(k.Expires),
-		Revoked: when(k.Revoked), Rotated: when(k.Rotated)}
+		Revoked: when(k.Revoked), Rotated: when(k.Rotated), DefaultModel: k.DefaultModel}
+	if k.Budget > 0 {
+		v.Budget, v.BudgetAlert, v.Per = keyrule.Dollars(k.Budget), keyrule.Dollars(k.BudgetAlert), k.Per
+	}
 	if v.Profiles == nil {
 		v.Profiles = []string{}
 	}
@@ -78,18 +150,12 @@ func Add(ctx context.Context, keys store.Keys, s Spec, now time.Time) (View, err
 	if err := keyrule.CheckName(s.Name); err != nil {
 		return View{}, err
 	}
-	if err := keyrule.CheckModels(s.Models); err != nil {
+	if err := s.check(now); err != nil {
 		return View{}, err
 	}
-	if s.RPM < 0 || s.Concurrent < 0 || s.TokensPerDay < 0 {
-		return View{}, errors.New("--rpm, --concurrent and --tokens-per-day are counts: 0 for no limit, else positive")
-	}
-	if !s.Expires.IsZero() && !s.Expires.After(now) {
-		return View{}, fmt.Errorf("--expires %s is not in the future", s.Expires.UTC().Format(time.DateOnly))
-	}
 	secret := newSecret()
-	k := store.Key{Name: s.Name, Digest: keyrule.Digest(secret), Profiles: s.Profiles, Models: s.Models,
-		RPM: s.RPM, Concurrent: s.Concurrent, TokensPerDay: s.TokensPerDay, Expires: s.Expires, Created: now}
+	k := s.stored()
+	k.Digest, k.Created = keyrule.Digest(secret), now
 	if err := keys.Add(ctx, k); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return View{}, fmt.Errorf("a key named %q exists: choose another name, or `meridian key rotate %s`", s.Name, s.Name)
@@ -121,6 +187,28 @@ func Show(ctx context.Context, keys store.Keys, name string, now time.Time) (Vie
 		return View{}, notFound(name, err)
 	}
 	return view(k, now), nil
+}
+
+// Update changes a key: change edits a copy of its spec (as stored),
+// which is checked and stored whole. A revoked key may still be changed
+// (its record), never revived.
+func Update(ctx context.Context, keys store.Keys, name string, now time.Time, change func(*Spec) error) (View, error) {
+	k, err := keys.Get(ctx, name)
+	if err != nil {
+		return View{}, notFound(name, err)
+	}
+	s := specOf(k)
+	if err := change(&s); err != nil {
+		return View{}, err
+	}
+	s.Name = name
+	if err := s.check(now); err != nil {
+		return View{}, err
+	}
+	if err := keys.Update(ctx, s.stored()); err != nil {
+		return View{}, notFound(name, err)
+	}
+	return Show(ctx, keys, name, now)
 }
 
 // Revoke ends a key on every host (within a second or two).
@@ -204,6 +292,11 @@ func (m *Manager) List(ctx context.Context) ([]View, error) { return List(ctx, m
 // Show shows one key now.
 func (m *Manager) Show(ctx context.Context, name string) (View, error) {
 	return Show(ctx, m.keys, name, time.Now())
+}
+
+// Update changes a key now (see Update).
+func (m *Manager) Update(ctx context.Context, name string, change func(*Spec) error) (View, error) {
+	return Update(ctx, m.keys, name, time.Now(), change)
 }
 
 // Revoke ends a key now.

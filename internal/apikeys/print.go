@@ -30,6 +30,9 @@ func PrintOne(w io.Writer, v View) error {
 	}
 	fmt.Fprintf(&b, "  status:   %s\n  profiles: %s\n  models:   %s\n  limits:   %s\n  created:  %s\n",
 		v.Status, orAny(v.Profiles), orAny(v.Models), limits(v), v.Created.Format(time.DateTime+" UTC"))
+	if v.DefaultModel != "" {
+		fmt.Fprintf(&b, "  default model: %s\n", v.DefaultModel)
+	}
 	if v.Expires != nil {
 		fmt.Fprintf(&b, "  expires:  %s\n", v.Expires.Format(time.DateTime+" UTC"))
 	}
@@ -60,6 +63,9 @@ func limits(v View) string {
 	}
 	if v.TokensPerDay > 0 {
 		parts = append(parts, fmt.Sprintf("%d tokens/day", v.TokensPerDay))
+	}
+	if v.Budget > 0 {
+		parts = append(parts, fmt.Sprintf("$%.2f/%s (alert at $%.2f)", v.Budget, v.Per, v.BudgetAlert))
 	}
 	if len(parts) == 0 {
 		return "none"

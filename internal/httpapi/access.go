@@ -15,6 +15,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/apikeys"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/keyrule"
+	"github.com/meridian-gw/meridian/internal/pricing"
 	"github.com/meridian-gw/meridian/internal/retryafter"
 	"github.com/meridian-gw/meridian/internal/telemetry"
 )
@@ -26,6 +27,7 @@ type access struct {
 	hasAdmin  bool
 	keys      *apikeys.Ring      // nil without keys
 	admission *apikeys.Admission // nil without keys
+	prices    *pricing.Table     // what a key's budget counts; nil: nothing
 	log       *slog.Logger
 	// signInPage answers a browser that came without the admin key.
 	signInPage http.HandlerFunc
@@ -184,7 +186,7 @@ func (s *access) admitKey(w http.ResponseWriter, r *http.Request, model string) 
 	if apikeys.Limits(*k) == (keyrule.Limits{}) {
 		return func() {}, true
 	}
-	tokens := s.admission.Tokens(r.Context(), k.Name, telemetry.From(r.Context()).TokenTotal)
+	tokens := s.admission.Counting(r.Context(), *k, s.used(r.Context()))
 	if counted(r.Context()) {
 		// The host that forwarded it counts it running; the tokens are
 		// known here, where it runs.
@@ -201,6 +203,23 @@ func (s *access) admitKey(w http.ResponseWriter, r *http.Request, model string) 
 		return nil, false
 	}
 	return func() { release(); tokens() }, true
+}
+
+// used reads what a request has used so far, in what a key's limits
+// count: tokens, and their API-equivalent cost where the model's price is
+// known (an unpriced model's answers cost a budget nothing).
+func (s *access) used(ctx context.Context) func() apikeys.Use {
+	tr := telemetry.From(ctx)
+	return func() apikeys.Use {
+		model, t := tr.Usage()
+		u := apikeys.Use{Tokens: t.DayTokens()}
+		if s.prices != nil {
+			if usd, ok := s.prices.Estimate(model, t.Input, t.Output, t.CacheRead, t.CacheWrite); ok {
+				u.Micros = keyrule.Micros(usd)
+			}
+		}
+		return u
+	}
 }
 
 // inScope answers a 403 naming what the key may use when the profile the
@@ -228,6 +247,9 @@ func overLimit(k *apikeys.Key, v keyrule.Verdict) *gateway.Error {
 		what = fmt.Sprintf("its %d requests a minute", k.RPM)
 	case "concurrent":
 		what = fmt.Sprintf("its %d requests at once", k.Concurrent)
+	case "budget":
+		what = fmt.Sprintf("its budget of $%.2f a %s (API-equivalent cost; it renews at %s)", keyrule.Dollars(k.Budget), k.Per,
+			time.Now().Add(v.Wait).UTC().Format("15:04 UTC, Jan 2"))
 	default:
 		what = fmt.Sprintf("its %d tokens a day (the budget resets at 00:00 UTC)", k.TokensPerDay)
 	}

@@ -76,6 +76,9 @@ type Access struct {
 	// scope and limits, shared by every host on the store: once one
 	// exists, the model routes need one of them (or the admin key).
 	Keys apikeys.Keys
+	// BudgetCrossed hears of a key's spend crossing its alert mark or
+	// its budget (nil: nobody).
+	BudgetCrossed func(apikeys.BudgetCrossing)
 }
 
 // Models is who answers the model requests.
@@ -220,7 +223,8 @@ func New(cfg Config) (*Server, error) {
 		s.access.admin, s.access.hasAdmin = digest(a.AdminKey), true
 	}
 	if keys := cfg.Access.Keys; keys != nil {
-		s.access.keys, s.access.admission = apikeys.NewRing(keys), apikeys.NewAdmission(keys, cfg.Hosts.Host, cfg.Logger)
+		s.access.keys, s.access.admission = apikeys.NewRing(keys), apikeys.NewAdmission(keys, cfg.Hosts.Host, cfg.Logger, cfg.Access.BudgetCrossed)
+		s.access.prices = tel.Prices
 	}
 	h := cfg.Hosts
 	s.forwarder = forward.New(h.Key, h.Host, h.Peers, l.PingInterval, cfg.Logger)

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -108,6 +109,8 @@ type ownKey struct {
 	Concurrent   int        `json:"concurrent"`
 	TokensPerDay int64      `json:"tokens_per_day"`
 	Expires      *time.Time `json:"expires,omitempty"`
+	// Budget is its dollar budget per Per, absent without one.
+	Budget *keyBudget `json:"budget,omitempty"`
 	// Now is what its limits count at this moment.
 	Now struct {
 		RequestsLastMinute int   `json:"requests_last_minute"`
@@ -115,6 +118,16 @@ type ownKey struct {
 		TokensToday        int64 `json:"tokens_today"`
 	} `json:"now"`
 	Usage keyUsage `json:"usage"`
+}
+
+// keyBudget is a key's dollar budget and where its period stands, in
+// US dollars of API-equivalent cost.
+type keyBudget struct {
+	USD     float64   `json:"usd"`
+	AlertAt float64   `json:"alert_at_usd"`
+	Per     string    `json:"per"`
+	Spent   float64   `json:"spent_usd"`
+	Resets  time.Time `json:"resets_at"`
 }
 
 // usageOwnKey serves GET /v1/usage/key to a person's or tool's key: its
@@ -154,11 +167,15 @@ func (s *usageRoutes) ownFigures(ctx context.Context, k apikeys.Key, window time
 	if out.Models == nil {
 		out.Models = []string{}
 	}
-	standing, err := s.access.admission.Standing(ctx, k.Name, now)
+	standing, err := s.access.admission.Standing(ctx, k, now)
 	if err != nil {
 		return out, err
 	}
 	out.Now.RequestsLastMinute, out.Now.Running, out.Now.TokensToday = standing.RequestsLastMinute, standing.Running, standing.TokensToday
+	if k.Budget > 0 {
+		out.Budget = &keyBudget{USD: keyrule.Dollars(k.Budget), AlertAt: keyrule.Dollars(k.BudgetAlert), Per: k.Per,
+			Spent: keyrule.Dollars(standing.Spent), Resets: standing.Resets}
+	}
 	if s.history == nil {
 		return out, nil
 	}
@@ -200,6 +217,9 @@ func (s *usageRoutes) keyPage(w http.ResponseWriter, r *http.Request) {
 		TokensPerDay: f.TokensPerDay, LastMinute: f.Now.RequestsLastMinute, Running: f.Now.Running, TokensToday: f.Now.TokensToday,
 		Requests: f.Usage.Requests, Errors: f.Usage.Errors, Input: f.Usage.Tokens.Input, Output: f.Usage.Tokens.Output,
 		CacheRead: f.Usage.Tokens.CacheRead, CacheWrite: f.Usage.Tokens.CacheWrite, Cost: f.Usage.CostUSD}
+	if b := f.Budget; b != nil {
+		p.Budget = fmt.Sprintf("$%.2f of $%.2f this %s (alert at $%.2f; renews %s)", b.Spent, b.USD, b.Per, b.AlertAt, b.Resets.Format("Jan 2 15:04 UTC"))
+	}
 	if f.Expires != nil {
 		p.Expires = f.Expires.Format(time.DateTime + " UTC")
 	}

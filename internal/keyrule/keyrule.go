@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"path"
 	"slices"
 	"strings"
@@ -34,6 +35,10 @@ type Limits struct {
 	RPM          int   // requests admitted per sliding minute
 	Concurrent   int   // requests running at once
 	TokensPerDay int64 // tokens per UTC day: input (cache writes included, cache reads not) and output
+	// Budget is the API-equivalent cost its answers may reach per Per, in
+	// millionths of a US dollar.
+	Budget int64
+	Per    string
 }
 
 // Use is what is known of a key's use when a request arrives.
@@ -45,13 +50,16 @@ type Use struct {
 	Running int
 	// TokensToday sums the tokens its answers used this UTC day.
 	TokensToday int64
+	// Spent sums the cost of its answers in the budget's period so far.
+	Spent int64
 }
 
 // Verdict is the answer to one request.
 type Verdict struct {
 	OK bool
 	// Limit names the bound that refused it ("rpm", "concurrent",
-	// "tokens-per-day"), Wait how long until it would admit one more.
+	// "tokens-per-day", "budget"), Wait how long until it would admit one
+	// more.
 	Limit string
 	Wait  time.Duration
 }
@@ -64,6 +72,9 @@ const ConcurrentWait = time.Second
 // the wait. The bounds are checked strictly: the request that would make
 // the count exceed a limit is the first refused, not the one before.
 func Decide(l Limits, u Use, now time.Time) Verdict {
+	if l.Budget > 0 && u.Spent >= l.Budget {
+		return Verdict{Limit: "budget", Wait: PeriodEnd(l.Per, now).Sub(now)}
+	}
 	if l.TokensPerDay > 0 && u.TokensToday >= l.TokensPerDay {
 		return Verdict{Limit: "tokens-per-day", Wait: NextDay(now).Sub(now)}
 	}
@@ -112,6 +123,60 @@ func Day(t time.Time) int64 { return t.UTC().Unix() / 86400 }
 
 // NextDay is when the UTC day after t's begins: a daily budget's reset.
 func NextDay(t time.Time) time.Time { return time.Unix((Day(t)+1)*86400, 0).UTC() }
+
+// A budget's periods: UTC days, weeks from Monday, calendar months.
+const (
+	PerDay   = "day"
+	PerWeek  = "week"
+	PerMonth = "month"
+)
+
+// CheckPer refuses a period that is not one of the three.
+func CheckPer(per string) error {
+	switch per {
+	case PerDay, PerWeek, PerMonth:
+		return nil
+	}
+	return fmt.Errorf("--per %q: want day, week or month", per)
+}
+
+// PeriodStart is when the budget period holding now began (UTC).
+func PeriodStart(per string, now time.Time) time.Time {
+	u := now.UTC()
+	day := time.Date(u.Year(), u.Month(), u.Day(), 0, 0, 0, 0, time.UTC)
+	switch per {
+	case PerWeek:
+		return day.AddDate(0, 0, -((int(day.Weekday()) + 6) % 7))
+	case PerMonth:
+		return time.Date(u.Year(), u.Month(), 1, 0, 0, 0, 0, time.UTC)
+	}
+	return day
+}
+
+// PeriodEnd is when the budget period holding now ends: the budget is
+// whole again then.
+func PeriodEnd(per string, now time.Time) time.Time {
+	start := PeriodStart(per, now)
+	switch per {
+	case PerWeek:
+		return start.AddDate(0, 0, 7)
+	case PerMonth:
+		return start.AddDate(0, 1, 0)
+	}
+	return start.AddDate(0, 0, 1)
+}
+
+// Micros is an amount of US dollars in millionths, as budgets count.
+func Micros(usd float64) int64 { return int64(math.Round(usd * 1e6)) }
+
+// Dollars is millionths of a dollar as dollars.
+func Dollars(micros int64) float64 { return float64(micros) / 1e6 }
+
+// Crossed says whether adding added brought spent (which includes it) to
+// or past mark: the one answer that did so raises the budget's alert.
+func Crossed(mark, spent, added int64) bool {
+	return mark > 0 && added > 0 && spent >= mark && spent-added < mark
+}
 
 // Scope names what a key may reach; an empty list reaches everything.
 type Scope struct {

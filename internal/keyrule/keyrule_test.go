@@ -127,3 +127,63 @@ func TestNamesListsAndPatterns(t *testing.T) {
 		t.Errorf("Digest = %q", d)
 	}
 }
+
+func TestBudgetPeriods(t *testing.T) {
+	// 2026-12-02 is a Wednesday.
+	for _, c := range []struct {
+		per        string
+		start, end time.Time
+	}{
+		{PerDay, time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC), time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)},
+		{PerWeek, time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC), time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)},
+		{PerMonth, time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)},
+	} {
+		if s, e := PeriodStart(c.per, t0), PeriodEnd(c.per, t0); !s.Equal(c.start) || !e.Equal(c.end) {
+			t.Errorf("%s: [%v, %v), want [%v, %v)", c.per, s, e, c.start, c.end)
+		}
+	}
+	// A Sunday's week began the Monday before; a Monday begins its own.
+	sunday := time.Date(2026, 12, 6, 23, 0, 0, 0, time.UTC)
+	if s := PeriodStart(PerWeek, sunday); !s.Equal(time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)) {
+		t.Errorf("Sunday's week began %v", s)
+	}
+	if s := PeriodStart(PerWeek, sunday.Add(time.Hour)); !s.Equal(time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)) {
+		t.Errorf("Monday's week began %v", s)
+	}
+	if err := CheckPer("year"); err == nil {
+		t.Error("a year period was taken")
+	}
+}
+
+func TestBudgetRefusesOnceSpentWithTheWaitToThePeriodsEnd(t *testing.T) {
+	l := Limits{Budget: Micros(5), Per: PerMonth}
+	if v := Decide(l, Use{Spent: Micros(4.999999)}, t0); !v.OK {
+		t.Fatalf("under the budget: %+v", v)
+	}
+	v := Decide(l, Use{Spent: Micros(5.2)}, t0)
+	if want := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC).Sub(t0); v.OK || v.Limit != "budget" || v.Wait != want {
+		t.Fatalf("over the budget: %+v, want budget with a wait of %v", v, want)
+	}
+}
+
+func TestBudgetAlertCrossesOnce(t *testing.T) {
+	mark := Micros(4)
+	for _, c := range []struct {
+		spent, added int64
+		want         bool
+	}{
+		{Micros(3.9), Micros(0.5), false}, // not there yet
+		{Micros(4), Micros(0.1), true},    // exactly at the mark
+		{Micros(4.4), Micros(0.5), true},  // across it
+		{Micros(4.6), Micros(0.1), false}, // already past
+		{Micros(4.6), 0, false},           // nothing added
+		{Micros(9), Micros(9), true},      // one answer past it from nothing
+	} {
+		if got := Crossed(mark, c.spent, c.added); got != c.want {
+			t.Errorf("Crossed(4$, spent %d, added %d) = %v", c.spent, c.added, got)
+		}
+	}
+	if Crossed(0, Micros(1), Micros(1)) {
+		t.Error("no mark crossed")
+	}
+}

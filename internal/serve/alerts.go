@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/alerts"
+	"github.com/meridian-gw/meridian/internal/apikeys"
 	"github.com/meridian-gw/meridian/internal/store"
 )
 
@@ -87,6 +88,13 @@ func AlertTest(ctx context.Context, dataDir, storeDSN, name string) error {
 		}
 		return fmt.Errorf("no alert sink named %s", name)
 	})
+}
+
+// budgetAlerts raises the alert of a key's budget crossing.
+func budgetAlerts(n *alerts.Notifier) func(apikeys.BudgetCrossing) {
+	return func(c apikeys.BudgetCrossing) {
+		n.Raise(alerts.Budget(c.Key, c.Spent, c.Mark, c.Budget, c.Per, c.Ends, c.Hard, time.Now()))
+	}
 }
 
 func withAlerts(ctx context.Context, dataDir, storeDSN string, f func(store.Alerts) error) error {

@@ -369,7 +369,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	base := httpapi.Config{
 		Listen: httpapi.Listen{Addr: addr, MaxBodyBytes: cfg.MaxBodyBytes, BodyTimeout: cfg.BodyTimeout, DrainTimeout: cfg.DrainTimeout,
 			PingInterval: cfg.PingInterval, Hurry: cfg.Hurry, Version: cfg.Version},
-		Access:    httpapi.Access{AdminKey: cfg.APIKey, Keys: db.Keys},
+		Access:    httpapi.Access{AdminKey: cfg.APIKey, Keys: db.Keys, BudgetCrossed: budgetAlerts(notifier)},
 		Hosts:     httpapi.Hosts{Host: host, Cluster: hosts, StoreEngine: db.Engine, StoreAt: db.Where},
 		Telemetry: httpapi.Telemetry{History: tel.history, Metrics: tel.metrics, Prices: tel.prices, Logs: logs, Alerts: notifier},
 	}

@@ -44,6 +44,7 @@ type Store struct {
 	Alerts        Alerts
 	Starts        Starts
 	Keys          Keys
+	Aliases       Aliases
 	Hosts         Hosts
 	Signals       Signals
 	// Engine names the engine ("sqlite", "postgres") and Where its place

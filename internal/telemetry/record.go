@@ -6,6 +6,7 @@
 package telemetry
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -178,17 +179,20 @@ func (tr *Trace) Keyed(name string) {
 	tr.update(func(r *Record) { r.Key = name })
 }
 
-// TokenTotal is what a key's daily budget counts of the tokens noted so
-// far: input (cache writes included, cache reads not) and output.
-func (tr *Trace) TokenTotal() int64 {
+// Usage is the model that answered (else the one asked for) and the
+// tokens noted so far: what a key's day and budget count.
+func (tr *Trace) Usage() (model string, t Tokens) {
 	if tr == nil {
-		return 0
+		return "", t
 	}
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	t := tr.rec.Tokens
-	return t.Input + t.CacheWrite + t.Output
+	return cmp.Or(tr.rec.Effective, tr.rec.Model), tr.rec.Tokens
 }
+
+// DayTokens is what a key's daily token limit counts of t: input (cache
+// writes included, cache reads not) and output.
+func (t Tokens) DayTokens() int64 { return t.Input + t.CacheWrite + t.Output }
 
 // Queued adds time spent waiting for admission.
 func (tr *Trace) Queued(d time.Duration) {

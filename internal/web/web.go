@@ -258,6 +258,7 @@ type SignIn struct {
 // KeyPage is what /key shows the holder of one API key: its own figures.
 type KeyPage struct {
 	Name, Status, Expires, LastUsed      string
+	Budget                               string // spent of the budget, "" without one
 	Profiles, Models                     []string
 	RPM, Concurrent, LastMinute, Running int
 	TokensPerDay, TokensToday            int64

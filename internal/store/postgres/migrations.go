@@ -236,6 +236,19 @@ func migrations() []string {
 		host    TEXT   NOT NULL
 	);
 	CREATE INDEX alerts_sent_at ON alerts_sent (at);`,
+		// 9: a key's default model and dollar budget with what it spent
+		// each day, and the model aliases.
+		`ALTER TABLE api_keys ADD COLUMN default_model TEXT NOT NULL DEFAULT '';
+	ALTER TABLE api_keys ADD COLUMN budget_micros BIGINT NOT NULL DEFAULT 0;
+	ALTER TABLE api_keys ADD COLUMN budget_alert_micros BIGINT NOT NULL DEFAULT 0;
+	ALTER TABLE api_keys ADD COLUMN budget_per TEXT NOT NULL DEFAULT '';
+	ALTER TABLE key_tokens ADD COLUMN micros BIGINT NOT NULL DEFAULT 0;
+	CREATE TABLE model_aliases (
+		name       TEXT   PRIMARY KEY,
+		model      TEXT   NOT NULL,
+		effort     TEXT   NOT NULL,
+		created_at BIGINT NOT NULL
+	);`,
 	}
 }
 

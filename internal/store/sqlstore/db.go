@@ -112,6 +112,7 @@ func New(db *sql.DB, d Dialect, opts Options, hub *Hub, engine, where string, cl
 		Alerts:        alerts{s},
 		Starts:        starts{s},
 		Keys:          keys{s},
+		Aliases:       aliases{s},
 		Hosts:         hosts{s},
 		Signals:       hub,
 		Engine:        engine,

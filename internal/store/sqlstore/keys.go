@@ -13,7 +13,8 @@ import (
 
 type keys struct{ s *DB }
 
-const keyColumns = `name, digest, profiles, models, rpm, concurrent, tokens_per_day, expires_at, created_at, revoked_at, rotated_at`
+const keyColumns = `name, digest, profiles, models, rpm, concurrent, tokens_per_day, expires_at, created_at, revoked_at, rotated_at,
+	default_model, budget_micros, budget_alert_micros, budget_per`
 
 // keyLedger is the lock one key's admissions take turns on: a hash of its
 // name above the store's own ledgers (two keys sharing one only wait for
@@ -53,7 +54,7 @@ func scanKey(row interface{ Scan(...any) error }) (store.Key, error) {
 	var profiles, models string
 	var expires, created, revoked, rotated int64
 	err := row.Scan(&k.Name, &k.Digest, &profiles, &models, &k.RPM, &k.Concurrent, &k.TokensPerDay,
-		&expires, &created, &revoked, &rotated)
+		&expires, &created, &revoked, &rotated, &k.DefaultModel, &k.Budget, &k.BudgetAlert, &k.Per)
 	if errors.Is(err, sql.ErrNoRows) {
 		return k, store.ErrNotFound
 	}
@@ -65,9 +66,9 @@ func scanKey(row interface{ Scan(...any) error }) (store.Key, error) {
 func (ks keys) Add(ctx context.Context, k store.Key) error {
 	ctx, cancel := ks.s.call(ctx)
 	defer cancel()
-	n, err := affected(ks.s.exec(ctx, `INSERT INTO api_keys (`+keyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0)
+	n, err := affected(ks.s.exec(ctx, `INSERT INTO api_keys (`+keyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?)
 		ON CONFLICT DO NOTHING`, k.Name, k.Digest, joinList(k.Profiles), joinList(k.Models), k.RPM, k.Concurrent,
-		k.TokensPerDay, optional(k.Expires), ms(k.Created)))
+		k.TokensPerDay, optional(k.Expires), ms(k.Created), k.DefaultModel, k.Budget, k.BudgetAlert, k.Per))
 	if err == nil && n == 0 {
 		err = store.ErrConflict
 	}
@@ -120,6 +121,19 @@ func (ks keys) Revoke(ctx context.Context, name string, at time.Time) error {
 	return wrap("revoke a key", err)
 }
 
+func (ks keys) Update(ctx context.Context, k store.Key) error {
+	ctx, cancel := ks.s.call(ctx)
+	defer cancel()
+	n, err := affected(ks.s.exec(ctx, `UPDATE api_keys SET profiles = ?, models = ?, rpm = ?, concurrent = ?, tokens_per_day = ?,
+		expires_at = ?, default_model = ?, budget_micros = ?, budget_alert_micros = ?, budget_per = ? WHERE name = ?`,
+		joinList(k.Profiles), joinList(k.Models), k.RPM, k.Concurrent, k.TokensPerDay, optional(k.Expires),
+		k.DefaultModel, k.Budget, k.BudgetAlert, k.Per, k.Name))
+	if err == nil && n == 0 {
+		err = store.ErrNotFound
+	}
+	return wrap("update a key", err)
+}
+
 func (ks keys) Rotate(ctx context.Context, name, digest string, at time.Time) error {
 	ctx, cancel := ks.s.call(ctx)
 	defer cancel()
@@ -130,7 +144,7 @@ func (ks keys) Rotate(ctx context.Context, name, digest string, at time.Time) er
 	return wrap("rotate a key", err)
 }
 
-func (ks keys) Admit(ctx context.Context, name string, run store.KeyRun, since time.Time, day int64, admit func(store.KeyUse) bool) (bool, error) {
+func (ks keys) Admit(ctx context.Context, name string, run store.KeyRun, since time.Time, days store.KeyDays, admit func(store.KeyUse) bool) (bool, error) {
 	ctx, cancel := ks.s.call(ctx)
 	defer cancel()
 	ok := false
@@ -161,7 +175,8 @@ func (ks keys) Admit(ctx context.Context, name string, run store.KeyRun, since t
 		if err := tx.queryRow(`SELECT count(*) FROM key_running WHERE name = ?`, name).Scan(&use.Running); err != nil {
 			return err
 		}
-		if err := tx.queryRow(`SELECT coalesce(sum(tokens), 0) FROM key_tokens WHERE name = ? AND day = ?`, name, day).Scan(&use.TokensToday); err != nil {
+		if err := tx.queryRow(`SELECT coalesce(sum(CASE WHEN day = ? THEN tokens ELSE 0 END), 0), coalesce(sum(CASE WHEN day >= ? THEN micros ELSE 0 END), 0)
+			FROM key_tokens WHERE name = ? AND day >= ?`, days.Today, days.BudgetFrom, name, min(days.Today, days.BudgetFrom)).Scan(&use.TokensToday, &use.Spent); err != nil {
 			return err
 		}
 		if !admit(use) {
@@ -194,16 +209,26 @@ func (ks keys) Release(ctx context.Context, name, id string) error {
 	return wrap("release a key's running request", err)
 }
 
-// keyDays is how many days of token counts are kept.
+// keyDays is how many days of token and spend counts are kept: a
+// month's budget reaches back 30 days at most.
 const keyDays = 31
 
-func (ks keys) AddTokens(ctx context.Context, name string, day, tokens int64) error {
+func (ks keys) AddUse(ctx context.Context, name string, days store.KeyDays, tokens, micros int64) (int64, error) {
 	ctx, cancel := ks.s.call(ctx)
 	defer cancel()
-	if _, err := ks.s.exec(ctx, `INSERT INTO key_tokens (name, day, tokens) VALUES (?, ?, ?)
-		ON CONFLICT (name, day) DO UPDATE SET tokens = key_tokens.tokens + excluded.tokens`, name, day, tokens); err != nil {
-		return wrap("count a key's tokens", err)
-	}
-	_, err := ks.s.exec(ctx, `DELETE FROM key_tokens WHERE name = ? AND day < ?`, name, day-keyDays)
-	return wrap("forget a key's old token counts", err)
+	var spent int64
+	// Under the key's own lock, concurrent answers add in turn and each
+	// sees the spend with its own: exactly one sees a threshold crossed.
+	err := ks.s.tx(ctx, keyLedger(name), func(tx *Tx) error {
+		if _, err := tx.exec(`INSERT INTO key_tokens (name, day, tokens, micros) VALUES (?, ?, ?, ?)
+			ON CONFLICT (name, day) DO UPDATE SET tokens = key_tokens.tokens + excluded.tokens, micros = key_tokens.micros + excluded.micros`,
+			name, days.Today, tokens, micros); err != nil {
+			return err
+		}
+		if _, err := tx.exec(`DELETE FROM key_tokens WHERE name = ? AND day < ?`, name, days.Today-keyDays); err != nil {
+			return err
+		}
+		return tx.queryRow(`SELECT coalesce(sum(micros), 0) FROM key_tokens WHERE name = ? AND day >= ?`, name, days.BudgetFrom).Scan(&spent)
+	})
+	return spent, wrap("count a key's tokens and spend", err)
 }

@@ -73,7 +73,7 @@ func testKeyAdmit(t *testing.T, e Engine) {
 	admit := func(id string, now time.Time, yes func(store.KeyUse) bool) bool {
 		t.Helper()
 		ok, err := s.Keys.Admit(c, "k", store.KeyRun{ID: id, Host: "h", At: now, Until: now.Add(time.Minute)},
-			now.Add(-time.Minute), 7, func(u store.KeyUse) bool { seen = u; return yes(u) })
+			now.Add(-time.Minute), store.KeyDays{Today: 7, BudgetFrom: 5}, func(u store.KeyUse) bool { seen = u; return yes(u) })
 		must(t, err)
 		return ok
 	}
@@ -105,13 +105,57 @@ func testKeyAdmit(t *testing.T, e Engine) {
 	if seen.Running != 1 {
 		t.Fatalf("at 62s r2's lease lapsed, yet %d run", seen.Running)
 	}
-	// Tokens count per day, summed.
-	must(t, s.Keys.AddTokens(c, "k", 7, 100))
-	must(t, s.Keys.AddTokens(c, "k", 7, 23))
-	must(t, s.Keys.AddTokens(c, "k", 6, 1000))
+	// Tokens count per day, summed; spend over the budget's days.
+	for _, u := range []struct {
+		day, tokens, micros, spent int64
+	}{{7, 100, 10, 10}, {7, 23, 5, 15}, {6, 1000, 200, 215}, {4, 50, 9000, 215}} {
+		spent, err := s.Keys.AddUse(c, "k", store.KeyDays{Today: u.day, BudgetFrom: 5}, u.tokens, u.micros)
+		must(t, err)
+		if spent != u.spent {
+			t.Fatalf("after adding %d µ$ on day %d the budget's spend is %d, want %d", u.micros, u.day, spent, u.spent)
+		}
+	}
 	admit("probe", at(63*time.Second), func(store.KeyUse) bool { return false })
-	if seen.TokensToday != 123 {
-		t.Fatalf("tokens on day 7 = %d, want 123", seen.TokensToday)
+	if seen.TokensToday != 123 || seen.Spent != 215 {
+		t.Fatalf("tokens on day 7 = %d, spend from day 5 = %d; want 123 and 215", seen.TokensToday, seen.Spent)
+	}
+}
+
+// testKeyUpdate changes a key's scope, limits, default model and budget;
+// its digest and times stay.
+func testKeyUpdate(t *testing.T, e Engine) {
+	s, c := open(t, e), ctx(t)
+	must(t, s.Keys.Add(c, store.Key{Name: "k", Digest: "d", RPM: 5, Created: at(0)}))
+	must(t, s.Keys.Revoke(c, "k", at(time.Hour)))
+	up := store.Key{Name: "k", Digest: "other", Models: []string{"claude-*"}, TokensPerDay: 9, DefaultModel: "claude-sonnet-5",
+		Budget: 25_000_000, BudgetAlert: 20_000_000, Per: "month", Created: at(time.Minute)}
+	must(t, s.Keys.Update(c, up))
+	got, err := s.Keys.Get(c, "k")
+	must(t, err)
+	if got.Digest != "d" || !got.Created.Equal(at(0)) || !got.Revoked.Equal(at(time.Hour)) || got.RPM != 0 || got.TokensPerDay != 9 ||
+		!slices.Equal(got.Models, up.Models) || got.DefaultModel != up.DefaultModel || got.Budget != up.Budget ||
+		got.BudgetAlert != up.BudgetAlert || got.Per != "month" {
+		t.Fatalf("after an update: %+v", got)
+	}
+	if err := s.Keys.Update(c, store.Key{Name: "nobody"}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("update of an unknown key: %v, want ErrNotFound", err)
+	}
+}
+
+func testAliases(t *testing.T, e Engine) {
+	s, c := open(t, e), ctx(t)
+	must(t, s.Aliases.Put(c, store.ModelAlias{Name: "gpt-4o", Model: "claude-sonnet-5", Created: at(0)}))
+	must(t, s.Aliases.Put(c, store.ModelAlias{Name: "fast", Model: "claude-haiku-5", Effort: "low", Created: at(0)}))
+	must(t, s.Aliases.Put(c, store.ModelAlias{Name: "gpt-4o", Model: "claude-opus-5", Effort: "high", Created: at(time.Minute)}))
+	list, err := s.Aliases.List(c)
+	must(t, err)
+	if len(list) != 2 || list[0].Name != "fast" || list[0].Model != "claude-haiku-5" || list[0].Effort != "low" ||
+		list[1].Name != "gpt-4o" || list[1].Model != "claude-opus-5" || list[1].Effort != "high" || !list[1].Created.Equal(at(time.Minute)) {
+		t.Fatalf("aliases = %+v, want fast → claude-haiku-5 low, gpt-4o → claude-opus-5 high (replaced)", list)
+	}
+	must(t, s.Aliases.Remove(c, "fast"))
+	if err := s.Aliases.Remove(c, "fast"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("removing twice: %v, want ErrNotFound", err)
 	}
 }
 
@@ -131,7 +175,7 @@ func testKeyAdmitShared(t *testing.T, e Engine) {
 		wg.Go(func() {
 			id := fmt.Sprint("run-", i)
 			ok, err := st.Keys.Admit(c, "shared", store.KeyRun{ID: id, Host: "h", At: at(0), Until: at(time.Hour)},
-				at(-time.Minute), 0, func(u store.KeyUse) bool { return u.Running < limit })
+				at(-time.Minute), store.KeyDays{}, func(u store.KeyUse) bool { return u.Running < limit })
 			if err != nil {
 				t.Error(err)
 				return

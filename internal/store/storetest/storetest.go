@@ -61,6 +61,8 @@ func Run(t *testing.T, e Engine) {
 		{"Keys", testKeys},
 		{"KeyAdmit", testKeyAdmit},
 		{"KeyAdmitShared", testKeyAdmitShared},
+		{"KeyUpdate", testKeyUpdate},
+		{"Aliases", testAliases},
 		{"Hosts", testHosts},
 		{"Signals", testSignals},
 		{"Shared", testShared},

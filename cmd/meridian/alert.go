@@ -19,7 +19,8 @@ func newAlertCommand(env map[string]string) *cobra.Command {
 		Short: "Where Meridian tells you about the accounts: add, list, test, remove webhook sinks",
 		Long: `Meridian posts an alert when a profile's plan window crosses --alert-at (80 % and 100 %), when the
 upstream begins to serve a profile from paid extra usage, when a profile is benched for its limit and
-when it is back, and when the upstream refuses a profile's credentials: one alert per crossing, whichever host sees it first (the store keeps which were sent). Each post is
+when it is back, when the upstream refuses a profile's credentials, and when an API key's spend reaches
+its --budget-alert or its --budget: one alert per crossing, whichever host sees it first (the store keeps which were sent). Each post is
 signed: X-Meridian-Signature is sha256= and the hex HMAC-SHA256, under the sink's secret (shown once,
 when it is added), of X-Meridian-Timestamp, a dot, and the body. A sink that does not answer 2xx is
 tried up to 5 times over about 15 s; no request ever waits for it.`,

@@ -12,7 +12,6 @@ import (
 
 	"github.com/meridian-gw/meridian/internal/apikeys"
 	"github.com/meridian-gw/meridian/internal/clientsetup"
-	"github.com/meridian-gw/meridian/internal/keyrule"
 	"github.com/meridian-gw/meridian/internal/serve"
 )
 
@@ -114,7 +113,7 @@ the key's name, never the key.`,
 						"tokens-per-day": func() { s.TokensPerDay = set.TokensPerDay }, "default-model": func() { s.DefaultModel = set.DefaultModel },
 						"budget": func() { s.Budget = set.Budget }, "per": func() { s.Per = set.Per },
 						"budget-alert": func() { s.BudgetAlert = set.BudgetAlert },
-						"profiles":     func() { s.Profiles = keyrule.List(setProfiles) }, "models": func() { s.Models = keyrule.List(setModels) },
+						"profiles":     func() { s.Profiles = apikeys.Names(setProfiles) }, "models": func() { s.Models = apikeys.Names(setModels) },
 						"expires": func() { s.Expires, err = apikeys.ParseExpiry(setExpires, time.Now()) },
 					} {
 						if fl.Changed(name) {

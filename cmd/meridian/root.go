@@ -126,10 +126,11 @@ estimates (see docs/configuration.md).`,
 	status, service := newStatusCommand(env), newServiceCommand(env)
 	status.GroupID, service.GroupID = groupGateway, groupGateway
 	setup, key, prof, alert := newSetupCommand(env, environ), newKeyCommand(env), newProfileCommand(env, environ), newAlertCommand(env)
-	setup.GroupID, key.GroupID, prof.GroupID, alert.GroupID = groupClients, groupClients, groupClients, groupClients
+	alias := newAliasCommand(env)
+	setup.GroupID, key.GroupID, prof.GroupID, alert.GroupID, alias.GroupID = groupClients, groupClients, groupClients, groupClients, groupClients
 	spawn, claude := newSpawnCommand(env, environ, &chdir), newClaudeCommand(env, environ)
 	spawn.GroupID, claude.GroupID = groupAgents, groupAgents
-	root.AddCommand(serveCmd, status, service, setup, key, prof, alert, spawn, claude, versionCmd,
+	root.AddCommand(serveCmd, status, service, setup, key, prof, alert, alias, spawn, claude, versionCmd,
 		newAgyGateCommand(), newGenDocsCommand(func() *cobra.Command { return newRootCommand(environ, hurry) }))
 	return root
 }

@@ -245,6 +245,10 @@ func notFound(name string, err error) error {
 	return err
 }
 
+// Names reads a comma-separated list flag (--profiles, --models),
+// dropping blanks and repeats.
+func Names(v string) []string { return keyrule.List(v) }
+
 // ParseExpiry reads --expires: a date (the key ends at its start, UTC), a
 // time in RFC 3339, or a span from now in days or a Go duration ("30d",
 // "12h").

@@ -23,6 +23,16 @@ type Config struct {
 	// Pricing overrides or adds list prices (US dollars per million
 	// tokens) by model id prefix, for the cost estimates.
 	Pricing map[string]pricing.Price `toml:"pricing"`
+	// Aliases map a model name a client sends to the model (and effort)
+	// that answers it, on this host; `meridian alias add` keeps them for
+	// every host instead.
+	Aliases map[string]Alias `toml:"aliases"`
+}
+
+// Alias is one model alias of the settings file.
+type Alias struct {
+	Model  string `toml:"model"`
+	Effort string `toml:"effort"`
 }
 
 // Harness holds the settings of the agent CLIs meridian launches for a lead.

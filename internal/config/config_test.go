@@ -74,3 +74,16 @@ func TestPath(t *testing.T) {
 		}
 	}
 }
+
+func TestAliases(t *testing.T) {
+	c, err := Parse([]byte("[aliases.\"gpt-4o\"]\nmodel = \"claude-sonnet-5\"\neffort = \"high\"\n[aliases.fast]\nmodel = \"haiku\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := c.Aliases["gpt-4o"]; a.Model != "claude-sonnet-5" || a.Effort != "high" || c.Aliases["fast"].Model != "haiku" {
+		t.Fatalf("aliases = %+v", c.Aliases)
+	}
+	if _, err := Parse([]byte("[aliases.fast]\nmodle = \"haiku\"\n")); err == nil {
+		t.Fatal("a misspelt alias setting was taken")
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/anthropic"
 	"github.com/meridian-gw/meridian/internal/backend"
 	"github.com/meridian-gw/meridian/internal/gateway"
+	"github.com/meridian-gw/meridian/internal/modelalias"
 )
 
 // infoRoutes say what this Meridian is and serves: its root, its health
@@ -21,6 +23,7 @@ type infoRoutes struct {
 	backends      *backends
 	cluster       *clusterRoutes
 	site          *pageRoutes
+	aliases       *modelalias.Book
 	log           *slog.Logger
 }
 
@@ -102,8 +105,9 @@ func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	// A key's scope holds here too; its limits count the turns it runs,
-	// and an estimate runs none.
+	// A key's scope holds here too, on the model that would answer; its
+	// limits count the turns it runs, and an estimate runs none.
+	s.resolveModel(w, r, req)
 	if k := caller(r.Context()); k != nil && !inScope(w, r, k, req.Model) {
 		return
 	}
@@ -121,7 +125,7 @@ func (s *infoRoutes) listModels(w http.ResponseWriter, r *http.Request) {
 		failWith(s.log, w, r, modelsError(gw.CLI().Name, err))
 		return
 	}
-	entries := modelEntries(models)
+	entries := s.withAliases(r, modelEntries(models))
 	if anthropicClient(r) {
 		data := make([]anthropicModel, len(entries))
 		for i, e := range entries {
@@ -136,7 +140,7 @@ func (s *infoRoutes) listModels(w http.ResponseWriter, r *http.Request) {
 	}
 	data := make([]openAIModel, len(entries))
 	for i, e := range entries {
-		data[i] = openAIModel{ID: e.id, Object: "model", Created: 0, OwnedBy: "anthropic"}
+		data[i] = e.openAI()
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }
@@ -150,12 +154,12 @@ func (s *infoRoutes) getModel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	for _, e := range modelEntries(models) {
+	for _, e := range s.withAliases(r, modelEntries(models)) {
 		if e.id == id {
 			if anthropicClient(r) {
 				writeJSON(w, http.StatusOK, e.anthropic())
 			} else {
-				writeJSON(w, http.StatusOK, openAIModel{ID: e.id, Object: "model", OwnedBy: "anthropic"})
+				writeJSON(w, http.StatusOK, e.openAI())
 			}
 			return
 		}
@@ -176,6 +180,39 @@ func anthropicClient(r *http.Request) bool {
 
 type modelEntry struct {
 	id, display string
+	// alias: an alias of the operator's, listed after the CLI's models.
+	alias bool
+}
+
+func (e modelEntry) openAI() openAIModel {
+	owner := "anthropic"
+	if e.alias {
+		owner = "meridian"
+	}
+	return openAIModel{ID: e.id, Object: "model", OwnedBy: owner}
+}
+
+// withAliases lists the operator's aliases after the CLI's models, each
+// saying what it stands for; an alias named like a model of the CLI
+// replaces that model's entry (a request for the name gets the alias).
+func (s *infoRoutes) withAliases(r *http.Request, entries []modelEntry) []modelEntry {
+	list := s.aliases.List(r.Context(), time.Now())
+	if len(list) == 0 {
+		return entries
+	}
+	named := map[string]bool{}
+	for _, a := range list {
+		named[a.Name] = true
+	}
+	out := slices.DeleteFunc(slices.Clone(entries), func(e modelEntry) bool { return named[e.id] })
+	for _, a := range list {
+		display := "alias of " + a.Model
+		if a.Effort != "" {
+			display += " at " + a.Effort + " effort"
+		}
+		out = append(out, modelEntry{id: a.Name, display: display, alias: true})
+	}
+	return out
 }
 
 type anthropicModel struct {

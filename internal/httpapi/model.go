@@ -2,6 +2,9 @@ package httpapi
 
 import (
 	"net/http"
+	"time"
+
+	"github.com/meridian-gw/meridian/internal/anthropic"
 
 	"github.com/meridian-gw/meridian/internal/gateway"
 )
@@ -25,6 +28,7 @@ type modelCall struct {
 // outlives the request. The request names its conversation once, for the
 // routing, the profile's choice and the answer.
 func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, c modelCall, answer func(http.ResponseWriter, gateway.Request, *keyHold)) {
+	s.resolveModel(w, r, c.req.Body)
 	done, ok := s.access.admitKey(w, r, c.req.Body.Model)
 	if !ok {
 		return
@@ -45,6 +49,32 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, c modelCall,
 		return
 	}
 	s.once(w, r, c.raw, c.req.Body, func(w http.ResponseWriter) { answer(w, c.req, key) })
+}
+
+// headerModel names the model a request's model name stood for (an alias,
+// or "default" with its key's default model), when it stood for another.
+const headerModel = "X-Meridian-Model"
+
+// resolveModel rewrites what a request asks for as its key and the
+// aliases say: "default" is its key's default model when the key has
+// one, and an alias is its model (with its effort, unless the request set
+// one). The key's scope is then checked against the model that answers.
+// The body as it came is what another host is forwarded, which resolves
+// it alike from the store they share.
+func (s *Server) resolveModel(w http.ResponseWriter, r *http.Request, req *anthropic.MessagesRequest) {
+	asked := req.Model
+	if k := caller(r.Context()); k != nil && k.DefaultModel != "" && req.Model == "default" {
+		req.Model = k.DefaultModel
+	}
+	if a, ok := s.aliases.Resolve(r.Context(), req.Model, time.Now()); ok {
+		req.Model = a.Model
+		if req.Effort == "" {
+			req.Effort = a.Effort
+		}
+	}
+	if req.Model != asked {
+		w.Header().Set(headerModel, req.Model)
+	}
 }
 
 // keyHold is a request's count against its API key's limits.

@@ -19,6 +19,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/logring"
 	"github.com/meridian-gw/meridian/internal/metrics"
+	"github.com/meridian-gw/meridian/internal/modelalias"
 	"github.com/meridian-gw/meridian/internal/openai"
 	"github.com/meridian-gw/meridian/internal/pricing"
 	"github.com/meridian-gw/meridian/internal/responses"
@@ -88,6 +89,9 @@ type Models struct {
 	Dispatch *dispatch.Dispatcher
 	// AnswerBytes is the largest answer saved for a retry.
 	AnswerBytes int
+	// Aliases map the model names clients send to the models that
+	// answer them; nil: none.
+	Aliases *modelalias.Book
 }
 
 // Responses are the Responses API's stored and background responses.
@@ -172,6 +176,8 @@ type Server struct {
 	lastWait time.Duration
 	// forwarder sends a conversation's turns to the host that holds it.
 	forwarder *forward.Forwarder
+	// aliases map the model names clients send to the models answering.
+	aliases *modelalias.Book
 }
 
 // New returns a Server. It refuses to expose a non-loopback address
@@ -227,6 +233,7 @@ func New(cfg Config) (*Server, error) {
 		s.access.prices = tel.Prices
 	}
 	h := cfg.Hosts
+	s.aliases = cfg.Models.Aliases
 	s.forwarder = forward.New(h.Key, h.Host, h.Peers, l.PingInterval, cfg.Logger)
 	s.telemetry = telemetryRoutes{history: tel.History, metrics: tel.Metrics, logs: tel.Logs, log: cfg.Logger, load: s.backends.load}
 	s.cluster = clusterRoutes{host: h.Host, store: h.StoreEngine, storeAt: h.StoreAt, cluster: h.Cluster, version: l.Version,
@@ -234,7 +241,7 @@ func New(cfg Config) (*Server, error) {
 	s.bodies = bodies{max: l.MaxBodyBytes, timeout: l.BodyTimeout}
 	r := cfg.Responses
 	s.stored = storedResponses{store: r.Store, jobs: r.Jobs, bodies: s.bodies, ping: l.PingInterval, log: cfg.Logger}
-	s.info = infoRoutes{version: l.Version, host: h.Host, backends: &s.backends, cluster: &s.cluster, site: &s.site, log: cfg.Logger}
+	s.info = infoRoutes{version: l.Version, host: h.Host, backends: &s.backends, cluster: &s.cluster, site: &s.site, aliases: s.aliases, log: cfg.Logger}
 	s.sessions = sessionRoutes{profiles: s.dispatch, mounted: s.backends.mounted, host: h.Host, store: s.cluster.storeHealth, log: cfg.Logger}
 	s.handler = s.routes()
 	return s, nil

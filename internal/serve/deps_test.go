@@ -24,6 +24,7 @@ func TestImportsFlowDownward(t *testing.T) {
 		"internal/journal",
 		"internal/logring",
 		"internal/metrics",
+		"internal/modelalias",
 		"internal/openai",
 		"internal/pricing",
 		"internal/probe",

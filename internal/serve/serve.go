@@ -22,6 +22,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/answers"
 	"github.com/meridian-gw/meridian/internal/backend/agy"
 	"github.com/meridian-gw/meridian/internal/cluster"
+	"github.com/meridian-gw/meridian/internal/config"
 	"github.com/meridian-gw/meridian/internal/dispatch"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/httpapi"
@@ -356,7 +357,15 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	if err != nil {
 		return err
 	}
-	tel, err := openTelemetry(db, st.local, hosts, host, cfg, gateways, log)
+	settings, err := config.Load(cfg.ConfigPath)
+	if err != nil {
+		return err
+	}
+	aliases, err := aliasBook(db.Aliases, settings.Aliases)
+	if err != nil {
+		return err
+	}
+	tel, err := openTelemetry(db, st.local, hosts, host, cfg, settings, gateways, log)
 	if err != nil {
 		return err
 	}
@@ -374,7 +383,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		Telemetry: httpapi.Telemetry{History: tel.history, Metrics: tel.metrics, Prices: tel.prices, Logs: logs, Alerts: notifier},
 	}
 	models := func(def *gateway.Gateway, profiles []httpapi.Profile, failover bool, peers dispatch.Hosts, watch dispatch.Watcher, log *slog.Logger) httpapi.Models {
-		return httpapi.Models{AnswerBytes: lim.EntryBytes, Dispatch: dispatch.New(dispatch.Config{Default: def, Profiles: profiles,
+		return httpapi.Models{AnswerBytes: lim.EntryBytes, Aliases: aliases, Dispatch: dispatch.New(dispatch.Config{Default: def, Profiles: profiles,
 			Failover: failover, Accounts: accounts, MoveAt: cfg.MoveAt / 100, Answers: answers.New(db.Answers, lim, nil), Journal: journal.New(db.Journal, hosts, 0, 0, nil).Notifying(db.Signals),
 			Bench: db.Bench, Figures: db.Figures, Watch: watch, Hosts: peers, Logger: log})}
 	}

@@ -26,11 +26,8 @@ type telemetryParts struct {
 // from the builtin table with the config file's overrides, and the
 // metrics whose gauges read the gateway, the spawn registry in the local
 // file and the hosts sharing the store.
-func openTelemetry(db *store.Store, local *sql.DB, hosts *cluster.Registry, host string, cfg Config, gws func() []*gateway.Gateway, log *slog.Logger) (*telemetryParts, error) {
-	settings, err := config.Load(cfg.ConfigPath)
-	if err != nil {
-		return nil, err
-	}
+func openTelemetry(db *store.Store, local *sql.DB, hosts *cluster.Registry, host string, cfg Config, settings config.Config,
+	gws func() []*gateway.Gateway, log *slog.Logger) (*telemetryParts, error) {
 	prices, err := pricing.New(settings.Pricing)
 	if err != nil {
 		return nil, err

@@ -26,6 +26,9 @@ type Key struct {
 	// bound. BudgetAlert is the spend that raises an alert (zero: none).
 	Budget, BudgetAlert int64
 	Per                 string
+	// Capture is what the request inspector keeps of its requests: off,
+	// metadata or content; "" as the server's --capture says.
+	Capture string
 }
 
 // KeyDays are the UTC days a key's admission counts over: the tokens of

@@ -45,6 +45,7 @@ type Store struct {
 	Starts        Starts
 	Keys          Keys
 	Aliases       Aliases
+	Captures      Captures
 	Hosts         Hosts
 	Signals       Signals
 	// Engine names the engine ("sqlite", "postgres") and Where its place
@@ -534,4 +535,46 @@ type Signals interface {
 	// Listen hears topic until stop; the channel is buffered and a slow
 	// listener misses signals rather than blocking others.
 	Listen(topic string) (signals <-chan string, stop func())
+}
+
+// Capture is one request as the inspector keeps it: the columns its list
+// filters on, and its parts (JSON, already redacted).
+type Capture struct {
+	ID     int64
+	At     time.Time
+	Host   string
+	Key    string
+	API    string
+	Model  string
+	Status int
+	// Meta is the record, headers and sizes; Request, Written and Answer
+	// the parts (empty unless captured with content). Size is what the
+	// capture counts against the bound: the bytes of all four.
+	Meta, Request, Written, Answer []byte
+	Size                           int64
+}
+
+// CaptureFilter narrows the captures listed ("" or 0: any).
+type CaptureFilter struct {
+	Key, API, Model, Host string
+	// Failed: only statuses of 400 and more; OK: only below.
+	Failed, OK bool
+}
+
+// Captures keeps the requests the inspector captured, shared by every
+// host.
+type Captures interface {
+	// Insert keeps a capture and returns its id.
+	Insert(ctx context.Context, c Capture) (int64, error)
+	// Prune deletes the captures before a time, then the oldest while all
+	// kept take more than maxBytes.
+	Prune(ctx context.Context, before time.Time, maxBytes int64) error
+	// Page lists up to limit captures matching f, newest first, with ids
+	// below before (0: from the newest), without their parts.
+	Page(ctx context.Context, f CaptureFilter, before int64, limit int) ([]Capture, error)
+	// Get returns one capture whole; ErrNotFound.
+	Get(ctx context.Context, id int64) (Capture, error)
+	// Since lists up to limit whole captures from a time with ids above
+	// after, oldest first (an export pages through them).
+	Since(ctx context.Context, from time.Time, after int64, limit int) ([]Capture, error)
 }

@@ -236,19 +236,36 @@ func migrations() []string {
 		host    TEXT   NOT NULL
 	);
 	CREATE INDEX alerts_sent_at ON alerts_sent (at);`,
-		// 9: a key's default model and dollar budget with what it spent
-		// each day, and the model aliases.
+		// 9: a key's default model, dollar budget with what it spent
+		// each day, and capture mode; the model aliases; the captures of
+		// the request inspector.
 		`ALTER TABLE api_keys ADD COLUMN default_model TEXT NOT NULL DEFAULT '';
 	ALTER TABLE api_keys ADD COLUMN budget_micros BIGINT NOT NULL DEFAULT 0;
 	ALTER TABLE api_keys ADD COLUMN budget_alert_micros BIGINT NOT NULL DEFAULT 0;
 	ALTER TABLE api_keys ADD COLUMN budget_per TEXT NOT NULL DEFAULT '';
+	ALTER TABLE api_keys ADD COLUMN capture TEXT NOT NULL DEFAULT '';
 	ALTER TABLE key_tokens ADD COLUMN micros BIGINT NOT NULL DEFAULT 0;
 	CREATE TABLE model_aliases (
 		name       TEXT   PRIMARY KEY,
 		model      TEXT   NOT NULL,
 		effort     TEXT   NOT NULL,
 		created_at BIGINT NOT NULL
-	);`,
+	);
+	CREATE TABLE captures (
+		id       BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+		at       BIGINT NOT NULL,
+		host     TEXT   NOT NULL,
+		key_name TEXT   NOT NULL,
+		api      TEXT   NOT NULL,
+		model    TEXT   NOT NULL,
+		status   INTEGER NOT NULL,
+		meta     BYTEA  NOT NULL,
+		request  BYTEA  NOT NULL,
+		written  BYTEA  NOT NULL,
+		answer   BYTEA  NOT NULL,
+		size     BIGINT NOT NULL
+	);
+	CREATE INDEX captures_at ON captures (at);`,
 	}
 }
 

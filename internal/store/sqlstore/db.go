@@ -113,6 +113,7 @@ func New(db *sql.DB, d Dialect, opts Options, hub *Hub, engine, where string, cl
 		Starts:        starts{s},
 		Keys:          keys{s},
 		Aliases:       aliases{s},
+		Captures:      captures{s},
 		Hosts:         hosts{s},
 		Signals:       hub,
 		Engine:        engine,

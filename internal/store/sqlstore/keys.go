@@ -14,7 +14,7 @@ import (
 type keys struct{ s *DB }
 
 const keyColumns = `name, digest, profiles, models, rpm, concurrent, tokens_per_day, expires_at, created_at, revoked_at, rotated_at,
-	default_model, budget_micros, budget_alert_micros, budget_per`
+	default_model, budget_micros, budget_alert_micros, budget_per, capture`
 
 // keyLedger is the lock one key's admissions take turns on: a hash of its
 // name above the store's own ledgers (two keys sharing one only wait for
@@ -54,7 +54,7 @@ func scanKey(row interface{ Scan(...any) error }) (store.Key, error) {
 	var profiles, models string
 	var expires, created, revoked, rotated int64
 	err := row.Scan(&k.Name, &k.Digest, &profiles, &models, &k.RPM, &k.Concurrent, &k.TokensPerDay,
-		&expires, &created, &revoked, &rotated, &k.DefaultModel, &k.Budget, &k.BudgetAlert, &k.Per)
+		&expires, &created, &revoked, &rotated, &k.DefaultModel, &k.Budget, &k.BudgetAlert, &k.Per, &k.Capture)
 	if errors.Is(err, sql.ErrNoRows) {
 		return k, store.ErrNotFound
 	}
@@ -66,9 +66,9 @@ func scanKey(row interface{ Scan(...any) error }) (store.Key, error) {
 func (ks keys) Add(ctx context.Context, k store.Key) error {
 	ctx, cancel := ks.s.call(ctx)
 	defer cancel()
-	n, err := affected(ks.s.exec(ctx, `INSERT INTO api_keys (`+keyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?)
+	n, err := affected(ks.s.exec(ctx, `INSERT INTO api_keys (`+keyColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?, ?)
 		ON CONFLICT DO NOTHING`, k.Name, k.Digest, joinList(k.Profiles), joinList(k.Models), k.RPM, k.Concurrent,
-		k.TokensPerDay, optional(k.Expires), ms(k.Created), k.DefaultModel, k.Budget, k.BudgetAlert, k.Per))
+		k.TokensPerDay, optional(k.Expires), ms(k.Created), k.DefaultModel, k.Budget, k.BudgetAlert, k.Per, k.Capture))
 	if err == nil && n == 0 {
 		err = store.ErrConflict
 	}
@@ -125,9 +125,9 @@ func (ks keys) Update(ctx context.Context, k store.Key) error {
 	ctx, cancel := ks.s.call(ctx)
 	defer cancel()
 	n, err := affected(ks.s.exec(ctx, `UPDATE api_keys SET profiles = ?, models = ?, rpm = ?, concurrent = ?, tokens_per_day = ?,
-		expires_at = ?, default_model = ?, budget_micros = ?, budget_alert_micros = ?, budget_per = ? WHERE name = ?`,
+		expires_at = ?, default_model = ?, budget_micros = ?, budget_alert_micros = ?, budget_per = ?, capture = ? WHERE name = ?`,
 		joinList(k.Profiles), joinList(k.Models), k.RPM, k.Concurrent, k.TokensPerDay, optional(k.Expires),
-		k.DefaultModel, k.Budget, k.BudgetAlert, k.Per, k.Name))
+		k.DefaultModel, k.Budget, k.BudgetAlert, k.Per, k.Capture, k.Name))
 	if err == nil && n == 0 {
 		err = store.ErrNotFound
 	}

@@ -63,6 +63,8 @@ func Run(t *testing.T, e Engine) {
 		{"KeyAdmitShared", testKeyAdmitShared},
 		{"KeyUpdate", testKeyUpdate},
 		{"Aliases", testAliases},
+		{"Captures", testCaptures},
+		{"CapturePrune", testCapturePrune},
 		{"Hosts", testHosts},
 		{"Signals", testSignals},
 		{"Shared", testShared},

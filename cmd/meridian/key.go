@@ -112,8 +112,8 @@ the key's name, never the key.`,
 						"rpm": func() { s.RPM = set.RPM }, "concurrent": func() { s.Concurrent = set.Concurrent },
 						"tokens-per-day": func() { s.TokensPerDay = set.TokensPerDay }, "default-model": func() { s.DefaultModel = set.DefaultModel },
 						"budget": func() { s.Budget = set.Budget }, "per": func() { s.Per = set.Per },
-						"budget-alert": func() { s.BudgetAlert = set.BudgetAlert },
-						"profiles":     func() { s.Profiles = apikeys.Names(setProfiles) }, "models": func() { s.Models = apikeys.Names(setModels) },
+						"budget-alert": func() { s.BudgetAlert = set.BudgetAlert }, "capture": func() { s.Capture = set.Capture },
+						"profiles": func() { s.Profiles = apikeys.Names(setProfiles) }, "models": func() { s.Models = apikeys.Names(setModels) },
 						"expires": func() { s.Expires, err = apikeys.ParseExpiry(setExpires, time.Now()) },
 					} {
 						if fl.Changed(name) {
@@ -151,12 +151,13 @@ the key's name, never the key.`,
 	return cmd
 }
 
-// budgetFlags are the flags of a key's default model and dollar budget.
+// budgetFlags are the flags of a key's default model, dollar budget and capture.
 func budgetFlags(c *cobra.Command, s *apikeys.Spec) {
 	c.Flags().StringVar(&s.DefaultModel, "default-model", "", "the model its requests for \"default\" get (empty: the CLI's default)")
 	c.Flags().Float64Var(&s.Budget, "budget", 0, "most US dollars of API-equivalent cost per --per (0: none); the answer that crosses it finishes, the next is refused until the period ends")
 	c.Flags().StringVar(&s.Per, "per", "month", "the budget's period: day, week (from Monday) or month, in UTC")
 	c.Flags().Float64Var(&s.BudgetAlert, "budget-alert", 0, "the spend that sends an alert to `meridian alert` sinks (0: 80% of --budget)")
+	c.Flags().StringVar(&s.Capture, "capture", "", "what the request inspector keeps of its requests: off, metadata or content (empty: as meridian serve's --capture)")
 }
 
 // repointNote tells the person who made a key how clients reach Meridian

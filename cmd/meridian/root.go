@@ -126,11 +126,12 @@ estimates (see docs/configuration.md).`,
 	status, service := newStatusCommand(env), newServiceCommand(env)
 	status.GroupID, service.GroupID = groupGateway, groupGateway
 	setup, key, prof, alert := newSetupCommand(env, environ), newKeyCommand(env), newProfileCommand(env, environ), newAlertCommand(env)
-	alias := newAliasCommand(env)
+	alias, requests := newAliasCommand(env), newRequestsCommand(env)
 	setup.GroupID, key.GroupID, prof.GroupID, alert.GroupID, alias.GroupID = groupClients, groupClients, groupClients, groupClients, groupClients
+	requests.GroupID = groupClients
 	spawn, claude := newSpawnCommand(env, environ, &chdir), newClaudeCommand(env, environ)
 	spawn.GroupID, claude.GroupID = groupAgents, groupAgents
-	root.AddCommand(serveCmd, status, service, setup, key, prof, alert, alias, spawn, claude, versionCmd,
+	root.AddCommand(serveCmd, status, service, setup, key, prof, alert, alias, requests, spawn, claude, versionCmd,
 		newAgyGateCommand(), newGenDocsCommand(func() *cobra.Command { return newRootCommand(environ, hurry) }))
 	return root
 }
@@ -248,6 +249,9 @@ func bindServeFlags(fs *pflag.FlagSet, cfg *serve.Config, env map[string]string)
 	duration(&cfg.StallTimeout, "stall-timeout", "MERIDIAN_STALL_TIMEOUT", gateway.DefaultStallTimeout, "a turn whose CLI produces no output for this long is stopped with a 504 and its process closed")
 	duration(&cfg.TelemetryMaxAge, "telemetry-max-age", "MERIDIAN_TELEMETRY_MAX_AGE", history.DefaultMaxAge, "how long the per-request telemetry records are kept")
 	integer(&cfg.TelemetryMaxRows, "telemetry-max-rows", "MERIDIAN_TELEMETRY_MAX_ROWS", history.DefaultMaxRows, "most per-request telemetry records kept; the oldest go first")
+	str(&cfg.Capture, "capture", "MERIDIAN_CAPTURE", "off", "what the request inspector keeps of each model request whose key sets none: off, metadata (its record and headers) or content (also its body, what the CLI was written and the answer), secrets redacted")
+	duration(&cfg.CaptureMaxAge, "capture-max-age", "MERIDIAN_CAPTURE_MAX_AGE", serve.DefaultCaptureMaxAge, "how long captured requests are kept")
+	integer(&cfg.CaptureMaxMiB, "capture-max-mib", "MERIDIAN_CAPTURE_MAX_MIB", serve.DefaultCaptureMaxMiB, "most MiB of captured requests kept, on every host together; the oldest go first")
 	cfg.ConfigPath = config.Path(env)
 	duration(&cfg.TranscriptGrace, "transcript-grace", "MERIDIAN_TRANSCRIPT_GRACE", transcripts.DefaultGrace, "delete the claude transcripts no conversation needs once unused this long")
 	duration(&cfg.PingInterval, "ping-interval", "MERIDIAN_PING_INTERVAL", httpapi.DefaultPingInterval, "how often a quiet stream gets a ping; a host relaying another's stream takes that host for stopped once it is silent longer (use the same on every host)")

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meridian-gw/meridian/internal/capture"
 	"github.com/meridian-gw/meridian/internal/keyrule"
 	"github.com/meridian-gw/meridian/internal/store"
 )
@@ -36,6 +37,9 @@ type Spec struct {
 	// the hard limit; BudgetAlert the spend that alerts (0: 80% of it).
 	Budget, BudgetAlert float64
 	Per                 string
+	// Capture is what the request inspector keeps of its requests (off,
+	// metadata, content); "" as the server's --capture says.
+	Capture string
 }
 
 // DefaultBudgetAlert is the share of a budget that alerts unless a key
@@ -64,6 +68,9 @@ func (s Spec) check(now time.Time) error {
 	if s.BudgetAlert > 0 && s.Budget > 0 && s.BudgetAlert > s.Budget {
 		return fmt.Errorf("--budget-alert $%.2f is above the budget $%.2f: it would never be reached", s.BudgetAlert, s.Budget)
 	}
+	if err := capture.CheckMode(s.Capture, true); err != nil {
+		return err
+	}
 	if s.DefaultModel != "" && (strings.ContainsAny(s.DefaultModel, " \t\n") || len(s.DefaultModel) > 256) {
 		return fmt.Errorf("--default-model %q: a model name has no spaces", s.DefaultModel)
 	}
@@ -73,7 +80,7 @@ func (s Spec) check(now time.Time) error {
 // stored is the spec as the store keeps it.
 func (s Spec) stored() store.Key {
 	k := store.Key{Name: s.Name, Profiles: s.Profiles, Models: s.Models, RPM: s.RPM, Concurrent: s.Concurrent,
-		TokensPerDay: s.TokensPerDay, Expires: s.Expires, DefaultModel: s.DefaultModel}
+		TokensPerDay: s.TokensPerDay, Expires: s.Expires, DefaultModel: s.DefaultModel, Capture: s.Capture}
 	if s.Budget > 0 {
 		k.Budget, k.Per = keyrule.Micros(s.Budget), s.Per
 		k.BudgetAlert = keyrule.Micros(s.BudgetAlert)
@@ -87,7 +94,7 @@ func (s Spec) stored() store.Key {
 // specOf is a stored key as a spec, to change some of it.
 func specOf(k store.Key) Spec {
 	s := Spec{Name: k.Name, Profiles: k.Profiles, Models: k.Models, RPM: k.RPM, Concurrent: k.Concurrent,
-		TokensPerDay: k.TokensPerDay, Expires: k.Expires, DefaultModel: k.DefaultModel}
+		TokensPerDay: k.TokensPerDay, Expires: k.Expires, DefaultModel: k.DefaultModel, Capture: k.Capture}
 	if k.Budget > 0 {
 		s.Budget, s.BudgetAlert, s.Per = keyrule.Dollars(k.Budget), keyrule.Dollars(k.BudgetAlert), k.Per
 	}
@@ -112,6 +119,7 @@ type View struct {
 	Budget      float64    `json:"budget_usd,omitempty"`
 	BudgetAlert float64    `json:"budget_alert_usd,omitempty"`
 	Per         string     `json:"per,omitempty"`
+	Capture     string     `json:"capture,omitempty"`
 	Expires     *time.Time `json:"expires,omitempty"`
 	Created     time.Time  `json:"created"`
 	Revoked     *time.Time `json:"revoked,omitempty"`
@@ -121,7 +129,7 @@ type View struct {
 func view(k store.Key, now time.Time) View {
 	v := View{Name: k.Name, Status: keyrule.State(k.Revoked, k.Expires, now), Profiles: k.Profiles, Models: k.Models, RPM: k.RPM,
 		Concurrent: k.Concurrent, TokensPerDay: k.TokensPerDay, Created: k.Created.UTC(), Expires: when(k.Expires),
-		Revoked: when(k.Revoked), Rotated: when(k.Rotated), DefaultModel: k.DefaultModel}
+		Revoked: when(k.Revoked), Rotated: when(k.Rotated), DefaultModel: k.DefaultModel, Capture: k.Capture}
 	if k.Budget > 0 {
 		v.Budget, v.BudgetAlert, v.Per = keyrule.Dollars(k.Budget), keyrule.Dollars(k.BudgetAlert), k.Per
 	}

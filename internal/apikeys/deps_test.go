@@ -9,5 +9,5 @@ import (
 // The key commands reach the store's contract and the pure key rules,
 // never an engine (its tests open one).
 func TestImportsFlowDownward(t *testing.T) {
-	testkit.CheckImports(t, "internal/keyrule", "internal/store")
+	testkit.CheckImports(t, "internal/capture", "internal/keyrule", "internal/store")
 }

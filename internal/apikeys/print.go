@@ -30,6 +30,9 @@ func PrintOne(w io.Writer, v View) error {
 	}
 	fmt.Fprintf(&b, "  status:   %s\n  profiles: %s\n  models:   %s\n  limits:   %s\n  created:  %s\n",
 		v.Status, orAny(v.Profiles), orAny(v.Models), limits(v), v.Created.Format(time.DateTime+" UTC"))
+	if v.Capture != "" {
+		fmt.Fprintf(&b, "  capture:  %s\n", v.Capture)
+	}
 	if v.DefaultModel != "" {
 		fmt.Fprintf(&b, "  default model: %s\n", v.DefaultModel)
 	}

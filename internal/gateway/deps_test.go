@@ -13,6 +13,7 @@ func TestImportsFlowDownward(t *testing.T) {
 		"internal/admission",
 		"internal/anthropic",
 		"internal/backend",
+		"internal/capture",
 		"internal/failover",
 		"internal/lineage",
 		"internal/pool",

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/meridian-gw/meridian/internal/anthropic"
 	"github.com/meridian-gw/meridian/internal/backend"
+	"github.com/meridian-gw/meridian/internal/capture"
 )
 
 // DefaultStallTimeout is how long a turn may go without any output from
@@ -29,6 +31,9 @@ func (g *Gateway) turn(ctx context.Context, sess backend.Session, in backend.Inp
 	defer cancel(nil)
 	watchdog := time.AfterFunc(g.cfg.StallTimeout, func() { cancel(errStalled) })
 	defer watchdog.Stop()
+	if d := capture.From(ctx); d.Mode() == capture.Content {
+		d.Wrote(written(g.cfg.CLI.Name, sess.ID(), in))
+	}
 	res, err := sess.Turn(ctx, in, func(ev *backend.Event) error {
 		watchdog.Reset(g.cfg.StallTimeout)
 		return emit(ev)
@@ -39,4 +44,26 @@ func (g *Gateway) turn(ctx context.Context, sess backend.Session, in backend.Inp
 			"%s produced no output for %s and was stopped; nothing of this turn was kept, send the request again", g.cfg.CLI.Name, g.cfg.StallTimeout)}
 	}
 	return res, err
+}
+
+// writtenResult is one tool result as the inspector shows it.
+type writtenResult struct {
+	ToolUseID string            `json:"tool_use_id"`
+	Content   []json.RawMessage `json:"content"`
+	IsError   bool              `json:"is_error,omitempty"`
+}
+
+// written is what a turn gives the CLI, as the request inspector shows
+// it: the user message's content and the tool results it answers.
+func written(cli, session string, in backend.Input) any {
+	results := make([]writtenResult, len(in.Results))
+	for i, r := range in.Results {
+		results[i] = writtenResult{ToolUseID: r.ToolUseID, Content: r.Content, IsError: r.IsError}
+	}
+	return struct {
+		CLI     string            `json:"cli"`
+		Session string            `json:"session"`
+		Content []json.RawMessage `json:"content,omitempty"`
+		Results []writtenResult   `json:"results,omitempty"`
+	}{cli, session, in.Content, results}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/meridian-gw/meridian/internal/anthropic"
 	"github.com/meridian-gw/meridian/internal/apikeys"
+	"github.com/meridian-gw/meridian/internal/capture"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/keyrule"
 	"github.com/meridian-gw/meridian/internal/pricing"
@@ -109,6 +110,7 @@ func (s *access) authenticate(w http.ResponseWriter, r *http.Request) (*http.Req
 				return nil, false
 			}
 			telemetry.From(r.Context()).Keyed(k.Name)
+			capture.From(r.Context()).SetMode(k.Capture)
 			return r.WithContext(withCaller(r.Context(), k, false)), true
 		}
 	}

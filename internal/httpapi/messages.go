@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/meridian-gw/meridian/internal/anthropic"
+	"github.com/meridian-gw/meridian/internal/capture"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/telemetry"
 )
@@ -30,6 +31,7 @@ func decodeBody[T any](s *Server, w http.ResponseWriter, r *http.Request, decode
 		writeError(w, r, herr)
 		return zero, nil, false
 	}
+	capture.From(r.Context()).Request(body)
 	req, err := decode(body)
 	if err != nil {
 		writeError(w, r, invalidField(err))

@@ -5,6 +5,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,9 +15,11 @@ import (
 
 	"github.com/meridian-gw/meridian/internal/answers"
 	"github.com/meridian-gw/meridian/internal/apikeys"
+	"github.com/meridian-gw/meridian/internal/capture"
 	"github.com/meridian-gw/meridian/internal/dispatch"
 	"github.com/meridian-gw/meridian/internal/forward"
 	"github.com/meridian-gw/meridian/internal/gateway"
+	"github.com/meridian-gw/meridian/internal/inspector"
 	"github.com/meridian-gw/meridian/internal/logring"
 	"github.com/meridian-gw/meridian/internal/metrics"
 	"github.com/meridian-gw/meridian/internal/modelalias"
@@ -131,6 +134,11 @@ type Telemetry struct {
 	// Alerts are the alerts sent to the operator, listed on /providers;
 	// nil lists none.
 	Alerts AlertLog
+	// Inspector keeps the model requests captured (nil: none, and the
+	// inspector pages answer 404); Capture is the mode of requests whose
+	// key sets none (capture.Off, Metadata or Content).
+	Inspector *inspector.Inspector
+	Capture   string
 }
 
 // Mount is another server's handler under Prefix ("/antigravity"): a
@@ -169,6 +177,7 @@ type Server struct {
 	telemetry telemetryRoutes
 	cluster   clusterRoutes
 	sessions  sessionRoutes
+	inspector inspectorRoutes
 	// gate admits requests until the drain begins and counts those
 	// running: Serve returns after the last, or lastWait after cancelling
 	// them.
@@ -241,6 +250,7 @@ func New(cfg Config) (*Server, error) {
 	s.bodies = bodies{max: l.MaxBodyBytes, timeout: l.BodyTimeout}
 	r := cfg.Responses
 	s.stored = storedResponses{store: r.Store, jobs: r.Jobs, bodies: s.bodies, ping: l.PingInterval, log: cfg.Logger}
+	s.inspector = inspectorRoutes{inspector: tel.Inspector, mode: cmp.Or(tel.Capture, capture.Off), site: &s.site, log: cfg.Logger}
 	s.info = infoRoutes{version: l.Version, host: h.Host, backends: &s.backends, cluster: &s.cluster, site: &s.site, aliases: s.aliases, log: cfg.Logger}
 	s.sessions = sessionRoutes{profiles: s.dispatch, mounted: s.backends.mounted, host: h.Host, store: s.cluster.storeHealth, log: cfg.Logger}
 	s.handler = s.routes()
@@ -322,6 +332,10 @@ func (s *Server) table() []route {
 		route{"GET /telemetry/logs", s.telemetry.lines},
 		route{"GET /telemetry", s.site.dashboard},
 		route{"GET /providers", s.site.providersPage},
+		route{"GET /inspector", s.inspector.list},
+		route{"GET /inspector/requests", s.inspector.list},
+		route{"GET /inspector/requests/{id}", s.inspector.one},
+		route{"GET /inspector/{id}", s.inspector.one},
 		route{"GET /providers/status", s.site.providersStatus},
 		route{"POST /sign-in", s.site.signIn},
 		route{"GET /key", s.usage.keyPage},
@@ -362,11 +376,13 @@ func (s *Server) routes() http.Handler {
 	return s.boundUnreadBody(outer)
 }
 
-// statusWriter records the status for the access log.
+// statusWriter records the status for the access log, and hands the
+// answer's bytes to the request's capture.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
 	bytes  int64
+	draft  *capture.Draft
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -382,6 +398,7 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	}
 	n, err := w.ResponseWriter.Write(b)
 	w.bytes += int64(n)
+	w.draft.Answer(b[:n])
 	return n, err
 }
 
@@ -400,6 +417,10 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		if api := modelAPI(r); api != "" {
 			tr := telemetry.NewTrace(api, start)
 			r = r.WithContext(telemetry.With(r.Context(), tr))
+			if s.cfg.Telemetry.Inspector != nil {
+				sw.draft = capture.NewDraft(s.cfg.Telemetry.Capture, r.Header)
+				r = r.WithContext(capture.With(r.Context(), sw.draft))
+			}
 			defer func() {
 				if !tr.HandedOff() {
 					s.record(r, tr, sw.status)

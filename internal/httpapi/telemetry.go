@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/meridian-gw/meridian/internal/capture"
 	"github.com/meridian-gw/meridian/internal/telemetry"
 )
 
@@ -39,14 +40,13 @@ func (s *Server) record(r *http.Request, tr *telemetry.Trace, status int) {
 	if r.Context().Err() != nil && !tr.IsDelivered() && !errors.Is(context.Cause(r.Context()), errShutdown) {
 		status, errType = statusClientGone, "client_gone"
 	}
-	s.finishTrace(tr, status, errType)
+	rec := s.finishTrace(tr, status, errType)
+	s.cfg.Telemetry.Inspector.Keep(capture.From(r.Context()), rec)
 }
 
-// finishTrace closes a trace with its outcome and hands the record on.
-func (s *Server) finishTrace(tr *telemetry.Trace, status int, errType string) {
-	if s.cfg.Telemetry.History == nil && s.cfg.Telemetry.Metrics == nil {
-		return
-	}
+// finishTrace closes a trace with its outcome, hands the record on and
+// returns it.
+func (s *Server) finishTrace(tr *telemetry.Trace, status int, errType string) telemetry.Record {
 	rec := tr.Finish(status, errType, time.Now())
 	// No tokens cost nothing, priced or not; tokens of a model without a
 	// price are marked unpriced (-1).
@@ -66,6 +66,7 @@ func (s *Server) finishTrace(tr *telemetry.Trace, status int, errType string) {
 	if s.cfg.Telemetry.Metrics != nil {
 		s.cfg.Telemetry.Metrics.Observe(rec)
 	}
+	return rec
 }
 
 // noteFailure tells the request's trace the error it is answered with.

@@ -23,6 +23,8 @@ func TestImportsFlowDownward(t *testing.T) {
 		"internal/httpapi",
 		"internal/journal",
 		"internal/logring",
+		"internal/inspector",
+		"internal/capture",
 		"internal/metrics",
 		"internal/modelalias",
 		"internal/openai",

@@ -4,6 +4,7 @@
 package serve
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -21,11 +22,13 @@ import (
 	"github.com/meridian-gw/meridian/internal/alerts"
 	"github.com/meridian-gw/meridian/internal/answers"
 	"github.com/meridian-gw/meridian/internal/backend/agy"
+	"github.com/meridian-gw/meridian/internal/capture"
 	"github.com/meridian-gw/meridian/internal/cluster"
 	"github.com/meridian-gw/meridian/internal/config"
 	"github.com/meridian-gw/meridian/internal/dispatch"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/httpapi"
+	"github.com/meridian-gw/meridian/internal/inspector"
 	"github.com/meridian-gw/meridian/internal/journal"
 	"github.com/meridian-gw/meridian/internal/logring"
 	"github.com/meridian-gw/meridian/internal/openai"
@@ -109,6 +112,12 @@ type Config struct {
 	// AlertAt are the percentages of a plan window that raise an alert
 	// ("80,100").
 	AlertAt string
+	// Capture is the request inspector's mode for requests whose key sets
+	// none (off, metadata, content); CaptureMaxAge and CaptureMaxMiB bound
+	// what it keeps.
+	Capture       string
+	CaptureMaxAge time.Duration
+	CaptureMaxMiB int
 	// ConfigPath is the settings file (pricing overrides); missing is fine.
 	ConfigPath string
 	// TelemetryMaxAge and TelemetryMaxRows bound the request history.
@@ -209,6 +218,13 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	accounts, err := accountsMode(cfg.Accounts, cfg.MoveAt)
 	if err != nil {
 		return err
+	}
+	cfg.Capture = cmp.Or(cfg.Capture, capture.Off)
+	if err := capture.CheckMode(cfg.Capture, false); err != nil {
+		return err
+	}
+	if cfg.CaptureMaxMiB < 0 || cfg.CaptureMaxAge < 0 {
+		return errors.New("--capture-max-age and --capture-max-mib bound the captures kept: 0 for the default, else positive")
 	}
 	alertAt, err := thresholds(cfg.AlertAt)
 	if err != nil {
@@ -372,15 +388,19 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	defer tel.history.Close() // after the server: the last records are written
 	lim := answers.DefaultLimits()
 	notifier := alerts.New(alerts.Config{Store: db.Alerts, Host: host, Thresholds: alertAt, Logger: log.With("component", "alerts")})
+	captures := inspector.Open(inspector.Config{Store: db.Captures, Host: host, MaxAge: cfg.CaptureMaxAge, MaxBytes: int64(cfg.CaptureMaxMiB) << 20,
+		Redactor: capture.NewRedactor(cfg.APIKey, cfg.ClusterKey), Logger: log.With("component", "inspector")})
+	defer captures.Close() // after the server: the last captures are written
 	// What both servers on this listener share: the listener's settings,
 	// who may call, the hosts and the telemetry. Each has its own
 	// dispatcher (saved answers, journal) and background jobs.
 	base := httpapi.Config{
 		Listen: httpapi.Listen{Addr: addr, MaxBodyBytes: cfg.MaxBodyBytes, BodyTimeout: cfg.BodyTimeout, DrainTimeout: cfg.DrainTimeout,
 			PingInterval: cfg.PingInterval, Hurry: cfg.Hurry, Version: cfg.Version},
-		Access:    httpapi.Access{AdminKey: cfg.APIKey, Keys: db.Keys, BudgetCrossed: budgetAlerts(notifier)},
-		Hosts:     httpapi.Hosts{Host: host, Cluster: hosts, StoreEngine: db.Engine, StoreAt: db.Where},
-		Telemetry: httpapi.Telemetry{History: tel.history, Metrics: tel.metrics, Prices: tel.prices, Logs: logs, Alerts: notifier},
+		Access: httpapi.Access{AdminKey: cfg.APIKey, Keys: db.Keys, BudgetCrossed: budgetAlerts(notifier)},
+		Hosts:  httpapi.Hosts{Host: host, Cluster: hosts, StoreEngine: db.Engine, StoreAt: db.Where},
+		Telemetry: httpapi.Telemetry{History: tel.history, Metrics: tel.metrics, Prices: tel.prices, Logs: logs, Alerts: notifier,
+			Inspector: captures, Capture: cfg.Capture},
 	}
 	models := func(def *gateway.Gateway, profiles []httpapi.Profile, failover bool, peers dispatch.Hosts, watch dispatch.Watcher, log *slog.Logger) httpapi.Models {
 		return httpapi.Models{AnswerBytes: lim.EntryBytes, Aliases: aliases, Dispatch: dispatch.New(dispatch.Config{Default: def, Profiles: profiles,

@@ -136,7 +136,7 @@ func USD(f float64) string {
 // Parse reads the embedded templates.
 func Parse() (*Pages, error) {
 	p := &Pages{sets: map[string]*template.Template{}}
-	for _, name := range []string{"landing", "telemetry", "providers", "cluster", "signin", "key"} {
+	for _, name := range []string{"landing", "telemetry", "providers", "cluster", "signin", "key", "inspector", "capture"} {
 		t, err := template.New(name).Funcs(funcMap()).ParseFS(files, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("web: %s: %w", name, err)
@@ -364,4 +364,57 @@ func costRows(groups []telemetry.Group) []HBar {
 		rows = append(rows, HBar{Name: g.Name, Value: g.Cost, Label: fmt.Sprintf("%s · %d req", USD(g.Cost), g.Requests)})
 	}
 	return rows
+}
+
+// InspectorFilter is the request inspector's filter as the form holds it.
+type InspectorFilter struct {
+	Key, Model, API, Status string
+}
+
+// InspectorRow is one captured request in the inspector's list.
+type InspectorRow struct {
+	ID                        int64
+	Time                      time.Time
+	Host, API, Mode, Key      string
+	Model, Route, Verdict     string
+	Total                     time.Duration
+	In, Out                   int64
+	RequestBytes, AnswerBytes int64
+	Status                    int
+}
+
+// InspectorPage is the list of captured requests.
+type InspectorPage struct {
+	Mode, Bounds string
+	F            InspectorFilter
+	APIs         []string
+	Rows         []InspectorRow
+	Older        string // the next page's URL, "" at the end
+}
+
+// RenderInspector writes the request inspector's list.
+func (p *Pages) RenderInspector(w io.Writer, version string, page InspectorPage) error {
+	return p.render(w, "inspector", "Request inspector", version, "inspector", page)
+}
+
+// CapturePage is one captured request whole; the parts are shown as
+// text (indented JSON where they are JSON).
+type CapturePage struct {
+	ID                                 int64
+	Time, Host, API, Client, Key       string
+	Model, Effective, Profile, Route   string
+	Conversation, Verdict, Error, Mode string
+	Live, Replay, Stream               bool
+	Status                             int
+	Queue, TTFT, Total                 time.Duration
+	In, Out, CacheRead, CacheWrite     int64
+	Cost                               float64
+	RequestBytes, AnswerBytes          int64
+	Cut                                string
+	Headers, Request, Written, Answer  string
+}
+
+// RenderCapture writes one captured request.
+func (p *Pages) RenderCapture(w io.Writer, version string, c CapturePage) error {
+	return p.render(w, "capture", fmt.Sprintf("Request %d", c.ID), version, "inspector", c)
 }

@@ -71,7 +71,7 @@ func (s *inspectorRoutes) list(w http.ResponseWriter, r *http.Request) {
 	}
 	age, size := s.inspector.Bounds()
 	p := web.InspectorPage{Mode: s.mode, F: wf, APIs: []string{telemetry.APIMessages, telemetry.APIChat, telemetry.APIResponses},
-		Bounds: fmt.Sprintf("for %s and %d MiB at most", age, size>>20)}
+		Bounds: fmt.Sprintf("for %s and %d MiB at most", span(age), size>>20)}
 	for _, e := range entries {
 		rec := e.Record
 		p.Rows = append(p.Rows, web.InspectorRow{ID: e.ID, Time: rec.Time, Host: e.Host, API: rec.API, Mode: e.Mode, Key: rec.Key,
@@ -112,6 +112,17 @@ func (s *inspectorRoutes) one(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.site.page(w, r, http.StatusOK, func(b *bytes.Buffer) error { return s.site.pages.RenderCapture(b, s.site.version, capturePage(e)) })
+}
+
+// span says a bound's age in the largest whole unit.
+func span(d time.Duration) string {
+	switch {
+	case d%(24*time.Hour) == 0:
+		return fmt.Sprintf("%d days", d/(24*time.Hour))
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%d hours", d/time.Hour)
+	}
+	return d.String()
 }
 
 // on answers 404 when nothing is captured on this host.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/meridian-gw/meridian/internal/dispatch"
 	"github.com/meridian-gw/meridian/internal/telemetry"
+	"github.com/meridian-gw/meridian/internal/tracing"
 )
 
 // Headers between the hosts of a cluster. A forwarded request carries the
@@ -91,6 +92,12 @@ func newPeerClient() *http.Client {
 // request, so the host answering stops its turn. False: t could not be
 // reached and nothing was written.
 func (s *Forwarder) Forward(w http.ResponseWriter, r *http.Request, raw []byte, t dispatch.Target, c Call) bool {
+	// The hop is a span of this request's trace, and the holder's server
+	// span its child.
+	sctx, span := tracing.Start(r.Context(), "forward", tracing.Client, tracing.Attr("meridian.holder", t.Host),
+		tracing.Attr("server.address", t.Addr))
+	defer span.End()
+	r = r.WithContext(sctx)
 	out, err := http.NewRequestWithContext(r.Context(), r.Method, t.Addr+r.URL.RequestURI(), bytes.NewReader(raw))
 	if err != nil {
 		s.Log.Warn("cluster: the holder's address makes no request; answering here", "holder", t.Host, "err", err)
@@ -109,6 +116,7 @@ func (s *Forwarder) Forward(w http.ResponseWriter, r *http.Request, raw []byte, 
 	if c.KeyName != "" {
 		out.Header.Set(HeaderForwardedKey, c.KeyName)
 	}
+	tracing.Inject(r.Context(), out.Header)
 	// The holder is watched by its heartbeat for as long as the forward
 	// runs: a host that stopped (a paused VM) accepts the connection and
 	// never answers, or stops in the middle of its answer, and must not
@@ -150,6 +158,7 @@ func (s *Forwarder) Forward(w http.ResponseWriter, r *http.Request, raw []byte, 
 		rl.proto = relayProtocolFor(c.API)
 	}
 	rl.heard.Store(time.Now().UnixNano())
+	tracing.Status(span, resp.StatusCode)
 	w.WriteHeader(resp.StatusCode)
 	switch err := rl.copy(resp.Body); {
 	case err == nil:

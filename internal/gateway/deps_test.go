@@ -27,5 +27,6 @@ func TestImportsFlowDownward(t *testing.T) {
 		"internal/suggest",
 		"internal/telemetry",
 		"internal/textstop",
+		"internal/tracing",
 	)
 }

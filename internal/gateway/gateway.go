@@ -24,6 +24,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/session"
 	"github.com/meridian-gw/meridian/internal/sessiontree"
 	"github.com/meridian-gw/meridian/internal/telemetry"
+	"github.com/meridian-gw/meridian/internal/tracing"
 )
 
 // Inspector is what the gateway asks about its backend beyond sessions.
@@ -128,7 +129,15 @@ func NewMessageID() string { return "msg_" + rand.Text() }
 // The returned error is an *Error for the client, the context's error when
 // the client went away, or nil. If out was started, the caller renders an
 // *Error inside the response; otherwise as the whole response.
-func (g *Gateway) Messages(ctx context.Context, req Request, id string, out Output) error {
+func (g *Gateway) Messages(ctx context.Context, req Request, id string, out Output) (err error) {
+	ctx, span := tracing.Start(ctx, "turn", tracing.Internal, tracing.Attr("meridian.profile", g.cfg.Profile))
+	tracing.Request(span, tracing.ProviderName(g.cfg.CLI.Name), req.Body.Model, req.Body.MaxTokens)
+	defer func() {
+		model, t := telemetry.From(ctx).Usage()
+		tracing.Response(span, model, tracing.Usage{Input: t.Input, Output: t.Output, CacheRead: t.CacheRead, CacheWrite: t.CacheWrite}, "")
+		tracing.Fail(span, err)
+		span.End()
+	}()
 	opts, perr := g.plan(req.Body)
 	if perr != nil {
 		return perr
@@ -150,7 +159,7 @@ func (g *Gateway) Messages(ctx context.Context, req Request, id string, out Outp
 	if failover.IsLong(req.Body.Model) && g.long.Benched(ident.Key, g.cfg.Now()) {
 		req, opts = standardContext(req, opts)
 	}
-	err := g.messages(ctx, req, ident, opts, tools, id, out)
+	err = g.messages(ctx, req, ident, opts, tools, id, out)
 	var ge *Error
 	if !errors.As(err, &ge) || committed(out) || ctx.Err() != nil {
 		return err

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,8 @@ import (
 	"github.com/meridian-gw/meridian/internal/anthropic"
 	"github.com/meridian-gw/meridian/internal/backend"
 	"github.com/meridian-gw/meridian/internal/capture"
+	"github.com/meridian-gw/meridian/internal/telemetry"
+	"github.com/meridian-gw/meridian/internal/tracing"
 )
 
 // DefaultStallTimeout is how long a turn may go without any output from
@@ -34,10 +37,21 @@ func (g *Gateway) turn(ctx context.Context, sess backend.Session, in backend.Inp
 	if d := capture.From(ctx); d.Mode() == capture.Content {
 		d.Wrote(written(g.cfg.CLI.Name, sess.ID(), in))
 	}
+	ctx, span := tracing.Start(ctx, g.cfg.CLI.Name+" turn", tracing.Client, tracing.Attr("meridian.session", sess.ID()))
+	defer span.End()
 	res, err := sess.Turn(ctx, in, func(ev *backend.Event) error {
 		watchdog.Reset(g.cfg.StallTimeout)
 		return emit(ev)
 	})
+	if res != nil {
+		u := res.Usage
+		// The result names no model where the CLI's stream did: the
+		// request's record has it.
+		answered, _ := telemetry.From(ctx).Usage()
+		tracing.Response(span, cmp.Or(res.Model, answered), tracing.Usage{Input: int64(u.InputTokens), Output: int64(u.OutputTokens),
+			CacheRead: int64(u.CacheReadInputTokens), CacheWrite: int64(u.CacheCreationInputTokens)}, res.StopReason)
+	}
+	tracing.Fail(span, err)
 	if err != nil && errors.Is(context.Cause(ctx), errStalled) {
 		g.log.Warn(g.cfg.CLI.Name+" went silent: its turn is stopped and its process closed", "silent_for", g.cfg.StallTimeout, "session", sess.ID())
 		return res, &Error{Status: http.StatusGatewayTimeout, Type: anthropic.ErrTimeout, Message: fmt.Sprintf(

@@ -33,6 +33,7 @@ func TestImportsFlowDownward(t *testing.T) {
 		"internal/retryafter",
 		"internal/suggest",
 		"internal/telemetry",
+		"internal/tracing",
 		"internal/telemetry/history",
 		"internal/web",
 	)

@@ -7,6 +7,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/anthropic"
 
 	"github.com/meridian-gw/meridian/internal/gateway"
+	"github.com/meridian-gw/meridian/internal/tracing"
 )
 
 // modelCall is a decoded model request of any API, in the Messages form
@@ -29,7 +30,9 @@ type modelCall struct {
 // routing, the profile's choice and the answer.
 func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, c modelCall, answer func(http.ResponseWriter, gateway.Request, *keyHold)) {
 	s.resolveModel(w, r, c.req.Body)
+	_, check := tracing.Start(r.Context(), "key check", tracing.Internal)
 	done, ok := s.access.admitKey(w, r, c.req.Body.Model)
+	check.End()
 	if !ok {
 		return
 	}
@@ -40,7 +43,12 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, c modelCall,
 		}
 	}()
 	c.req = c.req.Identified()
-	if s.routed(w, r, c.raw, c.req) {
+	// The dispatch span holds the choice of host, and the hop to another
+	// when the conversation is held there; a turn here is its sibling.
+	ctx, span := tracing.Start(r.Context(), "dispatch", tracing.Internal)
+	relayed := s.routed(w, r.WithContext(ctx), c.raw, c.req)
+	span.End()
+	if relayed {
 		return
 	}
 	if c.background {

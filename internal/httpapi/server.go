@@ -28,6 +28,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/responses"
 	"github.com/meridian-gw/meridian/internal/telemetry"
 	"github.com/meridian-gw/meridian/internal/telemetry/history"
+	"github.com/meridian-gw/meridian/internal/tracing"
 	"github.com/meridian-gw/meridian/internal/web"
 )
 
@@ -139,6 +140,8 @@ type Telemetry struct {
 	// key sets none (capture.Off, Metadata or Content).
 	Inspector *inspector.Inspector
 	Capture   string
+	// Tracer sends each model request's trace (nil: none).
+	Tracer tracing.Provider
 }
 
 // Mount is another server's handler under Prefix ("/antigravity"): a
@@ -416,7 +419,9 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		sw := &statusWriter{ResponseWriter: w}
 		if api := modelAPI(r); api != "" {
 			tr := telemetry.NewTrace(api, start)
-			r = r.WithContext(telemetry.With(r.Context(), tr))
+			ctx, span := tracing.Server(r.Context(), s.cfg.Telemetry.Tracer, r, r.URL.Path)
+			defer func() { tracing.Status(span, sw.status); span.End() }()
+			r = r.WithContext(telemetry.With(ctx, tr))
 			if s.cfg.Telemetry.Inspector != nil {
 				sw.draft = capture.NewDraft(s.cfg.Telemetry.Capture, r.Header)
 				r = r.WithContext(capture.With(r.Context(), sw.draft))

@@ -20,6 +20,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/dispatch"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/httpapi"
+	"github.com/meridian-gw/meridian/internal/inspector"
 	"github.com/meridian-gw/meridian/internal/journal"
 	"github.com/meridian-gw/meridian/internal/logring"
 	"github.com/meridian-gw/meridian/internal/metrics"
@@ -32,6 +33,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/store/sqlstore"
 	"github.com/meridian-gw/meridian/internal/telemetry/history"
 	"github.com/meridian-gw/meridian/internal/testkit"
+	"github.com/meridian-gw/meridian/internal/tracing"
 )
 
 // stack is a running meridian: real claude CLI, fake upstream, the HTTP
@@ -66,8 +68,12 @@ type stackOptions struct {
 	sessions bool
 	// telemetry keeps the request history and /metrics.
 	telemetry bool
-	turnWait  time.Duration
-	leaseTTL  time.Duration
+	// tracer traces each model request; capture keeps them for the
+	// request inspector (with sessions: in the data dir's store).
+	tracer   tracing.Provider
+	capture  string
+	turnWait time.Duration
+	leaseTTL time.Duration
 	// maxWaiters bounds one conversation's waiting turns (0: the default).
 	maxWaiters int
 	maxLive    int
@@ -164,6 +170,12 @@ func newStack(t testing.TB, o stackOptions) *stack {
 			return metrics.Load{Running: b.Running, Queued: b.Queued, Slots: b.Slots, Live: b.Live, Idle: b.Idle, Spares: b.Spares,
 				IdleMemory: b.IdleMemory, Memory: b.Memory}
 		})
+	}
+	hcfg.Telemetry.Tracer = o.tracer
+	if o.capture != "" {
+		in := inspector.Open(inspector.Config{Store: st.Captures, Host: "test-host"})
+		t.Cleanup(in.Close)
+		hcfg.Telemetry.Inspector, hcfg.Telemetry.Capture = in, o.capture
 	}
 	srv, err := httpapi.New(hcfg)
 	if err != nil {

@@ -281,4 +281,6 @@ func (in *Inspector) Get(ctx context.Context, id int64) (Entry, bool, error) {
 }
 
 // Bounds are how long and how many bytes of captures are kept.
-func (in *Inspector) Bounds() (maxAge time.Duration, maxBytes int64) { return in.cfg.MaxAge, in.cfg.MaxBytes }
+func (in *Inspector) Bounds() (maxAge time.Duration, maxBytes int64) {
+	return in.cfg.MaxAge, in.cfg.MaxBytes
+}

@@ -26,6 +26,7 @@ func TestImportsFlowDownward(t *testing.T) {
 		"internal/inspector",
 		"internal/capture",
 		"internal/metrics",
+		"internal/tracing/otlp",
 		"internal/modelalias",
 		"internal/openai",
 		"internal/pricing",

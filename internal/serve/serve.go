@@ -38,6 +38,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/session"
 	"github.com/meridian-gw/meridian/internal/sessiontree"
 	"github.com/meridian-gw/meridian/internal/termlog"
+	"github.com/meridian-gw/meridian/internal/tracing/otlp"
 	"github.com/meridian-gw/meridian/internal/transcripts"
 )
 
@@ -118,6 +119,9 @@ type Config struct {
 	Capture       string
 	CaptureMaxAge time.Duration
 	CaptureMaxMiB int
+	// OTLPEndpoint is where each model request's trace goes (OTLP/HTTP);
+	// empty: the OTEL_EXPORTER_OTLP_* environment's, or nowhere.
+	OTLPEndpoint string
 	// ConfigPath is the settings file (pricing overrides); missing is fine.
 	ConfigPath string
 	// TelemetryMaxAge and TelemetryMaxRows bound the request history.
@@ -388,6 +392,21 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	defer tel.history.Close() // after the server: the last records are written
 	lim := answers.DefaultLimits()
 	notifier := alerts.New(alerts.Config{Store: db.Alerts, Host: host, Thresholds: alertAt, Logger: log.With("component", "alerts")})
+	tracer, stopTracing, err := otlp.Open(ctx, otlp.Config{Endpoint: cfg.OTLPEndpoint, Env: envMap(environ), Version: cfg.Version, Host: host})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// After the server: the last spans are sent, within a bound.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := stopTracing(sctx); err != nil {
+			log.Warn("tracing: could not send the last spans", "err", err)
+		}
+	}()
+	if tracer != nil {
+		log.Info("sending each model request's trace over OTLP/HTTP", "endpoint", cmp.Or(cfg.OTLPEndpoint, "from OTEL_EXPORTER_OTLP_*"))
+	}
 	captures := inspector.Open(inspector.Config{Store: db.Captures, Host: host, MaxAge: cfg.CaptureMaxAge, MaxBytes: int64(cfg.CaptureMaxMiB) << 20,
 		Redactor: capture.NewRedactor(cfg.APIKey, cfg.ClusterKey), Logger: log.With("component", "inspector")})
 	defer captures.Close() // after the server: the last captures are written
@@ -400,7 +419,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		Access: httpapi.Access{AdminKey: cfg.APIKey, Keys: db.Keys, BudgetCrossed: budgetAlerts(notifier)},
 		Hosts:  httpapi.Hosts{Host: host, Cluster: hosts, StoreEngine: db.Engine, StoreAt: db.Where},
 		Telemetry: httpapi.Telemetry{History: tel.history, Metrics: tel.metrics, Prices: tel.prices, Logs: logs, Alerts: notifier,
-			Inspector: captures, Capture: cfg.Capture},
+			Inspector: captures, Capture: cfg.Capture, Tracer: tracer},
 	}
 	models := func(def *gateway.Gateway, profiles []httpapi.Profile, failover bool, peers dispatch.Hosts, watch dispatch.Watcher, log *slog.Logger) httpapi.Models {
 		return httpapi.Models{AnswerBytes: lim.EntryBytes, Aliases: aliases, Dispatch: dispatch.New(dispatch.Config{Default: def, Profiles: profiles,

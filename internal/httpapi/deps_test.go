@@ -17,6 +17,8 @@ func TestImportsFlowDownward(t *testing.T) {
 		"internal/backend",
 		"internal/capture",
 		"internal/clientsetup",
+		"internal/console",
+		"internal/weblogin",
 		"internal/cluster",
 		"internal/dispatch",
 		"internal/forward",

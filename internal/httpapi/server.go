@@ -6,6 +6,7 @@ package httpapi
 
 import (
 	"cmp"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/answers"
 	"github.com/meridian-gw/meridian/internal/apikeys"
 	"github.com/meridian-gw/meridian/internal/capture"
+	"github.com/meridian-gw/meridian/internal/console"
 	"github.com/meridian-gw/meridian/internal/dispatch"
 	"github.com/meridian-gw/meridian/internal/forward"
 	"github.com/meridian-gw/meridian/internal/gateway"
@@ -48,8 +50,11 @@ type Config struct {
 	// host and origin guards but need no API key, are not logged (their
 	// paths hold the secret) and are not drained (agy holds a stream open
 	// on them for as long as it runs).
-	Open   []Mount
-	Logger *slog.Logger
+	Open []Mount
+	// Console makes the operator's changes from the console's pages and
+	// the admin JSON routes; nil: those answer 404.
+	Console *console.Console
+	Logger  *slog.Logger
 }
 
 // Listen is where the server listens and how it treats a connection.
@@ -181,6 +186,8 @@ type Server struct {
 	cluster   clusterRoutes
 	sessions  sessionRoutes
 	inspector inspectorRoutes
+	admin     adminRoutes
+	console   consoleRoutes
 	// gate admits requests until the drain begins and counts those
 	// running: Serve returns after the last, or lastWait after cancelling
 	// them.
@@ -253,6 +260,11 @@ func New(cfg Config) (*Server, error) {
 	s.bodies = bodies{max: l.MaxBodyBytes, timeout: l.BodyTimeout}
 	r := cfg.Responses
 	s.stored = storedResponses{store: r.Store, jobs: r.Jobs, bodies: s.bodies, ping: l.PingInterval, log: cfg.Logger}
+	s.admin = adminRoutes{console: cfg.Console, log: cfg.Logger}
+	s.console = consoleRoutes{admin: &s.admin, site: &s.site, host: h.Host, csrf: s.access.admin}
+	if !s.access.hasAdmin {
+		_, _ = rand.Read(s.console.csrf[:])
+	}
 	s.inspector = inspectorRoutes{inspector: tel.Inspector, mode: cmp.Or(tel.Capture, capture.Off), site: &s.site, log: cfg.Logger}
 	s.info = infoRoutes{version: l.Version, host: h.Host, backends: &s.backends, cluster: &s.cluster, site: &s.site, aliases: s.aliases, log: cfg.Logger}
 	s.sessions = sessionRoutes{profiles: s.dispatch, mounted: s.backends.mounted, host: h.Host, store: s.cluster.storeHealth, log: cfg.Logger}
@@ -335,6 +347,43 @@ func (s *Server) table() []route {
 		route{"GET /telemetry/logs", s.telemetry.lines},
 		route{"GET /telemetry", s.site.dashboard},
 		route{"GET /providers", s.site.providersPage},
+		route{"GET /admin", s.console.page},
+		route{"POST /admin/keys", s.console.addKey},
+		route{"POST /admin/keys/{name}/revoke", s.console.revokeKey},
+		route{"POST /admin/keys/{name}/rotate", s.console.rotateKey},
+		route{"POST /admin/profiles", s.console.addProfile},
+		route{"POST /admin/profiles/{name}/settings", s.console.profileSettings},
+		route{"POST /admin/profiles/{name}/default", s.console.defaultProfile},
+		route{"POST /admin/profiles/{name}/remove", s.console.removeProfile},
+		route{"POST /admin/profiles/{name}/login", s.console.startLogin},
+		route{"POST /admin/profiles/{name}/unbench", s.console.unbench(&s.backends)},
+		route{"POST /admin/profiles/{name}/check", s.console.check(&s.backends)},
+		route{"GET /admin/logins/{id}", s.console.login},
+		route{"POST /admin/logins/{id}/code", s.console.loginCode},
+		route{"POST /admin/sinks", s.console.addSink},
+		route{"POST /admin/sinks/{name}/remove", s.console.removeSink},
+		route{"POST /admin/sinks/{name}/test", s.console.testSink},
+		route{"POST /admin/aliases", s.console.addAlias},
+		route{"POST /admin/aliases/{name}/remove", s.console.removeAlias},
+		route{"GET /v1/admin/keys", s.admin.keys},
+		route{"POST /v1/admin/keys", s.admin.addKey},
+		route{"PATCH /v1/admin/keys/{name}", s.admin.setKey},
+		route{"POST /v1/admin/keys/{name}/revoke", s.admin.revokeKey},
+		route{"POST /v1/admin/keys/{name}/rotate", s.admin.rotateKey},
+		route{"GET /v1/admin/profiles", s.admin.profiles},
+		route{"POST /v1/admin/profiles", s.admin.addProfile},
+		route{"PATCH /v1/admin/profiles/{name}", s.admin.setProfile},
+		route{"DELETE /v1/admin/profiles/{name}", s.admin.removeProfile},
+		route{"POST /v1/admin/profiles/{name}/login", s.admin.startLogin},
+		route{"GET /v1/admin/logins/{id}", s.admin.login},
+		route{"POST /v1/admin/logins/{id}/code", s.admin.loginCode},
+		route{"GET /v1/admin/sinks", s.admin.sinks},
+		route{"POST /v1/admin/sinks", s.admin.addSink},
+		route{"DELETE /v1/admin/sinks/{name}", s.admin.removeSink},
+		route{"POST /v1/admin/sinks/{name}/test", s.admin.testSink},
+		route{"GET /v1/admin/aliases", s.admin.aliases},
+		route{"POST /v1/admin/aliases", s.admin.addAlias},
+		route{"DELETE /v1/admin/aliases/{name}", s.admin.removeAlias},
 		route{"GET /inspector", s.inspector.list},
 		route{"GET /inspector/requests", s.inspector.list},
 		route{"GET /inspector/requests/{id}", s.inspector.one},

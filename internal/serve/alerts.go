@@ -2,10 +2,6 @@ package serve
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
-	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -22,23 +18,8 @@ import (
 // AlertAdd records a webhook sink and returns its signing secret, shown
 // once.
 func AlertAdd(ctx context.Context, dataDir, storeDSN, name, url, format string) (secret string, err error) {
-	if err := alerts.CheckURL(url); err != nil {
-		return "", err
-	}
-	if format != alerts.FormatJSON && format != alerts.FormatSlack {
-		return "", fmt.Errorf("--format %q: want %s or %s", format, alerts.FormatJSON, alerts.FormatSlack)
-	}
-	if name == "" {
-		return "", errors.New("an alert sink needs a name")
-	}
-	b := make([]byte, 24)
-	_, _ = rand.Read(b)
-	secret = "whsec_" + base64.RawURLEncoding.EncodeToString(b)
 	err = withAlerts(ctx, dataDir, storeDSN, func(a store.Alerts) error {
-		err := a.AddSink(ctx, store.AlertSink{Name: name, URL: url, Format: format, Secret: secret, Created: time.Now()})
-		if errors.Is(err, store.ErrConflict) {
-			return fmt.Errorf("an alert sink named %s exists; remove it first", name)
-		}
+		secret, err = alerts.AddSink(ctx, a, name, url, format, time.Now())
 		return err
 	})
 	return secret, err
@@ -48,13 +29,7 @@ func AlertAdd(ctx context.Context, dataDir, storeDSN, name, url, format string) 
 // alerts sent.
 func AlertSinks(ctx context.Context, dataDir, storeDSN string) (sinks []store.AlertSink, recent []store.SentAlert, err error) {
 	err = withAlerts(ctx, dataDir, storeDSN, func(a store.Alerts) error {
-		if sinks, err = a.Sinks(ctx); err != nil {
-			return err
-		}
-		for i := range sinks {
-			sinks[i].Secret = ""
-		}
-		recent, err = a.Recent(ctx, 20)
+		sinks, recent, err = alerts.Sinks(ctx, a, 20)
 		return err
 	})
 	return sinks, recent, err
@@ -62,31 +37,13 @@ func AlertSinks(ctx context.Context, dataDir, storeDSN string) (sinks []store.Al
 
 // AlertRemove deletes a sink.
 func AlertRemove(ctx context.Context, dataDir, storeDSN, name string) error {
-	return withAlerts(ctx, dataDir, storeDSN, func(a store.Alerts) error {
-		if err := a.RemoveSink(ctx, name); errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("no alert sink named %s", name)
-		} else if err != nil {
-			return err
-		}
-		return nil
-	})
+	return withAlerts(ctx, dataDir, storeDSN, func(a store.Alerts) error { return alerts.RemoveSink(ctx, a, name) })
 }
 
 // AlertTest posts a test alert to one sink, once, and says how it went.
 func AlertTest(ctx context.Context, dataDir, storeDSN, name string) error {
 	return withAlerts(ctx, dataDir, storeDSN, func(a store.Alerts) error {
-		sinks, err := a.Sinks(ctx)
-		if err != nil {
-			return err
-		}
-		for _, s := range sinks {
-			if s.Name == name {
-				now := time.Now()
-				return alerts.Post(ctx, &http.Client{}, s, alerts.Alert{Kind: alerts.KindTest, At: now,
-					Message: "a test alert from meridian: this sink works"}, now)
-			}
-		}
-		return fmt.Errorf("no alert sink named %s", name)
+		return alerts.TestSink(ctx, a, &http.Client{}, name, time.Now())
 	})
 }
 

@@ -26,6 +26,8 @@ func TestImportsFlowDownward(t *testing.T) {
 		"internal/inspector",
 		"internal/capture",
 		"internal/metrics",
+		"internal/console",
+		"internal/weblogin",
 		"internal/tracing/otlp",
 		"internal/modelalias",
 		"internal/openai",

@@ -453,6 +453,9 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		Jobs: responses.NewJobs(responses.JobsConfig{Max: cfg.MaxBackground, Store: stored, Logger: log.With("component", "responses")})}
 	front.Models = models(gw, profiles.http(), cfg.Failover, hosts, notifier, front.Logger)
 	front.Mounts, front.Open = mounts, open
+	con, closeConsole := openConsole(ctx, db, cfg.DataDir, cfg.ClaudePath, environ)
+	defer closeConsole() // after the server: a login under way is ended and its CLI joined
+	front.Console = con
 	srv, err := httpapi.New(front)
 	if err != nil {
 		return err

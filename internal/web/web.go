@@ -136,7 +136,7 @@ func USD(f float64) string {
 // Parse reads the embedded templates.
 func Parse() (*Pages, error) {
 	p := &Pages{sets: map[string]*template.Template{}}
-	for _, name := range []string{"landing", "telemetry", "providers", "cluster", "signin", "key", "inspector", "capture"} {
+	for _, name := range []string{"landing", "telemetry", "providers", "cluster", "signin", "key", "inspector", "capture", "console", "login"} {
 		t, err := template.New(name).Funcs(funcMap()).ParseFS(files, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("web: %s: %w", name, err)
@@ -417,4 +417,57 @@ type CapturePage struct {
 // RenderCapture writes one captured request.
 func (p *Pages) RenderCapture(w io.Writer, version string, c CapturePage) error {
 	return p.render(w, "capture", fmt.Sprintf("Request %d", c.ID), version, "inspector", c)
+}
+
+// ConsoleKey is one API key as the console lists it.
+type ConsoleKey struct {
+	Name, Status, Scope, Limits, Capture string
+}
+
+// ConsoleProfile is one profile of this host.
+type ConsoleProfile struct {
+	Name, Kind        string
+	Priority          int
+	PlanOnly, Default bool
+}
+
+// ConsoleSink is one alert sink (never its secret).
+type ConsoleSink struct{ Name, URL, Format string }
+
+// ConsoleAlias is one stored alias.
+type ConsoleAlias struct{ Name, Model, Effort string }
+
+// Shown is a secret shown once: a new or rotated key, a sink's signing
+// secret.
+type Shown struct {
+	What, Secret string
+	Sink         bool
+}
+
+// ConsolePage is the operator's console. CSRF is the token every form
+// carries.
+type ConsolePage struct {
+	Host, CSRF  string
+	Error, Done string
+	Shown       *Shown
+	Keys        []ConsoleKey
+	Profiles    []ConsoleProfile
+	Sinks       []ConsoleSink
+	Aliases     []ConsoleAlias
+}
+
+// RenderConsole writes the operator's console.
+func (p *Pages) RenderConsole(w io.Writer, version string, c ConsolePage) error {
+	return p.render(w, "console", "Console", version, "console", c)
+}
+
+// LoginPage is a login profile's login relayed to the page.
+type LoginPage struct {
+	ID, Profile, State, URL, Error, CSRF string
+	AsksCode, CodeSent                   bool
+}
+
+// RenderLogin writes a login's page.
+func (p *Pages) RenderLogin(w io.Writer, version string, l LoginPage) error {
+	return p.render(w, "login", "Log in "+l.Profile, version, "console", l)
 }

@@ -1,0 +1,409 @@
+package httpapi
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/meridian-gw/meridian/internal/apikeys"
+	"github.com/meridian-gw/meridian/internal/console"
+	"github.com/meridian-gw/meridian/internal/web"
+	"github.com/meridian-gw/meridian/internal/weblogin"
+)
+
+// consoleRoutes are the operator's console as pages: every change a form
+// that posts back here with the page's CSRF token, answered with a
+// redirect to the console (or, for a secret shown once, the console
+// itself). The pages, like every page, need the admin key's cookie where
+// there is an admin key.
+type consoleRoutes struct {
+	admin *adminRoutes
+	site  *pageRoutes
+	// csrf is the secret the forms' token derives from: the admin key's
+	// digest (the same on every host behind one balancer), or a secret of
+	// this process without one.
+	csrf [32]byte
+	host string
+}
+
+// maxFormBytes bounds a console form.
+const maxFormBytes = 64 << 10
+
+// token is the CSRF token of this console's forms. A page of another
+// origin cannot read it, so it cannot forge a form that carries it.
+func (c *consoleRoutes) token() string {
+	m := hmac.New(sha256.New, c.csrf[:])
+	m.Write([]byte("meridian console form"))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// form reads a console form and checks its CSRF token, answering 403
+// for a form without the right one.
+func (c *consoleRoutes) form(w http.ResponseWriter, r *http.Request) (url.Values, bool) {
+	if !c.admin.on(w, r) {
+		return nil, false
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "the form could not be read", http.StatusBadRequest)
+		return nil, false
+	}
+	if subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(c.token())) != 1 {
+		http.Error(w, "refused: this form did not come from this Meridian's console (its CSRF token is missing or wrong); reload the console and try again", http.StatusForbidden)
+		return nil, false
+	}
+	return r.PostForm, true
+}
+
+// page serves GET /admin: keys, profiles, sinks and aliases, with the
+// outcome of the last change (done or error) and a secret shown once.
+func (c *consoleRoutes) page(w http.ResponseWriter, r *http.Request) {
+	if !c.admin.on(w, r) {
+		return
+	}
+	q := r.URL.Query()
+	c.render(w, r, http.StatusOK, web.ConsolePage{Done: q.Get("done"), Error: q.Get("error")})
+}
+
+// render fills the console's lists into p and writes it.
+func (c *consoleRoutes) render(w http.ResponseWriter, r *http.Request, status int, p web.ConsolePage) {
+	con := c.admin.console
+	p.Host, p.CSRF = c.host, c.token()
+	keys, err := con.Keys(r.Context())
+	if err != nil {
+		failWith(c.admin.log, w, r, adminError(err))
+		return
+	}
+	for _, k := range keys {
+		p.Keys = append(p.Keys, web.ConsoleKey{Name: k.Name, Status: k.Status, Scope: scopeText(k), Limits: limitsText(k), Capture: k.Capture})
+	}
+	profiles, err := con.Profiles()
+	if err != nil {
+		failWith(c.admin.log, w, r, adminError(err))
+		return
+	}
+	for _, pr := range profiles {
+		p.Profiles = append(p.Profiles, web.ConsoleProfile{Name: pr.Name, Kind: string(pr.Kind), Priority: pr.Priority, PlanOnly: pr.PlanOnly, Default: pr.Default})
+	}
+	sinks, err := con.Sinks(r.Context())
+	if err != nil {
+		failWith(c.admin.log, w, r, adminError(err))
+		return
+	}
+	for _, s := range sinks {
+		p.Sinks = append(p.Sinks, web.ConsoleSink{Name: s.Name, URL: s.URL, Format: s.Format})
+	}
+	aliases, err := con.Aliases(r.Context())
+	if err != nil {
+		failWith(c.admin.log, w, r, adminError(err))
+		return
+	}
+	for _, a := range aliases {
+		p.Aliases = append(p.Aliases, web.ConsoleAlias{Name: a.Name, Model: a.Model, Effort: a.Effort})
+	}
+	c.site.page(w, r, status, func(b *bytes.Buffer) error { return c.site.pages.RenderConsole(b, c.site.version, p) })
+}
+
+func scopeText(k apikeys.View) string {
+	scope := "profiles: any"
+	if len(k.Profiles) > 0 {
+		scope = "profiles: " + strings.Join(k.Profiles, ", ")
+	}
+	if len(k.Models) > 0 {
+		return scope + "; models: " + strings.Join(k.Models, ", ")
+	}
+	return scope + "; models: any"
+}
+
+func limitsText(k apikeys.View) string {
+	var parts []string
+	if k.RPM > 0 {
+		parts = append(parts, fmt.Sprintf("%d/min", k.RPM))
+	}
+	if k.Concurrent > 0 {
+		parts = append(parts, fmt.Sprintf("%d at once", k.Concurrent))
+	}
+	if k.TokensPerDay > 0 {
+		parts = append(parts, fmt.Sprintf("%d tokens/day", k.TokensPerDay))
+	}
+	if k.Budget > 0 {
+		parts = append(parts, fmt.Sprintf("$%.2f/%s", k.Budget, k.Per))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// after answers a change: back to the console, saying what was done or
+// what went wrong.
+func (c *consoleRoutes) after(w http.ResponseWriter, r *http.Request, done string, err error) {
+	q := url.Values{}
+	if err != nil {
+		ge := adminError(err)
+		if ge.Status >= 500 {
+			c.admin.log.Error("console: a change failed", "path", r.URL.Path, "err", err)
+		}
+		q.Set("error", ge.Message)
+	} else {
+		q.Set("done", done)
+	}
+	http.Redirect(w, r, "/admin?"+q.Encode(), http.StatusSeeOther)
+}
+
+// shown answers a change that made a secret: the console with the secret
+// shown this once (never in a URL).
+func (c *consoleRoutes) shown(w http.ResponseWriter, r *http.Request, what, secret string, sink bool, err error) {
+	if err != nil {
+		c.after(w, r, "", err)
+		return
+	}
+	c.render(w, r, http.StatusOK, web.ConsolePage{Shown: &web.Shown{What: what, Secret: secret, Sink: sink}})
+}
+
+// number reads a form's number, 0 when blank.
+func number[T int | int64 | float64](f url.Values, name string, parse func(string) (T, error)) (T, error) {
+	v := strings.TrimSpace(f.Get(name))
+	if v == "" {
+		return 0, nil
+	}
+	n, err := parse(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %q is not a number", name, v)
+	}
+	return n, nil
+}
+
+func atoi(s string) (int, error)            { return strconv.Atoi(s) }
+func atoi64(s string) (int64, error)        { return strconv.ParseInt(s, 10, 64) }
+func atof(s string) (float64, error)        { return strconv.ParseFloat(s, 64) }
+func names(f url.Values, k string) []string { return apikeys.Names(f.Get(k)) }
+
+func (c *consoleRoutes) addKey(w http.ResponseWriter, r *http.Request) {
+	f, ok := c.form(w, r)
+	if !ok {
+		return
+	}
+	k := console.KeyForm{Name: strings.TrimSpace(f.Get("name")), Profiles: names(f, "profiles"), Models: names(f, "models"),
+		Per: f.Get("per"), Capture: f.Get("capture"), Expires: strings.TrimSpace(f.Get("expires")), DefaultModel: strings.TrimSpace(f.Get("default_model"))}
+	var err error
+	if k.RPM, err = number(f, "rpm", atoi); err == nil {
+		if k.TokensPerDay, err = number(f, "tokens_per_day", atoi64); err == nil {
+			k.Budget, err = number(f, "budget_usd", atof)
+		}
+	}
+	if err != nil {
+		c.after(w, r, "", err)
+		return
+	}
+	v, err := c.admin.console.AddKey(r.Context(), k)
+	c.shown(w, r, "Key "+k.Name, v.Key, false, err)
+}
+
+func (c *consoleRoutes) revokeKey(w http.ResponseWriter, r *http.Request) {
+	if _, ok := c.form(w, r); ok {
+		_, err := c.admin.console.RevokeKey(r.Context(), r.PathValue("name"))
+		c.after(w, r, "revoked the key "+r.PathValue("name")+" on every host", err)
+	}
+}
+
+func (c *consoleRoutes) rotateKey(w http.ResponseWriter, r *http.Request) {
+	if _, ok := c.form(w, r); ok {
+		v, err := c.admin.console.RotateKey(r.Context(), r.PathValue("name"))
+		c.shown(w, r, "Key "+r.PathValue("name")+" (rotated)", v.Key, false, err)
+	}
+}
+
+func (c *consoleRoutes) addProfile(w http.ResponseWriter, r *http.Request) {
+	f, ok := c.form(w, r)
+	if !ok {
+		return
+	}
+	p := console.ProfileForm{Name: strings.TrimSpace(f.Get("name")), Kind: f.Get("kind"), Secret: f.Get("secret"), BaseURL: strings.TrimSpace(f.Get("base_url"))}
+	var err error
+	if p.Priority, err = number(f, "priority", atoi); err != nil {
+		c.after(w, r, "", err)
+		return
+	}
+	login, err := c.admin.console.AddProfile(p)
+	if err == nil && login != nil {
+		http.Redirect(w, r, "/admin/logins/"+login.ID, http.StatusSeeOther)
+		return
+	}
+	c.after(w, r, "added the profile "+p.Name+" on this host", err)
+}
+
+func (c *consoleRoutes) profileSettings(w http.ResponseWriter, r *http.Request) {
+	f, ok := c.form(w, r)
+	if !ok {
+		return
+	}
+	prio, err := number(f, "priority", atoi)
+	if err != nil {
+		c.after(w, r, "", err)
+		return
+	}
+	ch := console.ProfileChange{Priority: &prio}
+	if kind := c.kindOf(r.PathValue("name")); kind == "login" || kind == "token" {
+		planOnly := f.Get("plan_only") != ""
+		ch.PlanOnly = &planOnly
+	}
+	err = c.admin.console.SetProfile(r.PathValue("name"), ch)
+	c.after(w, r, "saved the profile "+r.PathValue("name"), err)
+}
+
+// kindOf is a profile's kind, "" when unknown.
+func (c *consoleRoutes) kindOf(name string) string {
+	ps, _ := c.admin.console.Profiles()
+	for _, p := range ps {
+		if p.Name == name {
+			return string(p.Kind)
+		}
+	}
+	return ""
+}
+
+func (c *consoleRoutes) defaultProfile(w http.ResponseWriter, r *http.Request) {
+	if _, ok := c.form(w, r); ok {
+		err := c.admin.console.SetProfile(r.PathValue("name"), console.ProfileChange{Default: true})
+		c.after(w, r, "requests that name no profile now use "+r.PathValue("name"), err)
+	}
+}
+
+func (c *consoleRoutes) removeProfile(w http.ResponseWriter, r *http.Request) {
+	if _, ok := c.form(w, r); ok {
+		err := c.admin.console.RemoveProfile(r.Context(), r.PathValue("name"))
+		c.after(w, r, "removed the profile "+r.PathValue("name"), err)
+	}
+}
+
+func (c *consoleRoutes) startLogin(w http.ResponseWriter, r *http.Request) {
+	if _, ok := c.form(w, r); ok {
+		v, err := c.admin.console.StartLogin(r.PathValue("name"))
+		if err != nil {
+			c.after(w, r, "", err)
+			return
+		}
+		http.Redirect(w, r, "/admin/logins/"+v.ID, http.StatusSeeOther)
+	}
+}
+
+// login serves GET /admin/logins/{id}: the login's URL and code form,
+// looked at again every two seconds while the CLI works.
+func (c *consoleRoutes) login(w http.ResponseWriter, r *http.Request) {
+	if !c.admin.on(w, r) {
+		return
+	}
+	v, ok := c.admin.console.Login(r.PathValue("id"))
+	if !ok {
+		c.after(w, r, "", fmt.Errorf("no such login: it ended, or another host started it"))
+		return
+	}
+	if v.State == weblogin.Starting || v.State == weblogin.Checking || (v.State == weblogin.Waiting && v.CodeSent) {
+		w.Header().Set("Refresh", "2")
+	}
+	p := web.LoginPage{ID: v.ID, Profile: v.Profile, State: v.State, URL: v.URL, Error: v.Error, CSRF: c.token(), AsksCode: v.AsksCode, CodeSent: v.CodeSent}
+	c.site.page(w, r, http.StatusOK, func(b *bytes.Buffer) error { return c.site.pages.RenderLogin(b, c.site.version, p) })
+}
+
+func (c *consoleRoutes) loginCode(w http.ResponseWriter, r *http.Request) {
+	f, ok := c.form(w, r)
+	if !ok {
+		return
+	}
+	if _, err := c.admin.console.LoginCode(r.PathValue("id"), f.Get("code")); err != nil {
+		c.after(w, r, "", err)
+		return
+	}
+	http.Redirect(w, r, "/admin/logins/"+r.PathValue("id"), http.StatusSeeOther)
+}
+
+func (c *consoleRoutes) addSink(w http.ResponseWriter, r *http.Request) {
+	f, ok := c.form(w, r)
+	if !ok {
+		return
+	}
+	name := strings.TrimSpace(f.Get("name"))
+	secret, err := c.admin.console.AddSink(r.Context(), name, strings.TrimSpace(f.Get("url")), f.Get("format"))
+	c.shown(w, r, "The signing secret of sink "+name, secret, true, err)
+}
+
+func (c *consoleRoutes) removeSink(w http.ResponseWriter, r *http.Request) {
+	if _, ok := c.form(w, r); ok {
+		err := c.admin.console.RemoveSink(r.Context(), r.PathValue("name"))
+		c.after(w, r, "removed the sink "+r.PathValue("name"), err)
+	}
+}
+
+func (c *consoleRoutes) testSink(w http.ResponseWriter, r *http.Request) {
+	if _, ok := c.form(w, r); ok {
+		err := c.admin.console.TestSink(r.Context(), r.PathValue("name"))
+		c.after(w, r, "the sink "+r.PathValue("name")+" took a test alert", err)
+	}
+}
+
+func (c *consoleRoutes) addAlias(w http.ResponseWriter, r *http.Request) {
+	f, ok := c.form(w, r)
+	if !ok {
+		return
+	}
+	name := strings.TrimSpace(f.Get("name"))
+	err := c.admin.console.AddAlias(r.Context(), name, strings.TrimSpace(f.Get("model")), f.Get("effort"))
+	c.after(w, r, "every host answers "+name+" by "+f.Get("model")+" within a second", err)
+}
+
+func (c *consoleRoutes) removeAlias(w http.ResponseWriter, r *http.Request) {
+	if _, ok := c.form(w, r); ok {
+		err := c.admin.console.RemoveAlias(r.Context(), r.PathValue("name"))
+		c.after(w, r, "removed the alias "+r.PathValue("name"), err)
+	}
+}
+
+// unbench and check reach the profile through the dispatcher, as their
+// JSON routes do.
+func (c *consoleRoutes) unbench(b *backends) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := c.form(w, r); !ok {
+			return
+		}
+		name := r.PathValue("name")
+		if _, ok := b.dispatch.Lookup(name); !ok {
+			c.after(w, r, "", fmt.Errorf("no profile %q is served here", name))
+			return
+		}
+		err := b.dispatch.Unbench(r.Context(), name)
+		c.after(w, r, "the profile "+name+" takes requests again on every host", err)
+	}
+}
+
+func (c *consoleRoutes) check(b *backends) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := c.form(w, r); !ok {
+			return
+		}
+		name := r.PathValue("name")
+		gw, ok := b.dispatch.Lookup(name)
+		if !ok {
+			c.after(w, r, "", fmt.Errorf("no profile %q is served here", name))
+			return
+		}
+		providers := gw.Providers(r.Context())
+		reading := gw.Plan(r.Context())
+		err := b.dispatch.Share(r.Context(), name, reading.RateWindows())
+		state := "its login could not be read"
+		if len(providers) > 0 && providers[0].Auth != nil {
+			state = "not logged in"
+			if providers[0].Auth.LoggedIn {
+				state = "logged in (" + providers[0].Auth.Method + ")"
+			}
+		}
+		c.after(w, r, "profile "+name+": "+state, err)
+	}
+}

@@ -86,7 +86,7 @@ func Fail(span trace.Span, err error) {
 	}
 }
 
-// GenAI request attributes: what was asked of which provider.
+// Request sets the GenAI request attributes: what was asked of which provider.
 func Request(span trace.Span, provider, model string, maxTokens int) {
 	if !span.IsRecording() {
 		return

@@ -132,7 +132,7 @@ func (r *Relay) run(ctx context.Context, l *login, cmd *exec.Cmd, check Check) {
 	case err = <-exited:
 	case <-ctx.Done():
 		_ = cmd.Process.Kill()
-		err = <-exited
+		<-exited // joined; its exit status is the kill's
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			err = fmt.Errorf("the login did not finish within %s", r.timeout)
 		} else {

@@ -13,7 +13,7 @@ func PrintTable(w io.Writer, views []View) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSTATUS\tPROFILES\tMODELS\tLIMITS\tEXPIRES")
 	for _, v := range views {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", v.Name, v.Status, orAny(v.Profiles), orAny(v.Models), limits(v), date(v.Expires))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", v.Name, v.Status, orAny(v.Profiles), orAny(v.Models), LimitsText(v), date(v.Expires))
 	}
 	return tw.Flush()
 }
@@ -29,7 +29,7 @@ func PrintOne(w io.Writer, v View) error {
 		fmt.Fprintf(&b, "key %s\n", v.Name)
 	}
 	fmt.Fprintf(&b, "  status:   %s\n  profiles: %s\n  models:   %s\n  limits:   %s\n  created:  %s\n",
-		v.Status, orAny(v.Profiles), orAny(v.Models), limits(v), v.Created.Format(time.DateTime+" UTC"))
+		v.Status, orAny(v.Profiles), orAny(v.Models), LimitsText(v), v.Created.Format(time.DateTime+" UTC"))
 	if v.Capture != "" {
 		fmt.Fprintf(&b, "  capture:  %s\n", v.Capture)
 	}
@@ -56,7 +56,8 @@ func orAny(vs []string) string {
 	return strings.Join(vs, ",")
 }
 
-func limits(v View) string {
+// LimitsText says a key's limits in a few words ("none" without any).
+func LimitsText(v View) string {
 	var parts []string
 	if v.RPM > 0 {
 		parts = append(parts, fmt.Sprintf("%d/min", v.RPM))

@@ -82,7 +82,7 @@ func (c *consoleRoutes) render(w http.ResponseWriter, r *http.Request, status in
 		return
 	}
 	for _, k := range keys {
-		p.Keys = append(p.Keys, web.ConsoleKey{Name: k.Name, Status: k.Status, Scope: scopeText(k), Limits: limitsText(k), Capture: k.Capture})
+		p.Keys = append(p.Keys, web.ConsoleKey{Name: k.Name, Status: k.Status, Scope: scopeText(k), Limits: apikeys.LimitsText(k), Capture: k.Capture})
 	}
 	profiles, err := con.Profiles()
 	if err != nil {
@@ -120,26 +120,6 @@ func scopeText(k apikeys.View) string {
 		return scope + "; models: " + strings.Join(k.Models, ", ")
 	}
 	return scope + "; models: any"
-}
-
-func limitsText(k apikeys.View) string {
-	var parts []string
-	if k.RPM > 0 {
-		parts = append(parts, fmt.Sprintf("%d/min", k.RPM))
-	}
-	if k.Concurrent > 0 {
-		parts = append(parts, fmt.Sprintf("%d at once", k.Concurrent))
-	}
-	if k.TokensPerDay > 0 {
-		parts = append(parts, fmt.Sprintf("%d tokens/day", k.TokensPerDay))
-	}
-	if k.Budget > 0 {
-		parts = append(parts, fmt.Sprintf("$%.2f/%s", k.Budget, k.Per))
-	}
-	if len(parts) == 0 {
-		return "none"
-	}
-	return strings.Join(parts, ", ")
 }
 
 // after answers a change: back to the console, saying what was done or

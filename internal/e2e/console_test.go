@@ -142,27 +142,37 @@ func TestConsole(t *testing.T) {
 		t.Fatal("the upstream never saw the profile's API key")
 	}
 
-	// A login profile, logged in from the page.
-	b.do(t, chromedp.Navigate(a.url+"/admin"), chromedp.WaitVisible(`#new-profile`))
-	b.do(t, chromedp.SendKeys(`#new-profile input[name=name]`, "pro"), chromedp.SetValue(`#new-profile select[name=kind]`, "login"),
-		chromedp.Submit(`#new-profile`))
+	// A login profile on the other host, logged in from this host's page:
+	// the login runs there, relayed through its admin API.
+	other := hostID(t, hosts[1])
+	onOther := `.host-profiles[data-host="` + other + `"] `
+	b.do(t, chromedp.Navigate(a.url+"/admin"), chromedp.WaitVisible(onOther+`tr.profile[data-name="default"]`))
+	b.do(t, chromedp.SetValue(`#new-profile select[name=host]`, other), chromedp.SendKeys(`#new-profile input[name=name]`, "pro"),
+		chromedp.SetValue(`#new-profile select[name=kind]`, "login"), chromedp.Submit(`#new-profile`))
 	b.waitLocation(t, "/admin/logins/")
 	b.do(t, chromedp.WaitVisible(`#login-url`))
 	href := get(t, b, chromedp.AttributeValue(chromedp.CSS(`#login-url`), "href")).Value
 	if !strings.HasPrefix(href, "https://claude.ai/oauth/authorize?") || !strings.Contains(href, "state=console-test") {
 		t.Fatalf("the login URL on the page: %q", href)
 	}
+	if title := text(t, b, "h1"); !strings.Contains(title, other) {
+		t.Fatalf("the login page does not name the host: %q", title)
+	}
 	b.screenshot(t, "console-login")
 	b.do(t, chromedp.SendKeys(`#code-form input[name=code]`, code), chromedp.Submit(`#code-form`))
 	b.do(t, chromedp.WaitVisible(`#logged-in`))
 	b.screenshot(t, "console-logged-in")
-	// The host serves it, and its check through the console says so.
+	// The other host serves it, and its check through this console says so.
 	waitTrue(t, 10*time.Second, "the login profile checked logged in", func() bool {
-		b.do(t, chromedp.Navigate(a.url+"/admin"), chromedp.WaitVisible(`tr.profile[data-name="pro"]`),
-			chromedp.Click(`tr.profile[data-name="pro"] form[action$="/check"] button`))
+		b.do(t, chromedp.Navigate(a.url+"/admin"), chromedp.WaitVisible(onOther+`tr.profile[data-name="pro"]`),
+			chromedp.Click(onOther+`tr.profile[data-name="pro"] form[action$="/check"] button`))
 		b.waitLocation(t, "/admin?")
-		return len(count(t, b, "#done")) == 1 && strings.Contains(text(t, b, "#done"), "profile pro: logged in (claude.ai)")
+		return len(count(t, b, "#done")) == 1 && text(t, b, "#done") == "profile pro: logged in (claude.ai) on host "+other
 	})
+	b.screenshot(t, "console-hosts")
+	if len(count(t, b, `.host-profiles[data-host="`+hostID(t, a)+`"] tr.profile[data-name="pro"]`)) != 0 {
+		t.Fatal("the login profile added on the other host is on this one")
+	}
 
 	// A form posted with the session's cookie but not its token.
 	got, err := chromedp.Call(b.ctx, network.GetCookies, network.GetCookiesParams{})

@@ -13,7 +13,9 @@ import (
 	"strings"
 
 	"github.com/meridian-gw/meridian/internal/apikeys"
+	"github.com/meridian-gw/meridian/internal/backend"
 	"github.com/meridian-gw/meridian/internal/console"
+	"github.com/meridian-gw/meridian/internal/forward"
 	"github.com/meridian-gw/meridian/internal/web"
 	"github.com/meridian-gw/meridian/internal/weblogin"
 )
@@ -31,6 +33,10 @@ type consoleRoutes struct {
 	// this process without one.
 	csrf [32]byte
 	host string
+	// cluster lists the other hosts, whose profiles peers changes
+	// through their admin API (nil cluster: this host alone).
+	cluster Cluster
+	peers   *forward.Forwarder
 }
 
 // maxFormBytes bounds a console form.
@@ -84,13 +90,9 @@ func (c *consoleRoutes) render(w http.ResponseWriter, r *http.Request, status in
 	for _, k := range keys {
 		p.Keys = append(p.Keys, web.ConsoleKey{Name: k.Name, Status: k.Status, Scope: scopeText(k), Limits: apikeys.LimitsText(k), Capture: k.Capture})
 	}
-	profiles, err := con.Profiles()
-	if err != nil {
+	if p.Hosts, err = c.hostProfiles(r.Context()); err != nil {
 		failWith(c.admin.log, w, r, adminError(err))
 		return
-	}
-	for _, pr := range profiles {
-		p.Profiles = append(p.Profiles, web.ConsoleProfile{Name: pr.Name, Kind: string(pr.Kind), Priority: pr.Priority, PlanOnly: pr.PlanOnly, Default: pr.Default})
 	}
 	sinks, err := con.Sinks(r.Context())
 	if err != nil {
@@ -202,7 +204,7 @@ func (c *consoleRoutes) rotateKey(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *consoleRoutes) addProfile(w http.ResponseWriter, r *http.Request) {
-	f, ok := c.form(w, r)
+	f, h, ok := c.profileForm(w, r)
 	if !ok {
 		return
 	}
@@ -212,97 +214,167 @@ func (c *consoleRoutes) addProfile(w http.ResponseWriter, r *http.Request) {
 		c.after(w, r, "", err)
 		return
 	}
-	login, err := c.admin.console.AddProfile(p)
+	var login *weblogin.View
+	if h.remote() {
+		var answer struct {
+			Login *weblogin.View `json:"login"`
+		}
+		err = c.ask(r.Context(), h, http.MethodPost, "/v1/admin/profiles", p, &answer)
+		login = answer.Login
+	} else {
+		login, err = c.admin.console.AddProfile(p)
+	}
 	if err == nil && login != nil {
-		http.Redirect(w, r, "/admin/logins/"+login.ID, http.StatusSeeOther)
+		http.Redirect(w, r, loginPath(login.ID, h), http.StatusSeeOther)
 		return
 	}
-	c.after(w, r, "added the profile "+p.Name+" on this host", err)
+	c.after(w, r, "added the profile "+p.Name+onHost(h), err)
 }
 
-func (c *consoleRoutes) profileSettings(w http.ResponseWriter, r *http.Request) {
+// profileForm reads a profile's form and the host it acts on.
+func (c *consoleRoutes) profileForm(w http.ResponseWriter, r *http.Request) (url.Values, profileHost, bool) {
 	f, ok := c.form(w, r)
+	if !ok {
+		return nil, profileHost{}, false
+	}
+	h, err := c.hostOf(r.Context(), f.Get("host"))
+	if err != nil {
+		c.after(w, r, "", err)
+		return nil, profileHost{}, false
+	}
+	return f, h, true
+}
+
+// profilePath is a profile's admin route under base.
+func profilePath(base, name, tail string) string { return base + url.PathEscape(name) + tail }
+
+func (c *consoleRoutes) profileSettings(w http.ResponseWriter, r *http.Request) {
+	f, h, ok := c.profileForm(w, r)
 	if !ok {
 		return
 	}
+	name := r.PathValue("name")
 	prio, err := number(f, "priority", atoi)
 	if err != nil {
 		c.after(w, r, "", err)
 		return
 	}
 	ch := console.ProfileChange{Priority: &prio}
-	if kind := c.kindOf(r.PathValue("name")); kind == "login" || kind == "token" {
+	if f.Get("has_plan_only") != "" { // the box is on the form of a login or token profile
 		planOnly := f.Get("plan_only") != ""
 		ch.PlanOnly = &planOnly
 	}
-	err = c.admin.console.SetProfile(r.PathValue("name"), ch)
-	c.after(w, r, "saved the profile "+r.PathValue("name"), err)
-}
-
-// kindOf is a profile's kind, "" when unknown.
-func (c *consoleRoutes) kindOf(name string) string {
-	ps, _ := c.admin.console.Profiles()
-	for _, p := range ps {
-		if p.Name == name {
-			return string(p.Kind)
-		}
+	if h.remote() {
+		err = c.ask(r.Context(), h, http.MethodPatch, profilePath("/v1/admin/profiles/", name, ""), ch, nil)
+	} else {
+		err = c.admin.console.SetProfile(name, ch)
 	}
-	return ""
+	c.after(w, r, "saved the profile "+name+onHost(h), err)
 }
 
 func (c *consoleRoutes) defaultProfile(w http.ResponseWriter, r *http.Request) {
-	if _, ok := c.form(w, r); ok {
-		err := c.admin.console.SetProfile(r.PathValue("name"), console.ProfileChange{Default: true})
-		c.after(w, r, "requests that name no profile now use "+r.PathValue("name"), err)
+	_, h, ok := c.profileForm(w, r)
+	if !ok {
+		return
 	}
+	name := r.PathValue("name")
+	ch := console.ProfileChange{Default: true}
+	var err error
+	if h.remote() {
+		err = c.ask(r.Context(), h, http.MethodPatch, profilePath("/v1/admin/profiles/", name, ""), ch, nil)
+	} else {
+		err = c.admin.console.SetProfile(name, ch)
+	}
+	c.after(w, r, "requests that name no profile now use "+name+onHost(h), err)
 }
 
 func (c *consoleRoutes) removeProfile(w http.ResponseWriter, r *http.Request) {
-	if _, ok := c.form(w, r); ok {
-		err := c.admin.console.RemoveProfile(r.Context(), r.PathValue("name"))
-		c.after(w, r, "removed the profile "+r.PathValue("name"), err)
+	_, h, ok := c.profileForm(w, r)
+	if !ok {
+		return
 	}
+	name := r.PathValue("name")
+	var err error
+	if h.remote() {
+		err = c.ask(r.Context(), h, http.MethodDelete, profilePath("/v1/admin/profiles/", name, ""), nil, nil)
+	} else {
+		err = c.admin.console.RemoveProfile(r.Context(), name)
+	}
+	c.after(w, r, "removed the profile "+name+onHost(h), err)
 }
 
 func (c *consoleRoutes) startLogin(w http.ResponseWriter, r *http.Request) {
-	if _, ok := c.form(w, r); ok {
-		v, err := c.admin.console.StartLogin(r.PathValue("name"))
-		if err != nil {
-			c.after(w, r, "", err)
-			return
-		}
-		http.Redirect(w, r, "/admin/logins/"+v.ID, http.StatusSeeOther)
+	_, h, ok := c.profileForm(w, r)
+	if !ok {
+		return
 	}
+	name := r.PathValue("name")
+	var v weblogin.View
+	var err error
+	if h.remote() {
+		err = c.ask(r.Context(), h, http.MethodPost, profilePath("/v1/admin/profiles/", name, "/login"), nil, &v)
+	} else {
+		v, err = c.admin.console.StartLogin(name)
+	}
+	if err != nil {
+		c.after(w, r, "", err)
+		return
+	}
+	http.Redirect(w, r, loginPath(v.ID, h), http.StatusSeeOther)
 }
 
 // login serves GET /admin/logins/{id}: the login's URL and code form,
-// looked at again every two seconds while the CLI works.
+// looked at again every two seconds while the CLI works. A login on
+// another host (?host=) is read from that host.
 func (c *consoleRoutes) login(w http.ResponseWriter, r *http.Request) {
 	if !c.admin.on(w, r) {
 		return
 	}
-	v, ok := c.admin.console.Login(r.PathValue("id"))
-	if !ok {
-		c.after(w, r, "", fmt.Errorf("no such login: it ended, or another host started it"))
+	h, err := c.hostOf(r.Context(), r.URL.Query().Get("host"))
+	if err != nil {
+		c.after(w, r, "", err)
+		return
+	}
+	id := r.PathValue("id")
+	var v weblogin.View
+	if h.remote() {
+		err = c.ask(r.Context(), h, http.MethodGet, "/v1/admin/logins/"+url.PathEscape(id), nil, &v)
+	} else if l, ok := c.admin.console.Login(id); ok {
+		v = l
+	} else {
+		err = fmt.Errorf("no such login: it ended, or another host started it")
+	}
+	if err != nil {
+		c.after(w, r, "", err)
 		return
 	}
 	if v.State == weblogin.Starting || v.State == weblogin.Checking || (v.State == weblogin.Waiting && v.CodeSent) {
 		w.Header().Set("Refresh", "2")
 	}
 	p := web.LoginPage{ID: v.ID, Profile: v.Profile, State: v.State, URL: v.URL, Error: v.Error, CSRF: c.token(), AsksCode: v.AsksCode, CodeSent: v.CodeSent}
+	if h.remote() {
+		p.Host = h.id
+	}
 	c.site.page(w, r, http.StatusOK, func(b *bytes.Buffer) error { return c.site.pages.RenderLogin(b, c.site.version, p) })
 }
 
 func (c *consoleRoutes) loginCode(w http.ResponseWriter, r *http.Request) {
-	f, ok := c.form(w, r)
+	f, h, ok := c.profileForm(w, r)
 	if !ok {
 		return
 	}
-	if _, err := c.admin.console.LoginCode(r.PathValue("id"), f.Get("code")); err != nil {
+	id := r.PathValue("id")
+	var err error
+	if h.remote() {
+		err = c.ask(r.Context(), h, http.MethodPost, "/v1/admin/logins/"+url.PathEscape(id)+"/code", map[string]string{"code": f.Get("code")}, nil)
+	} else {
+		_, err = c.admin.console.LoginCode(id, f.Get("code"))
+	}
+	if err != nil {
 		c.after(w, r, "", err)
 		return
 	}
-	http.Redirect(w, r, "/admin/logins/"+r.PathValue("id"), http.StatusSeeOther)
+	http.Redirect(w, r, loginPath(id, h), http.StatusSeeOther)
 }
 
 func (c *consoleRoutes) addSink(w http.ResponseWriter, r *http.Request) {
@@ -347,28 +419,42 @@ func (c *consoleRoutes) removeAlias(w http.ResponseWriter, r *http.Request) {
 }
 
 // unbench and check reach the profile through the dispatcher, as their
-// JSON routes do.
+// JSON routes do (on another host, through those routes).
 func (c *consoleRoutes) unbench(b *backends) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if _, ok := c.form(w, r); !ok {
+		_, h, ok := c.profileForm(w, r)
+		if !ok {
 			return
 		}
 		name := r.PathValue("name")
-		if _, ok := b.dispatch.Lookup(name); !ok {
-			c.after(w, r, "", fmt.Errorf("no profile %q is served here", name))
-			return
+		var err error
+		switch _, served := b.dispatch.Lookup(name); {
+		case h.remote():
+			err = c.ask(r.Context(), h, http.MethodPost, profilePath("/v1/profiles/", name, "/unbench"), nil, nil)
+		case !served:
+			err = fmt.Errorf("no profile %q is served here", name)
+		default:
+			err = b.dispatch.Unbench(r.Context(), name)
 		}
-		err := b.dispatch.Unbench(r.Context(), name)
 		c.after(w, r, "the profile "+name+" takes requests again on every host", err)
 	}
 }
 
 func (c *consoleRoutes) check(b *backends) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if _, ok := c.form(w, r); !ok {
+		_, h, ok := c.profileForm(w, r)
+		if !ok {
 			return
 		}
 		name := r.PathValue("name")
+		if h.remote() {
+			var answer struct {
+				Auth *backend.Auth `json:"auth"`
+			}
+			err := c.ask(r.Context(), h, http.MethodPost, profilePath("/v1/profiles/", name, "/check"), nil, &answer)
+			c.after(w, r, checked(name, answer.Auth)+onHost(h), err)
+			return
+		}
 		gw, ok := b.dispatch.Lookup(name)
 		if !ok {
 			c.after(w, r, "", fmt.Errorf("no profile %q is served here", name))
@@ -377,13 +463,10 @@ func (c *consoleRoutes) check(b *backends) http.HandlerFunc {
 		providers := gw.Providers(r.Context())
 		reading := gw.Plan(r.Context())
 		err := b.dispatch.Share(r.Context(), name, reading.RateWindows())
-		state := "its login could not be read"
-		if len(providers) > 0 && providers[0].Auth != nil {
-			state = "not logged in"
-			if providers[0].Auth.LoggedIn {
-				state = "logged in (" + providers[0].Auth.Method + ")"
-			}
+		var auth *backend.Auth
+		if len(providers) > 0 {
+			auth = providers[0].Auth
 		}
-		c.after(w, r, "profile "+name+": "+state, err)
+		c.after(w, r, checked(name, auth)+onHost(h), err)
 	}
 }

@@ -261,7 +261,7 @@ func New(cfg Config) (*Server, error) {
 	r := cfg.Responses
 	s.stored = storedResponses{store: r.Store, jobs: r.Jobs, bodies: s.bodies, ping: l.PingInterval, log: cfg.Logger}
 	s.admin = adminRoutes{console: cfg.Console, log: cfg.Logger}
-	s.console = consoleRoutes{admin: &s.admin, site: &s.site, host: h.Host, csrf: s.access.admin}
+	s.console = consoleRoutes{admin: &s.admin, site: &s.site, host: h.Host, csrf: s.access.admin, cluster: h.Cluster, peers: s.forwarder}
 	if !s.access.hasAdmin {
 		_, _ = rand.Read(s.console.csrf[:])
 	}

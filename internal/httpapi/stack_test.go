@@ -90,6 +90,9 @@ type stackOptions struct {
 	// runs without them.
 	answers   answers.Limits
 	noAnswers bool
+	// console wires the operator's console over the store's keys and the
+	// data dir's profiles.
+	console bool
 }
 
 func newStack(t testing.TB, o stackOptions) *stack {
@@ -172,6 +175,9 @@ func newStack(t testing.TB, o stackOptions) *stack {
 		})
 	}
 	hcfg.Telemetry.Tracer = o.tracer
+	if o.console {
+		hcfg.Access.Keys, hcfg.Console = st.Keys, newConsole(t, st, dataDir)
+	}
 	if o.capture != "" {
 		in := inspector.Open(inspector.Config{Store: st.Captures, Host: "test-host"})
 		t.Cleanup(in.Close)

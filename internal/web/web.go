@@ -424,7 +424,15 @@ type ConsoleKey struct {
 	Name, Status, Scope, Limits, Capture string
 }
 
-// ConsoleProfile is one profile of this host.
+// ConsoleHost is one host's profiles, or why they could not be read.
+type ConsoleHost struct {
+	ID       string
+	Self     bool
+	Profiles []ConsoleProfile
+	Error    string
+}
+
+// ConsoleProfile is one profile of a host.
 type ConsoleProfile struct {
 	Name, Kind        string
 	Priority          int
@@ -451,7 +459,7 @@ type ConsolePage struct {
 	Error, Done string
 	Shown       *Shown
 	Keys        []ConsoleKey
-	Profiles    []ConsoleProfile
+	Hosts       []ConsoleHost
 	Sinks       []ConsoleSink
 	Aliases     []ConsoleAlias
 }
@@ -463,8 +471,9 @@ func (p *Pages) RenderConsole(w io.Writer, version string, c ConsolePage) error 
 
 // LoginPage is a login profile's login relayed to the page.
 type LoginPage struct {
-	ID, Profile, State, URL, Error, CSRF string
-	AsksCode, CodeSent                   bool
+	// Host is the other host the login runs on ("": this one).
+	ID, Profile, Host, State, URL, Error, CSRF string
+	AsksCode, CodeSent                         bool
 }
 
 // RenderLogin writes a login's page.

@@ -384,6 +384,12 @@ func TestAnUnknownModelPointsAtTheList(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, stackOptions{})
 	s.Upstream.Always(testkit.Reply{Status: 404, ErrorMessage: "model: claude-sonet-5-5"})
+	// The hint waits at most 3 s for the CLI's model list; a loaded
+	// machine may take longer to start the CLI that reads it, so the list
+	// is read (and cached) first, as a client listing models would.
+	if resp, body := do(t, http.MethodGet, s.URL+"/v1/models", "", nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("the model list: %d %s", resp.StatusCode, body)
+	}
 	resp, body := do(t, http.MethodPost, s.URL+"/v1/messages", `{"model":"claude-sonet-5-5","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`,
 		map[string]string{"Content-Type": "application/json"})
 	anthropicError(t, resp, body, 404, "not_found_error", "GET /v1/models lists the models this Meridian offers; did you mean claude-sonnet-5-5?")

@@ -2,29 +2,20 @@ package apikeys
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/keyrule"
 	"github.com/meridian-gw/meridian/internal/store"
-	"github.com/meridian-gw/meridian/internal/store/sqlite"
-	"github.com/meridian-gw/meridian/internal/store/sqlstore"
+	"github.com/meridian-gw/meridian/internal/store/sqlite/sqlitetest"
 )
 
 var now = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 
 func keys(t *testing.T) store.Keys {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "meridian.db")
-	db, err := sqlite.Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := sqlite.NewStore(db, path, sqlstore.Options{})
-	t.Cleanup(func() { _ = s.Close() })
-	return s.Keys
+	return sqlitetest.Open(t).Keys
 }
 
 func TestAKeyIsShownOnceAndKeptAsADigest(t *testing.T) {

@@ -10,20 +10,11 @@ import (
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/store"
-	"github.com/meridian-gw/meridian/internal/store/sqlite"
-	"github.com/meridian-gw/meridian/internal/store/sqlstore"
+	"github.com/meridian-gw/meridian/internal/store/sqlite/sqlitetest"
 )
 
 func openStore(t *testing.T) *store.Store {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "m.db")
-	db, err := sqlite.Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := sqlite.NewStore(db, path, sqlstore.Options{})
-	t.Cleanup(func() { _ = st.Close() })
-	return st
+	return sqlitetest.Open(t)
 }
 
 func TestHostIDIsStablePerDataDir(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -14,8 +13,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/journal"
 	"github.com/meridian-gw/meridian/internal/store"
-	"github.com/meridian-gw/meridian/internal/store/sqlite"
-	"github.com/meridian-gw/meridian/internal/store/sqlstore"
+	"github.com/meridian-gw/meridian/internal/store/sqlite/sqlitetest"
 )
 
 // hostOwners is one host of two: a is alive until aDied.
@@ -33,13 +31,7 @@ func (o hostOwners) Alive(_ context.Context, x store.Owner) (bool, error) {
 // twoHosts are the retry halves of two hosts' dispatchers on one store.
 func twoHosts(t *testing.T, aDied *atomic.Bool) (a, b *Dispatcher) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "m.db")
-	db, err := sqlite.Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := sqlite.NewStore(db, path, sqlstore.Options{})
-	t.Cleanup(func() { _ = st.Close() })
+	st := sqlitetest.Open(t)
 	host := func(name string) *Dispatcher {
 		owners := hostOwners{self: store.Owner{Host: name, Incarnation: "1"}, aDied: aDied}
 		return New(Config{Answers: answers.New(st.Answers, answers.DefaultLimits(), nil),

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,8 +15,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/dispatch"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/store"
-	"github.com/meridian-gw/meridian/internal/store/sqlite"
-	"github.com/meridian-gw/meridian/internal/store/sqlstore"
+	"github.com/meridian-gw/meridian/internal/store/sqlite/sqlitetest"
 )
 
 // lastWrite calls at on the write that holds end: the answer's last bytes.
@@ -38,13 +36,7 @@ func (w *lastWrite) Write(b []byte) (int, error) {
 // whole (those bytes included): a retry that reaches any host once the
 // client could have read the end finds it, streamed or not.
 func TestAnAnswerIsSavedBeforeItsLastBytes(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "meridian.db")
-	db, err := sqlite.Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := sqlite.NewStore(db, path, sqlstore.Options{})
-	defer st.Close()
+	st := sqlitetest.Open(t)
 	s, err := New(Config{Listen: Listen{Addr: "127.0.0.1:0"},
 		Models: Models{Dispatch: dispatch.New(dispatch.Config{Answers: answers.New(st.Answers, answers.DefaultLimits(), nil)})}})
 	if err != nil {

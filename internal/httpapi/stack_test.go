@@ -29,8 +29,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/responses"
 	"github.com/meridian-gw/meridian/internal/session"
 	"github.com/meridian-gw/meridian/internal/store"
-	"github.com/meridian-gw/meridian/internal/store/sqlite"
-	"github.com/meridian-gw/meridian/internal/store/sqlstore"
+	"github.com/meridian-gw/meridian/internal/store/sqlite/sqlitetest"
 	"github.com/meridian-gw/meridian/internal/telemetry/history"
 	"github.com/meridian-gw/meridian/internal/testkit"
 	"github.com/meridian-gw/meridian/internal/tracing"
@@ -221,13 +220,7 @@ func newStack(t testing.TB, o stackOptions) *stack {
 // with its heartbeat, closed when the test ends.
 func openStore(t testing.TB, dataDir string) (*store.Store, *cluster.Registry) {
 	t.Helper()
-	path := filepath.Join(dataDir, "meridian.db")
-	db, err := sqlite.Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := sqlite.NewStore(db, path, sqlstore.Options{})
-	t.Cleanup(func() { _ = st.Close() })
+	st := sqlitetest.OpenIn(t, dataDir)
 	owners := cluster.New(cluster.Config{Hosts: st.Hosts, Host: "test-host"})
 	if err := owners.Start(context.Background()); err != nil {
 		t.Fatal(err)

@@ -5,28 +5,19 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/capture"
 	"github.com/meridian-gw/meridian/internal/store"
-	"github.com/meridian-gw/meridian/internal/store/sqlite"
-	"github.com/meridian-gw/meridian/internal/store/sqlstore"
+	"github.com/meridian-gw/meridian/internal/store/sqlite/sqlitetest"
 	"github.com/meridian-gw/meridian/internal/telemetry"
 )
 
 func captures(t *testing.T) store.Captures {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "meridian.db")
-	db, err := sqlite.Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := sqlite.NewStore(db, path, sqlstore.Options{})
-	t.Cleanup(func() { _ = s.Close() })
-	return s.Captures
+	return sqlitetest.Open(t).Captures
 }
 
 // What a request hands over is redacted, kept, listed without its parts,

@@ -2,28 +2,19 @@ package modelalias
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/store"
-	"github.com/meridian-gw/meridian/internal/store/sqlite"
-	"github.com/meridian-gw/meridian/internal/store/sqlstore"
+	"github.com/meridian-gw/meridian/internal/store/sqlite/sqlitetest"
 )
 
 var t0 = time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
 
 func aliases(t *testing.T) store.Aliases {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "meridian.db")
-	db, err := sqlite.Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := sqlite.NewStore(db, path, sqlstore.Options{})
-	t.Cleanup(func() { _ = s.Close() })
-	return s.Aliases
+	return sqlitetest.Open(t).Aliases
 }
 
 func TestCheckRefusesWhatCouldNotBeUsed(t *testing.T) {

@@ -85,8 +85,8 @@ type Keeper struct {
 	// health asks a child that may be gone the next moment: no
 	// connection is kept for the next child on the same address.
 	health *http.Client
-	quit     chan struct{}
-	done     chan struct{}
+	quit   chan struct{}
+	done   chan struct{}
 
 	mu   sync.Mutex
 	mode Mode

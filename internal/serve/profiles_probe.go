@@ -20,7 +20,7 @@ const profileAuthWait = 20 * time.Second
 
 // ProfilePlanWait bounds the wait for a profile's plan limits: a CLI that
 // cannot reach its account's endpoints retries for many seconds.
-const ProfilePlanWait = 5 * time.Second
+const ProfilePlanWait = 10 * time.Second
 
 // ProfileAuth asks the CLI, in the profile's context, whether it is
 // logged in; on failure it says why instead.

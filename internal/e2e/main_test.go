@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -11,21 +10,7 @@ import (
 // meridianBin is the binary every test runs, built once by TestMain.
 var meridianBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "meridian-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	meridianBin, err = testkit.BuildMeridianTo(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testkit.RunWithMeridian(m, &meridianBin)) }
 
 // buildBinary is the binary built for this run.
 func buildBinary(testing.TB) string { return meridianBin }

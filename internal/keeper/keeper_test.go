@@ -19,18 +19,7 @@ import (
 // meridianBin is the binary the keeper runs, built once.
 var meridianBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "keeper-test")
-	if err != nil {
-		panic(err)
-	}
-	if meridianBin, err = testkit.BuildMeridianTo(dir); err != nil {
-		panic(err)
-	}
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testkit.RunWithMeridian(m, &meridianBin)) }
 
 // events records what a keeper tells.
 type events struct {

@@ -30,6 +30,23 @@ func BuildMeridianTo(dir string) (string, error) {
 	return bin, nil
 }
 
+// RunWithMeridian is a TestMain's body for tests that run the binary:
+// it builds meridian once into a temporary dir, sets *bin, runs the tests
+// and removes the dir, returning the exit code.
+func RunWithMeridian(m *testing.M, bin *string) int {
+	dir, err := os.MkdirTemp("", "meridian-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if *bin, err = BuildMeridianTo(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
 // BuildMeridian builds the meridian binary for one test.
 func BuildMeridian(tb testing.TB) string {
 	tb.Helper()

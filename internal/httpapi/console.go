@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -264,12 +265,7 @@ func (c *consoleRoutes) profileSettings(w http.ResponseWriter, r *http.Request) 
 		planOnly := f.Get("plan_only") != ""
 		ch.PlanOnly = &planOnly
 	}
-	if h.remote() {
-		err = c.ask(r.Context(), h, http.MethodPatch, profilePath("/v1/admin/profiles/", name, ""), ch, nil)
-	} else {
-		err = c.admin.console.SetProfile(name, ch)
-	}
-	c.after(w, r, "saved the profile "+name+onHost(h), err)
+	c.after(w, r, "saved the profile "+name+onHost(h), c.setProfile(r.Context(), h, name, ch))
 }
 
 func (c *consoleRoutes) defaultProfile(w http.ResponseWriter, r *http.Request) {
@@ -278,14 +274,16 @@ func (c *consoleRoutes) defaultProfile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := r.PathValue("name")
-	ch := console.ProfileChange{Default: true}
-	var err error
-	if h.remote() {
-		err = c.ask(r.Context(), h, http.MethodPatch, profilePath("/v1/admin/profiles/", name, ""), ch, nil)
-	} else {
-		err = c.admin.console.SetProfile(name, ch)
-	}
+	err := c.setProfile(r.Context(), h, name, console.ProfileChange{Default: true})
 	c.after(w, r, "requests that name no profile now use "+name+onHost(h), err)
+}
+
+// setProfile changes a profile where it lives.
+func (c *consoleRoutes) setProfile(ctx context.Context, h profileHost, name string, ch console.ProfileChange) error {
+	if h.remote() {
+		return c.ask(ctx, h, http.MethodPatch, profilePath("/v1/admin/profiles/", name, ""), ch, nil)
+	}
+	return c.admin.console.SetProfile(name, ch)
 }
 
 func (c *consoleRoutes) removeProfile(w http.ResponseWriter, r *http.Request) {

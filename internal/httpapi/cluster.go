@@ -34,6 +34,7 @@ type clusterRoutes struct {
 	log      *slog.Logger
 	load     func() gateway.BackendLoad // this host's processes now
 	draining func() bool
+	paused   func() bool
 }
 
 // ready answers a load balancer's readiness check: 200 while this host
@@ -46,6 +47,8 @@ func (c *clusterRoutes) ready(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case c.draining():
 		status = "draining"
+	case c.paused():
+		status = "paused"
 	case c.cluster != nil && !c.cluster.Reachable(r.Context()):
 		status = "store_unreachable"
 	}

@@ -71,9 +71,10 @@ func (s *infoRoutes) health(w http.ResponseWriter, r *http.Request) {
 		gateway.Health
 		Host     string          `json:"host,omitempty"`
 		Draining bool            `json:"draining,omitempty"`
+		Paused   bool            `json:"paused,omitempty"`
 		Store    *storeHealth    `json:"store,omitempty"`
 		Profiles []profileHealth `json:"profiles,omitempty"`
-	}{Health: h, Host: s.host, Draining: s.cluster.draining(), Store: s.cluster.storeHealth(r.Context(), false)}
+	}{Health: h, Host: s.host, Draining: s.cluster.draining(), Paused: s.cluster.paused(), Store: s.cluster.storeHealth(r.Context(), false)}
 	if profiles := s.backends.dispatch.Profiles(); len(profiles) > 1 {
 		// Each profile's probe is cached and single-flight in its gateway;
 		// the checks run side by side, each with the caller's patience.

@@ -193,6 +193,8 @@ type Server struct {
 	// them.
 	gate     gate
 	lastWait time.Duration
+	// paused refuses new turns until resumed.
+	paused pause
 	// forwarder sends a conversation's turns to the host that holds it.
 	forwarder *forward.Forwarder
 	// aliases map the model names clients send to the models answering.
@@ -256,7 +258,7 @@ func New(cfg Config) (*Server, error) {
 	s.forwarder = forward.New(h.Key, h.Host, h.Peers, l.PingInterval, cfg.Logger)
 	s.telemetry = telemetryRoutes{history: tel.History, metrics: tel.Metrics, logs: tel.Logs, log: cfg.Logger, load: s.backends.load}
 	s.cluster = clusterRoutes{host: h.Host, store: h.StoreEngine, storeAt: h.StoreAt, cluster: h.Cluster, version: l.Version,
-		pages: pages, log: cfg.Logger, load: s.backends.load, draining: s.gate.isClosed}
+		pages: pages, log: cfg.Logger, load: s.backends.load, draining: s.gate.isClosed, paused: s.paused.on.Load}
 	s.bodies = bodies{max: l.MaxBodyBytes, timeout: l.BodyTimeout}
 	r := cfg.Responses
 	s.stored = storedResponses{store: r.Store, jobs: r.Jobs, bodies: s.bodies, ping: l.PingInterval, log: cfg.Logger}
@@ -347,6 +349,8 @@ func (s *Server) table() []route {
 		route{"GET /telemetry/logs", s.telemetry.lines},
 		route{"GET /telemetry", s.site.dashboard},
 		route{"GET /providers", s.site.providersPage},
+		route{"GET /panel", s.panel},
+		route{"GET /panel/copy", s.panelCopy},
 		route{"GET /admin", s.console.page},
 		route{"POST /admin/keys", s.console.addKey},
 		route{"POST /admin/keys/{name}/revoke", s.console.revokeKey},
@@ -381,6 +385,8 @@ func (s *Server) table() []route {
 		route{"POST /v1/admin/sinks", s.admin.addSink},
 		route{"DELETE /v1/admin/sinks/{name}", s.admin.removeSink},
 		route{"POST /v1/admin/sinks/{name}/test", s.admin.testSink},
+		route{"POST /v1/admin/pause", s.paused.set(true)},
+		route{"POST /v1/admin/resume", s.paused.set(false)},
 		route{"GET /v1/admin/aliases", s.admin.aliases},
 		route{"POST /v1/admin/aliases", s.admin.addAlias},
 		route{"DELETE /v1/admin/aliases/{name}", s.admin.removeAlias},
@@ -416,7 +422,7 @@ func (s *Server) routes() http.Handler {
 		mux.Handle(m.Prefix+"/", http.StripPrefix(m.Prefix, m.Handler))
 	}
 	mux.HandleFunc("/", s.notFound)
-	h := s.track(s.recoverer(s.logRequests(s.guard(s.backends.chooseProfile(mux)))))
+	h := s.track(s.recoverer(s.logRequests(s.guard(s.paused.hold(s.backends.chooseProfile(mux))))))
 	if len(s.cfg.Open) == 0 {
 		return s.boundUnreadBody(h)
 	}

@@ -136,7 +136,7 @@ func USD(f float64) string {
 // Parse reads the embedded templates.
 func Parse() (*Pages, error) {
 	p := &Pages{sets: map[string]*template.Template{}}
-	for _, name := range []string{"landing", "telemetry", "providers", "cluster", "signin", "key", "inspector", "capture", "console", "login"} {
+	for _, name := range []string{"landing", "telemetry", "providers", "cluster", "signin", "key", "inspector", "capture", "console", "login", "panel", "copy"} {
 		t, err := template.New(name).Funcs(funcMap()).ParseFS(files, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("web: %s: %w", name, err)
@@ -479,4 +479,57 @@ type LoginPage struct {
 // RenderLogin writes a login's page.
 func (p *Pages) RenderLogin(w io.Writer, version string, l LoginPage) error {
 	return p.render(w, "login", "Log in "+l.Profile, version, "console", l)
+}
+
+// Panel is the desktop companion's panel: a compact page for a small
+// window, refreshed every few seconds.
+type Panel struct {
+	// State is serving, paused or degraded.
+	State    string
+	Host     string
+	At       time.Time
+	Profiles []PanelProfile
+	// Errors are the latest failed requests; Kept says telemetry keeps
+	// requests at all.
+	Errors  []telemetry.Record
+	Kept    bool
+	Alerts  []Alert
+	Builder Builder
+}
+
+// PanelProfile is one profile's plan windows and conversations.
+type PanelProfile struct {
+	Name, Backend, Status string
+	Windows               []PanelWindow
+	Live, Running         int
+}
+
+// PanelWindow is one plan window as a bar.
+type PanelWindow struct {
+	Type, Name  string
+	Utilization float64
+	ResetsAt    time.Time
+}
+
+// Percent is the bar's value.
+func (w PanelWindow) Percent() int { return int(min(max(w.Utilization, 0), 1)*100 + 0.5) }
+
+// Builder is the setup command builder: the clients (Client is the
+// name, Setting the title), the choice, and the command it built.
+type Builder struct {
+	Clients        []Hint
+	Client         string
+	SetDefault     bool
+	Command, Error string
+}
+
+// RenderPanel writes the panel.
+func (p *Pages) RenderPanel(w io.Writer, version string, panel Panel) error {
+	return p.render(w, "panel", "Panel", version, "panel", panel)
+}
+
+// RenderCopy writes the page a browser gets for the panel's copy link:
+// the text, to copy by hand (the companion's window copies it itself).
+func (p *Pages) RenderCopy(w io.Writer, version, text string) error {
+	return p.render(w, "copy", "Copy", version, "panel", text)
 }

@@ -33,7 +33,10 @@ type Reading struct {
 	Reached bool
 	// Health is its /health status (ok, degraded, unavailable).
 	Health   string
+	// Draining: it takes no new turns (drained or paused).
 	Draining bool
+	// Default is the default profile, where the gateway says it.
+	Default string
 	// Live are its live conversations' processes.
 	Live     int
 	Profiles []Profile

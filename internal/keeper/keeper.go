@@ -139,6 +139,7 @@ func Start(ctx context.Context, cfg Config) (*Keeper, error) {
 		return nil, err
 	}
 	k.mode = Owned
+	cfg.Log.Info("desktop: started the gateway", "pid", k.pid(), "addr", cfg.Addr)
 	cfg.Notify(Event{Kind: EventStarted, PID: k.pid(), At: time.Now()})
 	go k.watch()
 	return k, nil
@@ -286,6 +287,7 @@ func (k *Keeper) watch() {
 			<-k.quit
 			return
 		}
+		k.cfg.Log.Info("desktop: the gateway was restarted", "pid", k.pid())
 		k.cfg.Notify(Event{Kind: EventRestarted, PID: k.pid(), At: time.Now()})
 	}
 }

@@ -34,6 +34,7 @@ func (l *Looker) Look(ctx context.Context) (glance.Reading, []glance.Alert, erro
 	var health struct {
 		Status   string `json:"status"`
 		Draining bool   `json:"draining"`
+		Paused   bool   `json:"paused"`
 	}
 	reached, err := l.get(ctx, "/health", &health)
 	if !reached {
@@ -42,7 +43,7 @@ func (l *Looker) Look(ctx context.Context) (glance.Reading, []glance.Alert, erro
 	if err != nil {
 		return glance.Reading{}, nil, err
 	}
-	r := glance.Reading{Reached: true, Health: health.Status, Draining: health.Draining}
+	r := glance.Reading{Reached: true, Health: health.Status, Draining: health.Draining || health.Paused}
 	var status struct {
 		Providers []struct {
 			Profile    string `json:"profile"`
@@ -74,6 +75,20 @@ func (l *Looker) Look(ctx context.Context) (glance.Reading, []glance.Alert, erro
 		}
 		r.Profiles = append(r.Profiles, gp)
 		r.Live += p.Processes.Live - p.Processes.Spares
+	}
+	// The default profile, where the gateway has a console to say it.
+	var listed struct {
+		Profiles []struct {
+			Name    string `json:"name"`
+			Default bool   `json:"default"`
+		} `json:"profiles"`
+	}
+	if _, err := l.get(ctx, "/v1/admin/profiles", &listed); err == nil {
+		for _, p := range listed.Profiles {
+			if p.Default {
+				r.Default = p.Name
+			}
+		}
 	}
 	alerts := make([]glance.Alert, 0, len(status.Alerts))
 	for _, a := range status.Alerts {

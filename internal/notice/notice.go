@@ -153,7 +153,7 @@ func (s *State) Due(p Policy, now time.Time) []Note {
 		b.WriteString(e.Title)
 		b.WriteByte('\n')
 	}
-	return []Note{{Title: fmt.Sprintf("Meridian: %d alerts", len(burst)), Body: strings.TrimSpace(b.String()), Count: len(burst)}}
+	return []Note{{Title: fmt.Sprintf("Meridian: %d updates", len(burst)), Body: strings.TrimSpace(b.String()), Count: len(burst)}}
 }
 
 // Forget drops the cooldowns that ended before now, so what is kept

@@ -33,7 +33,7 @@ func TestABurstIsOneNote(t *testing.T) {
 		}
 	}
 	notes := drain(s, p)
-	if len(notes) != 1 || notes[0].Count != 10 || notes[0].Title != "Meridian: 10 alerts" {
+	if len(notes) != 1 || notes[0].Count != 10 || notes[0].Title != "Meridian: 10 updates" {
 		t.Fatalf("notes: %+v", notes)
 	}
 	if want := "title k0\ntitle k1\ntitle k2\ntitle k3\ntitle k4\n… and 5 more"; notes[0].Body != want {

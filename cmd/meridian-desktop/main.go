@@ -224,4 +224,3 @@ func versionCommand() *cobra.Command {
 		},
 	}
 }
-

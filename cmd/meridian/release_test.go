@@ -71,7 +71,7 @@ func TestReleaseSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"./usr/bin/meridian", "./usr/share/man/man1/meridian.1.gz", "./usr/share/man/man1/meridian-setup.1.gz",
+	for _, want := range []string{"./usr/bin/meridian", "./usr/bin/meridian-desktop", "./usr/share/man/man1/meridian.1.gz", "./usr/share/man/man1/meridian-setup.1.gz",
 		"./usr/share/bash-completion/completions/meridian", "./usr/share/zsh/vendor-completions/_meridian",
 		"./usr/share/fish/vendor_completions.d/meridian.fish", "./usr/share/doc/meridian/README.md"} {
 		if !strings.Contains(string(list), want+"\n") {
@@ -89,6 +89,12 @@ func TestReleaseSnapshot(t *testing.T) {
 	out, err := exec.Command(bin, "version").CombinedOutput()
 	if want := strings.TrimSpace(string(commit)); err != nil || !strings.Contains(string(out), "-snapshot") || !strings.Contains(string(out), want) {
 		t.Fatalf("meridian version from the package = %q (%v), want the snapshot's version and commit %s", out, err, want)
+	}
+	// The companion starts only a meridian of its own version: the two
+	// say the same one.
+	desk, err := exec.Command(filepath.Join(unpacked, "usr", "bin", "meridian-desktop"), "version").CombinedOutput()
+	if version := strings.Fields(string(out)); err != nil || len(version) < 2 || strings.TrimSpace(string(desk)) != "meridian-desktop "+version[1] {
+		t.Fatalf("meridian-desktop version from the package = %q (%v), meridian's %q", desk, err, out)
 	}
 	page := filepath.Join(unpacked, "usr", "share", "man", "man1", "meridian-setup.1.gz")
 	man := exec.Command("man", "-l", page)

@@ -38,7 +38,9 @@ func Command(c Choice) (string, error) {
 		args = append(args, "--set-default")
 	}
 	if c.KeyEnv != "" {
-		if strings.ContainsFunc(c.KeyEnv, func(r rune) bool { return !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') }) {
+		if strings.ContainsFunc(c.KeyEnv, func(r rune) bool {
+			return !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
+		}) {
 			return "", fmt.Errorf("the key's variable %q: letters, digits and _ only", c.KeyEnv)
 		}
 		args = append(args, "--key-env", c.KeyEnv)

@@ -240,7 +240,9 @@ func desktopOwned(t *testing.T, d *testkit.Desktop, bin string) {
 		return child != 0 && answers(url) && strings.Contains(c.log.String(), "started the gateway")
 	})
 	g.url = url
-	g.up.Respond(func(testkit.Request) testkit.Reply { return testkit.Reply{Text: "finished in the drain", Delay: 3 * time.Second} })
+	g.up.Respond(func(testkit.Request) testkit.Reply {
+		return testkit.Reply{Text: "finished in the drain", Delay: 3 * time.Second}
+	})
 	result := make(chan string, 1)
 	go func() {
 		resp, body, err := g.post(prompt("a slow turn"), "X-Claude-Code-Session-Id", "drain-1")

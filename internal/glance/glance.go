@@ -32,7 +32,7 @@ type Reading struct {
 	// Reached: the gateway answered at all.
 	Reached bool
 	// Health is its /health status (ok, degraded, unavailable).
-	Health   string
+	Health string
 	// Draining: it takes no new turns (drained or paused).
 	Draining bool
 	// Default is the default profile, where the gateway says it.

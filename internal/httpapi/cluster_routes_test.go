@@ -28,7 +28,7 @@ func (unreachable) Reachable(context.Context) bool { return false }
 func TestClusterRoutesAlone(t *testing.T) {
 	draining := false
 	c := clusterRoutes{host: "h1", store: "sqlite", log: slog.New(slog.DiscardHandler),
-		load: func() gateway.BackendLoad { return gateway.BackendLoad{Live: 2, Running: 1} }, draining: func() bool { return draining }}
+		load: func() gateway.BackendLoad { return gateway.BackendLoad{Live: 2, Running: 1} }, draining: func() bool { return draining }, paused: func() bool { return false }}
 	get := func(h http.HandlerFunc, target string) *httptest.ResponseRecorder {
 		w := httptest.NewRecorder()
 		h(w, httptest.NewRequest(http.MethodGet, target, nil))

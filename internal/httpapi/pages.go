@@ -186,7 +186,10 @@ func (s *pageRoutes) landing(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	for _, c := range clientsetup.Clients() {
-		l.Hints = append(l.Hints, web.Hint{Client: c.Title, Setting: "meridian setup " + c.Name + where})
+		cmd, err := clientsetup.Command(clientsetup.Choice{Client: c.Name, Addr: r.Host})
+		if err == nil {
+			l.Hints = append(l.Hints, web.Hint{Client: c.Title, Setting: cmd})
+		}
 	}
 	l.Hints = append(l.Hints,
 		web.Hint{Client: "Anything reading the usual variables", Setting: "eval \"$(meridian setup env --print" + where + ")\""},

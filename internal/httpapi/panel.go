@@ -56,11 +56,11 @@ func (s *Server) panel(w http.ResponseWriter, r *http.Request) {
 // builder is the setup builder as the panel's form left it.
 func builder(r *http.Request) web.Builder {
 	q := r.URL.Query()
-	b := web.Builder{Client: cmp.Or(q.Get("client"), "claude-code"), SetDefault: q.Get("set_default") != ""}
+	b := web.Builder{Client: cmp.Or(q.Get("client"), "claude-code"), SetDefault: q.Get("set_default") != "", KeyEnv: q.Get("key_env")}
 	for _, c := range clientsetup.Clients() {
 		b.Clients = append(b.Clients, web.Hint{Client: c.Name, Setting: c.Title})
 	}
-	cmd, err := clientsetup.Command(clientsetup.Choice{Client: b.Client, Addr: r.Host, SetDefault: b.SetDefault})
+	cmd, err := clientsetup.Command(clientsetup.Choice{Client: b.Client, Addr: r.Host, SetDefault: b.SetDefault, KeyEnv: b.KeyEnv})
 	if err != nil {
 		b.Error = err.Error()
 		return b

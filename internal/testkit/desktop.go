@@ -58,7 +58,7 @@ func StartDesktop(t testing.TB) *Desktop {
 	d.start(t, env, "dbus-daemon", "--session", "--nofork", "--address="+d.Bus)
 	if err := WaitFor(Scale(15*time.Second), func() error {
 		if _, err := d.run("xdotool", "getdisplaygeometry"); err != nil {
-			return fmt.Errorf("X server %s: %w", d.Display, err)
+			return fmt.Errorf("the X server on %s: %w", d.Display, err)
 		}
 		return d.busHas("org.freedesktop.DBus")
 	}); err != nil {

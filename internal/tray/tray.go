@@ -19,7 +19,7 @@ import (
 const (
 	OpenPanel = "open-panel"
 	OpenPages = "open-pages"
-	Pause     = "pause"  // pause or resume, whichever the item says
+	Pause     = "pause"   // pause or resume, whichever the item says
 	Profile   = "profile" // Arg: the profile made the default
 	Copy      = "copy"    // Arg: the client whose setup command to copy
 	Quit      = "quit"

@@ -518,7 +518,7 @@ func (w PanelWindow) Percent() int { return int(min(max(w.Utilization, 0), 1)*10
 // name, Setting the title), the choice, and the command it built.
 type Builder struct {
 	Clients        []Hint
-	Client         string
+	Client, KeyEnv string
 	SetDefault     bool
 	Command, Error string
 }

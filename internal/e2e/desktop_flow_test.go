@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -14,8 +15,7 @@ import (
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/store"
-	"github.com/meridian-gw/meridian/internal/store/sqlite"
-	"github.com/meridian-gw/meridian/internal/store/sqlstore"
+	"github.com/meridian-gw/meridian/internal/store/sqlite/sqlitetest"
 	"github.com/meridian-gw/meridian/internal/testkit"
 )
 
@@ -116,7 +116,7 @@ func desktopAttached(t *testing.T, d *testkit.Desktop, bin string) {
 	}
 
 	// A burst of 10 alerts within 2 s: one notification.
-	st := openStore(t, g.dataDir)
+	st := sqlitetest.OpenIn(t, g.dataDir)
 	for i := range 10 {
 		if _, err := st.Alerts.Claim(context.Background(), store.SentAlert{Key: fmt.Sprintf("burst-%d", i), Kind: "logged_out",
 			Profile: fmt.Sprintf("p%d", i), Message: fmt.Sprintf("profile p%d is logged out", i), Host: "test", At: time.Now()}, time.Hour); err != nil {
@@ -165,19 +165,10 @@ func desktopAttached(t *testing.T, d *testkit.Desktop, bin string) {
 	if !answers(g.url) {
 		t.Fatal("the gateway stopped with the companion")
 	}
-}
-
-// openStore opens a gateway's SQLite store beside it.
-func openStore(t *testing.T, dataDir string) *store.Store {
-	t.Helper()
-	path := filepath.Join(dataDir, "meridian.db")
-	db, err := sqlite.Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
+	// The companion's looks, each second here, stay out of the gateway's log.
+	if n := strings.Count(g.log.String(), "agent=meridian-desktop"); n != 0 {
+		t.Fatalf("the gateway logged %d of the companion's looks", n)
 	}
-	st := sqlite.NewStore(db, path, sqlstore.Options{})
-	t.Cleanup(func() { st.Close() })
-	return st
 }
 
 // Owning its gateway: a child killed with kill -9 is restarted on the
@@ -187,7 +178,7 @@ func openStore(t *testing.T, dataDir string) *store.Store {
 func desktopOwned(t *testing.T, d *testkit.Desktop, bin string) {
 	g := newGateway(t) // its upstream, CLI environment and data dir; the companion runs meridian
 	before := len(d.Notifications(t))
-	port := freeLoopbackPort(t)
+	_, port, _ := net.SplitHostPort(testkit.FreeAddr(t))
 	url := "http://127.0.0.1:" + port
 	env := withDesktop(g.env, d, t.TempDir())
 	args := []string{"--port", port, "--serve-arg=--data-dir=" + g.dataDir, "--serve-arg=--claude-path=" + testkit.ClaudePath(t),

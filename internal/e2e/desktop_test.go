@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -212,17 +211,6 @@ func (c *companionProc) servePID() int {
 		}
 	}
 	return 0
-}
-
-func freeLoopbackPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	return port
 }
 
 func answers(url string) bool {

@@ -463,6 +463,10 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach Flush and deadlines.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// companionAgent is the desktop companion's looks (package look's
+// UserAgent): a GET every few seconds, logged at debug level.
+const companionAgent = "meridian-desktop"
+
 func (s *Server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -489,7 +493,8 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(sw, r)
 		level := slog.LevelInfo
-		if r.URL.Path == "/health" || r.URL.Path == "/ready" || r.Method == http.MethodHead {
+		if r.URL.Path == "/health" || r.URL.Path == "/ready" || r.Method == http.MethodHead ||
+			(r.Method == http.MethodGet && r.UserAgent() == companionAgent) {
 			level = slog.LevelDebug
 		}
 		attrs := []any{"method", r.Method, "path", r.URL.Path,

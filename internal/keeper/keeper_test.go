@@ -39,19 +39,9 @@ func (e *events) kinds() []string {
 	return out
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 func config(t *testing.T, bin string, ev *events) Config {
 	home := t.TempDir()
-	return Config{Addr: freeAddr(t), Binary: bin, Args: []string{"--data-dir", t.TempDir(), "--spares", "0"},
+	return Config{Addr: testkit.FreeAddr(t), Binary: bin, Args: []string{"--data-dir", t.TempDir(), "--spares", "0"},
 		Env: []string{"HOME=" + home, "PATH=" + os.Getenv("PATH")}, Notify: ev.add, Window: time.Hour, Output: testWriter{t}}
 }
 

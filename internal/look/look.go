@@ -17,6 +17,10 @@ import (
 	"github.com/meridian-gw/meridian/internal/glance"
 )
 
+// UserAgent names the companion's looks: the gateway logs them at debug
+// level, or a companion looking every few seconds would fill its log.
+const UserAgent = "meridian-desktop"
+
 // maxAnswer bounds what is read of one answer.
 const maxAnswer = 4 << 20
 
@@ -104,6 +108,7 @@ func (l *Looker) get(ctx context.Context, path string, v any) (reached bool, err
 		return false, fmt.Errorf("look at %s: %w", l.URL, err)
 	}
 	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", UserAgent)
 	if l.Key != "" {
 		req.Header.Set("X-Api-Key", l.Key)
 	}

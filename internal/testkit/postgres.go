@@ -204,6 +204,16 @@ func (p *Postgres) chown(dir string) error {
 	return os.Chown(dir, uid, gid)
 }
 
+// FreeAddr is a loopback host:port nothing listens on now.
+func FreeAddr(tb testing.TB) string {
+	tb.Helper()
+	port, err := freePort("127.0.0.1")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+}
+
 // freePort finds a port nothing listens on at host.
 func freePort(host string) (int, error) {
 	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))

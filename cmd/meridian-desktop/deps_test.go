@@ -9,5 +9,5 @@ import (
 // Flags only: the companion is package desktop's.
 func TestImportsFlowDownward(t *testing.T) {
 	testkit.CheckImports(t, "github.com/spf13/cobra", "internal/clientsetup", "internal/dbusnotify", "internal/desktop",
-		"internal/keeper", "internal/notice", "internal/panelwindow", "internal/tray")
+		"internal/keeper", "internal/notice", "internal/tray")
 }

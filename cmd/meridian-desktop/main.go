@@ -1,17 +1,14 @@
 // Command meridian-desktop is Meridian's desktop companion: a tray icon
 // that shows what the gateway is doing, starts it (or attaches to the one
 // a supervisor runs), notifies, and opens a small panel. It is a separate
-// binary so that meridian itself needs no GUI library; the panel's web
-// view needs cgo and WebKitGTK (build tag webkit), the tray does not.
+// binary so that meridian itself needs no GUI library, and pure Go itself:
+// the panel's window is meridian-panel's (cgo, WebKitGTK), the tray is D-Bus.
 package main
 
 import (
-	"bufio"
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -30,7 +27,6 @@ import (
 	"github.com/meridian-gw/meridian/internal/desktop"
 	"github.com/meridian-gw/meridian/internal/keeper"
 	"github.com/meridian-gw/meridian/internal/notice"
-	"github.com/meridian-gw/meridian/internal/panelwindow"
 	"github.com/meridian-gw/meridian/internal/tray"
 )
 
@@ -50,11 +46,11 @@ func main() {
 
 func root() *cobra.Command {
 	var (
-		host, key, binary, statePath, off string
-		port                              int
-		serveArgs                         []string
-		every                             time.Duration
-		install, remove                   bool
+		host, key, binary, panel, statePath, off string
+		port                                     int
+		serveArgs                                []string
+		every                                    time.Duration
+		install, remove                          bool
 	)
 	cmd := &cobra.Command{
 		Use:   "meridian-desktop",
@@ -94,7 +90,10 @@ it attaches and never starts, stops or replaces it.`,
 				return err
 			}
 			if binary == "" {
-				binary = meridianBinary(self)
+				binary = cmp.Or(beside(self, "meridian"), "meridian") // not found: said when it is needed
+			}
+			if panel == "" {
+				panel = beside(self, "meridian-panel")
 			}
 			if statePath == "" {
 				statePath = defaultStatePath()
@@ -107,7 +106,7 @@ it attaches and never starts, stops or replaces it.`,
 			cfg := desktop.Config{
 				Keeper: keeper.Config{Addr: net.JoinHostPort(host, strconv.Itoa(port)), Binary: binary, Args: serveArgs,
 					Env: env, Version: releaseVersion, Output: os.Stderr},
-				Key: key, StatePath: statePath, Off: cats, Every: every, Self: self, Log: log,
+				Key: key, StatePath: statePath, Off: cats, Every: every, PanelBin: panel, Log: log,
 			}
 			if n, err := dbusnotify.Open("Meridian"); err == nil {
 				defer n.Close()
@@ -129,13 +128,14 @@ it attaches and never starts, stops or replaces it.`,
 	fs.IntVar(&port, "port", 3456, "the gateway's port")
 	fs.StringVar(&key, "admin-key", os.Getenv("MERIDIAN_ADMIN_KEY"), "the gateway's admin key (MERIDIAN_ADMIN_KEY); a gateway the companion starts gets it too")
 	fs.StringVar(&binary, "meridian", "", "the meridian binary to start when none serves (default: beside this one, else on PATH)")
+	fs.StringVar(&panel, "panel", "", "the meridian-panel binary that shows the panel's window (default: beside this one, else on PATH; none: the browser)")
 	fs.StringArrayVar(&serveArgs, "serve-arg", nil, "another flag for the meridian serve the companion starts (repeatable)")
 	fs.StringVar(&statePath, "state", "", "where the notifications' cooldowns are kept (default $XDG_STATE_HOME/meridian-desktop/notices.json)")
 	fs.StringVar(&off, "notify-off", "", "notification categories not shown, comma-separated: plan, accounts, budget, gateway (recovery is always shown)")
 	fs.DurationVar(&every, "every", 5*time.Second, "how often the gateway is looked at")
 	fs.BoolVar(&install, "install-autostart", false, "start the companion at login with these --host and --port, and exit")
 	fs.BoolVar(&remove, "remove-autostart", false, "stop starting the companion at login, and exit")
-	cmd.AddCommand(panelCommand(), versionCommand())
+	cmd.AddCommand(versionCommand())
 	return cmd
 }
 
@@ -163,16 +163,18 @@ func categories(s string) ([]notice.Category, error) {
 	return out, nil
 }
 
-// meridianBinary is meridian beside the companion, else on PATH.
-func meridianBinary(self string) string {
-	beside := filepath.Join(filepath.Dir(self), "meridian")
-	if _, err := os.Stat(beside); err == nil {
-		return beside
+// beside finds a program beside the companion, else on PATH ("" for
+// none: a missing panel opens in the browser, a missing meridian is said
+// when it is needed).
+func beside(self, name string) string {
+	there := filepath.Join(filepath.Dir(self), name)
+	if _, err := os.Stat(there); err == nil {
+		return there
 	}
-	if p, err := exec.LookPath("meridian"); err == nil {
+	if p, err := exec.LookPath(name); err == nil {
 		return p
 	}
-	return "meridian"
+	return ""
 }
 
 func defaultStatePath() string {
@@ -181,37 +183,6 @@ func defaultStatePath() string {
 		base = filepath.Join(os.Getenv("HOME"), ".local", "state")
 	}
 	return filepath.Join(base, "meridian-desktop", "notices.json")
-}
-
-// panelCommand is the panel window's own process (the companion starts
-// it): the session cookie comes on stdin.
-func panelCommand() *cobra.Command {
-	var origin string
-	var copyText bool
-	cmd := &cobra.Command{
-		Use:    "panel",
-		Short:  "show the panel window (started by the companion)",
-		Args:   cobra.NoArgs,
-		Hidden: true,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if copyText {
-				b, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), 1<<10))
-				if err != nil {
-					return err
-				}
-				return panelwindow.HoldClipboard(string(b))
-			}
-			cookie, _ := bufio.NewReader(io.LimitReader(cmd.InOrStdin(), 1<<10)).ReadString('\n')
-			err := panelwindow.Run(panelwindow.Config{Origin: origin, Cookie: strings.TrimSpace(cookie), Title: "Meridian"})
-			if errors.Is(err, panelwindow.ErrNoWebView) {
-				os.Exit(desktop.ExitNoWebView) // the companion opens the browser instead
-			}
-			return err
-		},
-	}
-	cmd.Flags().StringVar(&origin, "origin", "http://127.0.0.1:3456", "the gateway's origin: the only one the window loads")
-	cmd.Flags().BoolVar(&copyText, "copy", false, "hold stdin's text on the clipboard until another program takes it")
-	return cmd
 }
 
 func versionCommand() *cobra.Command {

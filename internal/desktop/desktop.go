@@ -48,12 +48,13 @@ type Config struct {
 	Off []notice.Category
 	// Every is how often the gateway is looked at (default 5 s).
 	Every time.Duration
-	// Self is the companion's own binary: its `panel` command shows the
-	// panel window and holds a copied text where no clipboard tool is.
-	Self string
+	// PanelBin is meridian-panel, the window's own binary (cgo, WebKitGTK):
+	// it shows the panel and holds a copied text where no clipboard tool
+	// is. Empty: the panel opens in the browser.
+	PanelBin string
 	// Panel opens the panel window (signed in with cookie); Open opens a
 	// page in the browser; Copy puts text on the clipboard. Nil: the
-	// panel process of Self, the system's opener, the clipboard tools.
+	// panel process of PanelBin, the system's opener, the clipboard tools.
 	Panel  func(ctx context.Context, origin, cookie string) error
 	Open   func(url string) error
 	Copy   func(text string) error
@@ -92,13 +93,13 @@ func Run(ctx context.Context, cfg Config, ui UI) error {
 	}
 	c.state = loadState(cfg.StatePath, log)
 	if c.cfg.Panel == nil {
-		c.cfg.Panel = PanelProcess(cfg.Self)
+		c.cfg.Panel = PanelProcess(cfg.PanelBin)
 	}
 	if c.cfg.Open == nil {
 		c.cfg.Open = OpenURL
 	}
 	if c.cfg.Copy == nil {
-		clip := &clipboard{self: cfg.Self}
+		clip := &clipboard{holder: cfg.PanelBin}
 		defer clip.close()
 		c.cfg.Copy = clip.copy
 	}

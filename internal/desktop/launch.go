@@ -11,19 +11,21 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/meridian-gw/meridian/internal/panelwindow"
 )
 
-// ExitNoWebView is the panel process's exit status in a build without a
-// web view: the companion then opens the panel in the browser.
-const ExitNoWebView = 3
-
-// PanelProcess opens the panel window as a process of self (the
-// companion's own binary, `panel` command): the session cookie goes on
-// its stdin, never its arguments, which any user may read. Closing ctx
-// closes the window; the process is always waited for.
-func PanelProcess(self string) func(ctx context.Context, origin, cookie string) error {
+// PanelProcess opens the panel window as a process of bin
+// (meridian-panel): the session cookie goes on its stdin, never its
+// arguments, which any user may read. Closing ctx closes the window; the
+// process is always waited for. Without the binary, or one built without
+// a web view, the panel opens in the browser.
+func PanelProcess(bin string) func(ctx context.Context, origin, cookie string) error {
 	return func(ctx context.Context, origin, cookie string) error {
-		cmd := exec.CommandContext(ctx, self, "panel", "--origin", origin)
+		if bin == "" {
+			return OpenURL(origin + "/panel")
+		}
+		cmd := exec.CommandContext(ctx, bin, "--origin", origin)
 		cmd.Stdin = strings.NewReader(cookie + "\n")
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
@@ -35,7 +37,7 @@ func PanelProcess(self string) func(ctx context.Context, origin, cookie string) 
 		switch {
 		case ctx.Err() != nil:
 			return nil
-		case errors.As(err, &exit) && exit.ExitCode() == ExitNoWebView:
+		case errors.As(err, &exit) && exit.ExitCode() == panelwindow.ExitNoWebView:
 			return OpenURL(origin + "/panel")
 		case err != nil:
 			return fmt.Errorf("panel window: %w", err)
@@ -60,15 +62,15 @@ func OpenURL(url string) error {
 }
 
 // clipboard copies text with the first clipboard tool found (wl-copy on
-// Wayland, xclip or xsel on X11, pbcopy on macOS), else with self's own
-// holder (`panel --copy`), which keeps the X11 selection until another
-// program takes it or ten minutes pass. Each tool is waited for; the
-// holder is joined by close (the companion's quit), which ends it.
+// Wayland, xclip or xsel on X11, pbcopy on macOS), else with the panel's
+// holder (`meridian-panel --copy`), which keeps the X11 selection until
+// another program takes it or ten minutes pass. Each tool is waited for;
+// the holder is joined by close (the companion's quit), which ends it.
 type clipboard struct {
-	self string
-	mu   sync.Mutex
-	held *exec.Cmd
-	done chan struct{}
+	holder string
+	mu     sync.Mutex
+	held   *exec.Cmd
+	done   chan struct{}
 }
 
 func (c *clipboard) copy(text string) error {
@@ -82,11 +84,11 @@ func (c *clipboard) copy(text string) error {
 			return pipe(t, text)
 		}
 	}
-	if c.self == "" {
+	if c.holder == "" {
 		return fmt.Errorf("no clipboard tool found (wl-copy, xclip or xsel)")
 	}
 	c.close() // one holder at a time: the new text replaces the old
-	cmd := exec.Command(c.self, "panel", "--copy")
+	cmd := exec.Command(c.holder, "--copy")
 	cmd.Stdin = strings.NewReader(text)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	cmd.Stderr = os.Stderr

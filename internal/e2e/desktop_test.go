@@ -28,16 +28,19 @@ type companionProc struct {
 	d   *testkit.Desktop
 }
 
-// buildDesktop builds meridian-desktop with its web view.
+// buildDesktop builds meridian-desktop, and beside it meridian-panel
+// with its web view, where the companion finds it.
 func buildDesktop(t *testing.T) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "meridian-desktop")
-	cmd := exec.Command("go", "build", "-tags", "webkit", "-o", out, "./cmd/meridian-desktop")
-	cmd.Dir = testkit.RepoRoot(t)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build meridian-desktop: %v\n%s", err, b)
+	dir := t.TempDir()
+	for _, b := range [][]string{{"meridian-desktop"}, {"meridian-panel", "-tags", "webkit"}} {
+		cmd := exec.Command("go", append(append([]string{"build"}, b[1:]...), "-o", filepath.Join(dir, b[0]), "./cmd/"+b[0])...)
+		cmd.Dir = testkit.RepoRoot(t)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", b[0], err, out)
+		}
 	}
-	return out
+	return filepath.Join(dir, "meridian-desktop")
 }
 
 func startCompanion(t *testing.T, d *testkit.Desktop, bin string, env []string, args ...string) *companionProc {

@@ -42,6 +42,10 @@ type Config struct {
 	Width, Height int
 }
 
+// ExitNoWebView is meridian-panel's exit status in a build without a
+// web view: the companion then opens the panel in the browser.
+const ExitNoWebView = 3
+
 // ErrNoWebView is Run's error in a build without the platform's web
 // view: the companion opens the panel in the browser instead.
 var ErrNoWebView = errors.New("this build of meridian-desktop has no web view (built without cgo or not for Linux)")

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -38,13 +39,29 @@ func (u *fakeUI) SetProfiles(names []string, def string) {
 }
 func (u *fakeUI) Clicks() <-chan tray.Click { return u.clicks }
 func (u *fakeUI) level() glance.Level       { u.mu.Lock(); defer u.mu.Unlock(); return u.shown.Level }
-func (u *fakeUI) defaultProfile() string    { u.mu.Lock(); defer u.mu.Unlock(); return u.def }
+
+// told records the notifications shown.
+type told struct {
+	mu    sync.Mutex
+	notes []string
+}
+
+func (n *told) Show(_ context.Context, title, body string, critical bool) (uint32, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.notes = append(n.notes, title)
+	return uint32(len(n.notes)), nil
+}
+
+func (n *told) all() []string            { n.mu.Lock(); defer n.mu.Unlock(); return slices.Clone(n.notes) }
+func (u *fakeUI) defaultProfile() string { u.mu.Lock(); defer u.mu.Unlock(); return u.def }
 
 // The menu's actions against a real gateway the companion attached to:
 // pause takes it out of serving and resume back, a profile click makes it
 // the default, the panel is opened signed in with a session cookie (not
 // the key), a copy puts that client's setup command on the clipboard, and
-// Quit ends the companion with the gateway still serving.
+// Quit ends the companion with the gateway still serving; a gateway it
+// attached to that stops answering is told once, and shown down.
 func TestTheMenusActions(t *testing.T) {
 	const key = "desk-SECRET"
 	cmd, addr, _ := testkit.ServeMeridian(t, meridianBin, "--admin-key", key, "--claude-path", "/nonexistent/claude")
@@ -64,6 +81,7 @@ func TestTheMenusActions(t *testing.T) {
 		t.Fatalf("add a profile: %d", code)
 	}
 	ui := &fakeUI{clicks: make(chan tray.Click)}
+	notes := &told{}
 	var mu sync.Mutex
 	var cookies, copied []string
 	cfg := Config{Keeper: keeper.Config{Addr: addr, Binary: meridianBin}, Key: key, StatePath: filepath.Join(t.TempDir(), "notices.json"),
@@ -75,8 +93,9 @@ func TestTheMenusActions(t *testing.T) {
 			<-ctx.Done() // open until the companion closes it
 			return nil
 		},
-		Open: func(string) error { return nil },
-		Copy: func(text string) error { mu.Lock(); copied = append(copied, text); mu.Unlock(); return nil },
+		Open:   func(string) error { return nil },
+		Copy:   func(text string) error { mu.Lock(); copied = append(copied, text); mu.Unlock(); return nil },
+		Notify: notes,
 	}
 	done := make(chan error, 1)
 	go func() { done <- Run(context.Background(), cfg, ui) }()
@@ -112,6 +131,36 @@ func TestTheMenusActions(t *testing.T) {
 	ui.clicks <- tray.Click{Kind: tray.OpenPanel} // open already: not a second window
 	ui.clicks <- tray.Click{Kind: tray.Copy, Arg: "pi"}
 	wait("the copy", func() bool { mu.Lock(); defer mu.Unlock(); return len(copied) == 1 })
+	if code, _ := testkit.Get(t, "http://"+addr+"/ready"); code != http.StatusOK {
+		t.Fatalf("the gateway while the companion runs: ready %d", code)
+	}
+	ui.clicks <- tray.Click{Kind: tray.Quit}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := testkit.Get(t, "http://"+addr+"/ready"); code != http.StatusOK {
+		t.Fatalf("the gateway after the companion quit: ready %d", code)
+	}
+
+	// Attached again, the gateway stops: told once, shown down.
+	go func() { done <- Run(context.Background(), cfg, ui) }()
+	ui.Show(glance.Glance{}) // what the first run showed is gone
+	wait("attached again", func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("the companion ended: %v", err)
+		default:
+		}
+		return ui.level() != ""
+	})
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	wait("shown down", func() bool { return ui.level() == glance.Down })
+	wait("told", func() bool { return len(notes.all()) == 1 })
+	time.Sleep(2 * time.Second) // more looks, nothing more to tell
+	if got := notes.all(); len(got) != 1 || got[0] != "Meridian is down" {
+		t.Fatalf("notifications %q", got)
+	}
 	ui.clicks <- tray.Click{Kind: tray.Quit}
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -124,9 +173,6 @@ func TestTheMenusActions(t *testing.T) {
 	_, port, _ := strings.Cut(addr, ":")
 	if want := "meridian setup pi --port " + port; copied[0] != want {
 		t.Fatalf("copied %q, want %q", copied[0], want)
-	}
-	if code, _ := testkit.Get(t, "http://"+addr+"/ready"); code != http.StatusOK {
-		t.Fatalf("the gateway after the companion quit: ready %d", code)
 	}
 }
 

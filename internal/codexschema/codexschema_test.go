@@ -7,18 +7,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/meridian-gw/meridian/internal/testkit"
 )
 
 // The record is what the pinned codex writes today, byte for byte: a
 // codex bumped without recording its protocol again fails here.
 func TestTheRecordIsTheBinarysOwn(t *testing.T) {
-	bin := os.Getenv("MERIDIAN_TEST_CODEX")
-	if bin == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("MERIDIAN_TEST_CODEX is not set: ./scripts/test installs the pinned codex (scripts/install-codex)")
-		}
-		t.Skip("set MERIDIAN_TEST_CODEX (./scripts/install-codex prints it) to check the record against the binary")
-	}
+	bin := testkit.CodexPath(t)
 	out := t.TempDir()
 	home := t.TempDir()
 	cmd := exec.Command(bin, "app-server", "generate-json-schema", "--out", out)

@@ -58,7 +58,7 @@ func (e *endpoint) decide(p hookPayload) decision {
 		return decision{Decision: "deny", Reason: fmt.Sprintf("this session runs only its client's tools (through %s on server %q); %s is not one of them", callMCPTool, serverName, tc.Name)}
 	case tc.Args.ServerName != serverName:
 		return decision{Decision: "deny", Reason: fmt.Sprintf("MCP server %q is not this session's; its client's tools are on %q", tc.Args.ServerName, serverName)}
-	case e.clientName[tc.Args.ToolName] == "":
+	case e.ClientName(tc.Args.ToolName) == "":
 		return decision{Decision: "deny", Reason: fmt.Sprintf("the client offered no tool named %q", tc.Args.ToolName)}
 	}
 	return decision{Decision: "allow"}

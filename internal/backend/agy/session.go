@@ -15,6 +15,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/backend"
 	"github.com/meridian-gw/meridian/internal/backend/agy/events"
 	"github.com/meridian-gw/meridian/internal/backend/subproc"
+	"github.com/meridian-gw/meridian/internal/backend/toolhost"
 )
 
 // denyAll is the PreToolUse hook of a session when the driver has no gate
@@ -56,7 +57,7 @@ type Session struct {
 	// tool_use id.
 	tools  *endpoint
 	paused *relay
-	calls  map[string]*mcpCall
+	calls  map[string]*toolhost.Call
 
 	// attached are the files the session's turns attached, which its gate
 	// lets view_file read (under mu).
@@ -182,7 +183,7 @@ func (d *Driver) sessionFiles(dir string, opts backend.StartOptions) (*endpoint,
 		if e, err = newEndpoint(tools); err != nil {
 			return nil, err
 		}
-		base := url + "/" + e.token
+		base := url + "/" + e.Token
 		mcpConfig, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{serverName: map[string]any{"serverUrl": base + "/mcp"}}})
 		if err := os.WriteFile(filepath.Join(agents, "mcp_config.json"), mcpConfig, 0o600); err != nil {
 			return nil, fmt.Errorf("agy session MCP config: %w", err)
@@ -369,7 +370,7 @@ func (s *Session) Close() error {
 			// Only now: released earlier, a held call would let agy go on
 			// with the turn.
 			s.d.cfg.Endpoints.remove(s.tools)
-			s.tools.close()
+			s.tools.Close()
 			s.clearCalls()
 		}
 		_ = os.RemoveAll(s.dir)

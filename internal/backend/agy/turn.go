@@ -9,6 +9,7 @@ import (
 
 	"github.com/meridian-gw/meridian/internal/backend"
 	"github.com/meridian-gw/meridian/internal/backend/agy/events"
+	"github.com/meridian-gw/meridian/internal/backend/toolhost"
 )
 
 // lateArrival is how long a tools/call may wait for the tool step that
@@ -78,9 +79,9 @@ func (s *Session) Turn(ctx context.Context, in backend.Input, emit func(*backend
 	if err := emit(r.ev); err != nil {
 		return nil, s.abort(err)
 	}
-	var arrivals chan *mcpCall
+	var arrivals <-chan *toolhost.Call
 	if s.tools != nil {
-		arrivals = s.tools.arrivals
+		arrivals = s.tools.Arrivals()
 	}
 	// A continued turn may hold calls that came while it was paused.
 	err := r.match()
@@ -192,7 +193,7 @@ func (s *Session) Answer(res backend.ToolResult) error {
 	if c == nil {
 		return fmt.Errorf("agy session: no tool call %s waits for a result", res.ToolUseID)
 	}
-	c.result <- res
+	c.Answer(res)
 	return nil
 }
 
@@ -232,7 +233,7 @@ type relay struct {
 	// Client tool calls are matched from two sides: the tool step that
 	// shows the model's call, and the tools/call request agy then sends.
 	announced []announcement
-	arrived   []*mcpCall
+	arrived   []*toolhost.Call
 	late      <-chan time.Time // set while a request waits for its step
 	// reportedOut is the output the turn's earlier responses reported.
 	reportedOut int
@@ -318,7 +319,7 @@ func (r *relay) match() error {
 		c := r.arrived[i]
 		j := -1
 		for k, a := range r.announced {
-			if a.tool == c.name {
+			if a.tool == c.Name {
 				j = k
 				break
 			}
@@ -345,7 +346,7 @@ func (r *relay) match() error {
 // handOut gives calls to the client as tool_use blocks and ends the
 // response for them. The gateway answers a call whose arguments break its
 // schema itself; when it answered all, the turn goes on.
-func (r *relay) handOut(calls ...*mcpCall) error {
+func (r *relay) handOut(calls ...*toolhost.Call) error {
 	if len(calls) == 0 {
 		return nil
 	}
@@ -357,18 +358,18 @@ func (r *relay) handOut(calls ...*mcpCall) error {
 		r.text = -1
 	}
 	for _, c := range calls {
-		id, err := randomHex(12)
+		id, err := toolhost.RandomHex(12)
 		if err != nil {
 			return err
 		}
 		id = "toolu_agy_" + id
 		r.s.mu.Lock()
 		if r.s.calls == nil {
-			r.s.calls = map[string]*mcpCall{}
+			r.s.calls = map[string]*toolhost.Call{}
 		}
 		r.s.calls[id] = c
 		r.s.mu.Unlock()
-		if err := r.toolUse(id, r.s.tools.clientName[c.name], c.args); err != nil {
+		if err := r.toolUse(id, r.s.tools.ClientName(c.Name), c.Args); err != nil {
 			return err
 		}
 	}

@@ -64,7 +64,11 @@ type Conn struct {
 	// waiting are the calls not answered yet, by id.
 	waiting  map[int64]chan Message
 	err      error
+	ended    bool
 	handlers sync.WaitGroup
+
+	dropping chan struct{}
+	dropOnce sync.Once
 }
 
 // Options are a Conn's optional parts.
@@ -82,15 +86,39 @@ type Options struct {
 // New reads the server's output r and writes its input w until r ends.
 // Notifications must be read: an unread backlog stops the reading.
 func New(r io.Reader, w io.Writer, o Options) *Conn {
+	c := Open(w, o)
+	go func() {
+		br := bufio.NewReaderSize(r, 64<<10)
+		for {
+			line, err := readLine(br)
+			if err != nil {
+				c.End(err)
+				return
+			}
+			if err := c.Line(line); err != nil {
+				c.End(err)
+				return
+			}
+		}
+	}()
+	return c
+}
+
+// Open is a Conn whose output lines are handed to it (Line, then End
+// once) by whoever reads the server's stdout.
+func Open(w io.Writer, o Options) *Conn {
 	ctx, stop := context.WithCancel(context.Background())
 	c := &Conn{w: w, handle: o.Handle, trace: o.Trace, notes: make(chan Message, max(o.Backlog, 256)), done: make(chan struct{}),
-		ctx: ctx, stop: stop, waiting: map[int64]chan Message{}}
+		dropping: make(chan struct{}), ctx: ctx, stop: stop, waiting: map[int64]chan Message{}}
 	if c.trace == nil {
 		c.trace = func(string, []byte) {}
 	}
-	go c.read(r)
 	return c
 }
+
+// Drop makes the Conn drop notifications nobody will read from now on,
+// so a server that is being closed is never stopped by its backlog.
+func (c *Conn) Drop() { c.dropOnce.Do(func() { close(c.dropping) }) }
 
 // Notifications are the server's notifications, in order; closed when
 // its output ends.
@@ -172,26 +200,31 @@ func (c *Conn) write(v any) error {
 	return nil
 }
 
-func (c *Conn) read(r io.Reader) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	err := func() error {
-		for {
-			line, err := readLine(br)
-			if err != nil {
-				return err
-			}
-			if len(bytes.TrimSpace(line)) == 0 {
-				continue
-			}
-			c.trace("in", line)
-			var m Message
-			if err := json.Unmarshal(line, &m); err != nil {
-				return fmt.Errorf("codex app-server wrote a line that is not a message: %w", err)
-			}
-			c.dispatch(m)
-		}
-	}()
+// Line takes one line of the server's output; an error means the output
+// cannot be read on (End follows).
+func (c *Conn) Line(line []byte) error {
+	if len(bytes.TrimSpace(line)) == 0 {
+		return nil
+	}
+	c.trace("in", line)
+	var m Message
+	if err := json.Unmarshal(line, &m); err != nil {
+		return fmt.Errorf("codex app-server wrote a line that is not a message: %w", err)
+	}
+	c.dispatch(m)
+	return nil
+}
+
+// End says the server's output ended, for err (io.EOF: cleanly). Every
+// call waiting fails, the notifications close, and the server's requests
+// still being handled are joined.
+func (c *Conn) End(err error) {
 	c.mu.Lock()
+	if c.ended {
+		c.mu.Unlock()
+		return
+	}
+	c.ended = true
 	c.err = err
 	for id, ch := range c.waiting {
 		close(ch)
@@ -238,7 +271,10 @@ func (c *Conn) dispatch(m Message) {
 	case len(m.ID) > 0: // the server's request
 		c.handlers.Go(func() { c.answer(m) })
 	default:
-		c.notes <- m
+		select {
+		case c.notes <- m:
+		case <-c.dropping:
+		}
 	}
 }
 

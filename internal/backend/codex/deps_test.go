@@ -1,0 +1,14 @@
+package codex_test
+
+import (
+	"testing"
+
+	"github.com/meridian-gw/meridian/internal/testkit"
+)
+
+// Dependencies flow downward: the backend contract, the process
+// lifecycle, the protocol's framing, the tool host and memory readings.
+func TestImportsFlowDownward(t *testing.T) {
+	testkit.CheckImports(t, "internal/backend", "internal/backend/codex/appserver", "internal/backend/subproc",
+		"internal/backend/toolhost", "internal/procmem")
+}

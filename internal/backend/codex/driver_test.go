@@ -1,0 +1,364 @@
+package codex
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/meridian-gw/meridian/internal/backend"
+	"github.com/meridian-gw/meridian/internal/backend/codex/appserver"
+	"github.com/meridian-gw/meridian/internal/backend/toolhost"
+	"github.com/meridian-gw/meridian/internal/codexschema"
+	"github.com/meridian-gw/meridian/internal/testkit"
+)
+
+// rig is a driver on the pinned codex whose only provider is a fake
+// Responses upstream, its client tools mounted on a loopback server, and
+// every protocol line checked against the recorded protocol.
+type rig struct {
+	d     *Driver
+	up    *testkit.ResponsesUpstream
+	home  string
+	proto *codexschema.Protocol
+	mu    sync.Mutex
+	bad   []string
+}
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	path := testkit.CodexPath(t)
+	proto, err := codexschema.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := testkit.NewResponsesUpstream(t, "unused")
+	rg := &rig{up: up, proto: proto, home: testkit.CodexHome(t, up.URL, "gpt-test")}
+	tools := toolhost.NewRegistry()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/{token}/mcp", func(w http.ResponseWriter, r *http.Request) { tools.ServeMCP(w, r, r.PathValue("token")) })
+	srv := httptest.NewServer(mux)
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+	})
+	tools.SetBase(srv.URL)
+	rg.d = New(Config{Path: path, Env: []string{"HOME=" + t.TempDir(), "CODEX_HOME=" + rg.home, "PATH=" + os.Getenv("PATH")},
+		SessionRoot: t.TempDir(), Tools: tools, Trace: rg.trace, Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	t.Cleanup(func() {
+		rg.mu.Lock()
+		defer rg.mu.Unlock()
+		for _, b := range rg.bad {
+			t.Errorf("off the recorded protocol: %s", b)
+		}
+	})
+	return rg
+}
+
+func (rg *rig) trace(dir string, line []byte) {
+	var m appserver.Message
+	_ = json.Unmarshal(line, &m)
+	var kind codexschema.Kind
+	switch {
+	case m.Method == "":
+		return
+	case dir == "out" && len(m.ID) > 0:
+		kind = codexschema.ClientRequest
+	case dir == "out":
+		kind = codexschema.ClientNotification
+	case len(m.ID) > 0:
+		kind = codexschema.ServerRequest
+	default:
+		kind = codexschema.ServerNotification
+	}
+	if err := rg.proto.Check(kind, line); err != nil {
+		rg.mu.Lock()
+		rg.bad = append(rg.bad, fmt.Sprintf("%s %s: %v", dir, m.Method, err))
+		rg.mu.Unlock()
+	}
+}
+
+func (rg *rig) start(t *testing.T, opts backend.StartOptions) backend.Session {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := rg.d.Start(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// collected is what a turn emitted.
+type collected struct {
+	text   strings.Builder
+	calls  []map[string]any
+	events []backend.EventKind
+	stop   string
+}
+
+// pauseOnTools collects a turn's events and pauses it at its tool calls.
+func (c *collected) emit(ev *backend.Event) error {
+	c.events = append(c.events, ev.Kind)
+	switch ev.Kind {
+	case backend.BlockDelta:
+		c.text.WriteString(ev.Text)
+		if ev.DeltaType == "input_json_delta" {
+			var d struct {
+				PartialJSON string `json:"partial_json"`
+			}
+			_ = json.Unmarshal(ev.Delta, &d)
+			c.calls[len(c.calls)-1]["input"] = d.PartialJSON
+		}
+	case backend.BlockStart:
+		if ev.BlockType == "tool_use" {
+			var b map[string]any
+			_ = json.Unmarshal(ev.Block, &b)
+			c.calls = append(c.calls, b)
+		}
+	case backend.MessageDelta:
+		c.stop = ev.StopReason
+		if ev.StopReason == "tool_use" {
+			return backend.ErrPause
+		}
+	}
+	return nil
+}
+
+func turn(t *testing.T, s backend.Session, in backend.Input) (*backend.Result, *collected) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := &collected{}
+	res, err := s.Turn(ctx, in, c.emit)
+	if err != nil {
+		t.Fatalf("turn: %v", err)
+	}
+	if res.Failure != nil {
+		t.Fatalf("turn failed: %+v", res.Failure)
+	}
+	return res, c
+}
+
+func text(s string) backend.Input {
+	b, _ := json.Marshal(map[string]string{"type": "text", "text": s})
+	return backend.Input{Content: []json.RawMessage{b}}
+}
+
+// inputOf is an upstream request's input as JSON text.
+func inputOf(req map[string]any) string {
+	b, _ := json.Marshal(req["input"])
+	return string(b)
+}
+
+// Three turns on one live codex: each answer streams as text deltas; the
+// later turns run in the same process with the earlier ones in their
+// history; the model sees the client's system prompt as its only
+// instructions and none of codex's own tools.
+func TestTurnsOnOneProcess(t *testing.T) {
+	rg := newRig(t)
+	rg.up.Script = func(n int, _ map[string]any) testkit.ResponsesReply {
+		return testkit.ResponsesReply{Text: []string{"answer", fmt.Sprintf(" %d", n)}}
+	}
+	s := rg.start(t, backend.StartOptions{Model: "gpt-test", System: []string{"You are terse."}})
+	pid := s.(backend.Processor).Pid()
+	for i := 1; i <= 3; i++ {
+		res, c := turn(t, s, text(fmt.Sprintf("question %d", i)))
+		if want := fmt.Sprintf("answer %d", i); c.text.String() != want || res.Text != want {
+			t.Fatalf("turn %d: streamed %q, result %q", i, c.text.String(), res.Text)
+		}
+		if res.Usage.InputTokens != 10*i || res.Usage.OutputTokens != 2 {
+			t.Errorf("turn %d usage: %+v", i, res.Usage)
+		}
+		if got := s.(backend.Processor).Pid(); got != pid {
+			t.Fatalf("turn %d ran in process %d, not %d", i, got, pid)
+		}
+		if res.Pin != fmt.Sprintf("%s#%d", s.ID(), i) {
+			t.Errorf("pin %q", res.Pin)
+		}
+	}
+	reqs := rg.up.Requests()
+	third := inputOf(reqs[2])
+	for _, want := range []string{"question 1", "answer 1", "question 2", "answer 2", "question 3", "You are terse."} {
+		if !strings.Contains(third, want) {
+			t.Errorf("the third request lacks %q: %s", want, third)
+		}
+	}
+	for _, unwanted := range []string{"environment_context", "permissions instructions", "skills_instructions"} {
+		if strings.Contains(third, unwanted) {
+			t.Errorf("codex's own %s reached the model", unwanted)
+		}
+	}
+	tools, _ := json.Marshal(reqs[2]["tools"])
+	for _, builtin := range []string{"exec_command", "apply_patch", "view_image", "web_search", "spawn_agent", "shell"} {
+		if strings.Contains(string(tools), `"`+builtin+`"`) {
+			t.Errorf("codex offered its own %s: %s", builtin, tools)
+		}
+	}
+}
+
+// A client tool call: the model's call reaches the client as a tool_use
+// and pauses the turn; the result continues it on the same thread and
+// reaches the model as the call's output.
+func TestClientToolRoundTrip(t *testing.T) {
+	rg := newRig(t)
+	rg.up.Script = func(n int, _ map[string]any) testkit.ResponsesReply {
+		if n == 1 {
+			return testkit.ResponsesReply{Text: []string{"Looking it up."},
+				Calls: []testkit.ResponsesCall{{Name: "get_weather", Namespace: "mcp__meridian", Arguments: `{"city":"Paris"}`}}}
+		}
+		return testkit.ResponsesReply{Text: []string{"It is sunny."}}
+	}
+	s := rg.start(t, backend.StartOptions{Model: "gpt-test", Tools: []backend.Tool{{Name: "get_weather", Description: "the weather",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)}}})
+	res, c := turn(t, s, text("weather in Paris?"))
+	if !res.Paused || len(c.calls) != 1 || c.calls[0]["name"] != "get_weather" || c.calls[0]["input"] != `{"city":"Paris"}` {
+		t.Fatalf("paused %v, calls %v", res.Paused, c.calls)
+	}
+	if c.text.String() != "Looking it up." {
+		t.Fatalf("text before the call: %q", c.text.String())
+	}
+	id := c.calls[0]["id"].(string)
+	out, _ := json.Marshal(map[string]string{"type": "text", "text": "sunny, 24C"})
+	res, c = turn(t, s, backend.Input{Results: []backend.ToolResult{{ToolUseID: id, Content: []json.RawMessage{out}}}})
+	if res.Paused || c.text.String() != "It is sunny." {
+		t.Fatalf("after the result: paused %v, %q", res.Paused, c.text.String())
+	}
+	reqs := rg.up.Requests()
+	if len(reqs) != 2 || !strings.Contains(inputOf(reqs[1]), "sunny, 24C") {
+		t.Fatalf("the model did not get the result: %d requests, %s", len(reqs), inputOf(reqs[len(reqs)-1]))
+	}
+}
+
+// A command codex would run on this machine never runs: its tool is not
+// offered, and a model that calls it anyway gets an error back.
+func TestBuiltinCommandNeverRuns(t *testing.T) {
+	rg := newRig(t)
+	marker := filepath.Join(t.TempDir(), "marker")
+	cmd, _ := json.Marshal(map[string]string{"cmd": "touch " + marker})
+	rg.up.Script = func(n int, _ map[string]any) testkit.ResponsesReply {
+		switch n {
+		case 1:
+			return testkit.ResponsesReply{Calls: []testkit.ResponsesCall{{Name: "exec_command", Arguments: string(cmd)}}}
+		case 2:
+			return testkit.ResponsesReply{Calls: []testkit.ResponsesCall{{Name: "shell", Arguments: `{"command":["touch","` + marker + `"]}`}}}
+		}
+		return testkit.ResponsesReply{Text: []string{"I could not."}}
+	}
+	s := rg.start(t, backend.StartOptions{Model: "gpt-test"})
+	res, c := turn(t, s, text("make a file"))
+	if c.text.String() != "I could not." || res.Paused {
+		t.Fatalf("answer %q", c.text.String())
+	}
+	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the marker exists: %v", err)
+	}
+	reqs := rg.up.Requests()
+	if len(reqs) != 3 || !strings.Contains(inputOf(reqs[1]), "function_call_output") {
+		t.Fatalf("the model was not told: %d requests", len(reqs))
+	}
+}
+
+// A turn whose client goes away is interrupted: the upstream stream is
+// cancelled, and the session takes the next turn.
+func TestInterruptOnCancel(t *testing.T) {
+	rg := newRig(t)
+	hold := make(chan struct{})
+	defer close(hold)
+	rg.up.Script = func(n int, _ map[string]any) testkit.ResponsesReply {
+		if n == 1 {
+			return testkit.ResponsesReply{Text: []string{"partial", " never"}, Hold: hold}
+		}
+		return testkit.ResponsesReply{Text: []string{"fresh"}}
+	}
+	s := rg.start(t, backend.StartOptions{Model: "gpt-test"})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, err := s.Turn(ctx, text("long one"), func(ev *backend.Event) error {
+		if ev.Kind == backend.BlockDelta {
+			cancel()
+		}
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled turn: %v", err)
+	}
+	if err := testkit.WaitFor(10*time.Second, func() error {
+		if rg.up.Cancelled() == 0 {
+			return errors.New("the upstream stream was not cancelled")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !s.Alive() {
+		t.Fatal("the session died with the interrupt")
+	}
+	_, c := turn(t, s, text("again"))
+	if c.text.String() != "fresh" {
+		t.Fatalf("next turn: %q", c.text.String())
+	}
+}
+
+// kill -9 mid-turn: the turn fails cleanly; a new session resuming the
+// thread answers with the earlier turns in its history.
+func TestKillAndResume(t *testing.T) {
+	rg := newRig(t)
+	hold := make(chan struct{})
+	defer close(hold)
+	rg.up.Script = func(n int, _ map[string]any) testkit.ResponsesReply {
+		switch n {
+		case 1:
+			return testkit.ResponsesReply{Text: []string{"first answer"}}
+		case 2:
+			return testkit.ResponsesReply{Text: []string{"cut", " off"}, Hold: hold}
+		}
+		return testkit.ResponsesReply{Text: []string{"resumed"}}
+	}
+	s := rg.start(t, backend.StartOptions{Model: "gpt-test"})
+	res, _ := turn(t, s, text("first question"))
+	pin := res.Pin
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := s.Turn(ctx, text("second question"), func(ev *backend.Event) error {
+		if ev.Kind == backend.BlockDelta {
+			_ = syscall.Kill(s.(backend.Processor).Pid(), syscall.SIGKILL)
+		}
+		return nil
+	})
+	if err != nil || res.Failure == nil || res.Failure.Kind != backend.FailBackend || s.Alive() {
+		t.Fatalf("killed turn: %v %+v alive %v", err, res, s.Alive())
+	}
+	_ = s.Close()
+	s2 := rg.start(t, backend.StartOptions{Model: "gpt-test", Resume: pin})
+	res, c := turn(t, s2, text("third question"))
+	if c.text.String() != "resumed" || s2.ID() != s.ID() {
+		t.Fatalf("resumed: %q, thread %s vs %s", c.text.String(), s2.ID(), s.ID())
+	}
+	last := inputOf(rg.up.Requests()[2])
+	for _, want := range []string{"first question", "first answer", "third question"} {
+		if !strings.Contains(last, want) {
+			t.Errorf("the resumed thread lacks %q: %s", want, last)
+		}
+	}
+	_ = res
+}
+
+// testWriter logs through t.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(b)))
+	return len(b), nil
+}

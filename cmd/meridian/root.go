@@ -89,6 +89,7 @@ estimates (see docs/configuration.md).`,
 		Example: `  meridian serve                                  # 127.0.0.1:3456, the claude CLI on PATH
   meridian serve --port 4000 --max-live 4         # another port, at most 4 live claude processes
   meridian serve --backend antigravity            # answer with Google Antigravity's agy
+  meridian serve --backend codex                  # answer with OpenAI's codex (a ChatGPT plan or an API key)
   MERIDIAN_ADMIN_KEY=… meridian serve --host 0.0.0.0   # beyond loopback: an admin key is required`,
 		Args:    cobra.NoArgs,
 		GroupID: groupGateway,
@@ -205,8 +206,9 @@ func bindServeFlags(fs *pflag.FlagSet, cfg *serve.Config, env map[string]string)
 	str(&cfg.Host, "host", "MERIDIAN_HOST", "127.0.0.1", "address to listen on")
 	integer(&cfg.Port, "port", "MERIDIAN_PORT", 3456, "port to listen on")
 	str(&cfg.ClaudePath, "claude-path", "MERIDIAN_CLAUDE_PATH", "claude", "the claude CLI binary, a path or a name on PATH")
-	str(&cfg.Backend, "backend", "MERIDIAN_BACKEND", serve.BackendClaude, "which CLI answers: claude, antigravity (Google Antigravity's agy), or combined (claude, and agy under /antigravity/)")
+	str(&cfg.Backend, "backend", "MERIDIAN_BACKEND", serve.BackendClaude, "which CLI answers: claude, antigravity (Google Antigravity's agy), codex (OpenAI's codex), or combined (claude, and agy under /antigravity/)")
 	str(&cfg.AgyPath, "agy-path", "MERIDIAN_AGY_PATH", "agy", "the agy CLI binary, for --backend antigravity")
+	str(&cfg.CodexPath, "codex-path", "MERIDIAN_CODEX_PATH", "codex", "the codex CLI binary, for --backend codex")
 	integer(&cfg.MaxConcurrent, "max-concurrent", "MERIDIAN_MAX_CONCURRENT", gateway.DefaultMaxConcurrent, "most claude processes running at once")
 	str(&cfg.DataDir, "data-dir", "MERIDIAN_DATA_DIR", defaultDataDir(env), "where Meridian keeps its state")
 	// --api-key was this flag's name while MERIDIAN_API_KEY was its twin,

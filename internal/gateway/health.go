@@ -25,9 +25,10 @@ const (
 // Health is the gateway's state for GET /health.
 type Health struct {
 	Status string `json:"status"` // ok, degraded or unavailable
-	// The CLI, under its own name: claude, or agy for Antigravity.
+	// The CLI, under its own name: claude, agy for Antigravity, codex.
 	Claude    *CLIHealth `json:"claude,omitempty"`
 	Agy       *CLIHealth `json:"agy,omitempty"`
+	Codex     *CLIHealth `json:"codex,omitempty"`
 	Processes Slots      `json:"processes"`
 }
 
@@ -38,6 +39,8 @@ func (h Health) CLI() CLIHealth {
 		return *h.Claude
 	case h.Agy != nil:
 		return *h.Agy
+	case h.Codex != nil:
+		return *h.Codex
 	}
 	return CLIHealth{}
 }
@@ -66,8 +69,11 @@ func (g *Gateway) Health(ctx context.Context) Health {
 	inUse, waiting, size := g.slots.Stats()
 	cli := &CLIHealth{}
 	h := Health{Status: "ok", Processes: Slots{Running: inUse, Waiting: waiting, Max: size}, Claude: cli}
-	if g.cfg.CLI.Name == "agy" {
+	switch g.cfg.CLI.Name {
+	case "agy":
 		h.Claude, h.Agy = nil, cli
+	case "codex":
+		h.Claude, h.Codex = nil, cli
 	}
 	if _, err := g.cfg.Inspector.Locate(); err != nil {
 		h.Status, cli.Error = "unavailable", redact(err.Error())

@@ -186,11 +186,24 @@ type modelEntry struct {
 }
 
 func (e modelEntry) openAI() openAIModel {
-	owner := "anthropic"
+	owner := ownerOf(e.id)
 	if e.alias {
 		owner = "meridian"
 	}
 	return openAIModel{ID: e.id, Object: "model", OwnedBy: owner}
+}
+
+// ownerOf is the vendor of a model by its name: the CLIs' own lists
+// (codex's GPT models, agy's Gemini ones) beside Claude's.
+func ownerOf(id string) string {
+	l := strings.ToLower(id)
+	switch {
+	case strings.HasPrefix(l, "gpt-"), strings.HasPrefix(l, "codex"), len(l) > 1 && l[0] == 'o' && l[1] >= '0' && l[1] <= '9':
+		return "openai"
+	case strings.HasPrefix(l, "gemini"):
+		return "google"
+	}
+	return "anthropic"
 }
 
 // withAliases lists the operator's aliases after the CLI's models, each

@@ -42,6 +42,7 @@ type Health struct {
 	// The CLI, under its name: claude, or agy for Antigravity.
 	Claude    *CLIHealth `json:"claude,omitempty"`
 	Agy       *CLIHealth `json:"agy,omitempty"`
+	Codex     *CLIHealth `json:"codex,omitempty"`
 	Processes struct {
 		Running int `json:"running"`
 		Waiting int `json:"waiting"`
@@ -73,6 +74,8 @@ func (h *Health) CLI() CLIHealth {
 		return *h.Claude
 	case h.Agy != nil:
 		return *h.Agy
+	case h.Codex != nil:
+		return *h.Codex
 	}
 	return CLIHealth{}
 }
@@ -186,8 +189,11 @@ func (r Report) Text() string {
 	if h := r.Health; h != nil {
 		fmt.Fprintf(&b, "  status     %s\n", h.Status)
 		name, cli := "claude", h.CLI()
-		if h.Agy != nil {
+		switch {
+		case h.Agy != nil:
 			name = "agy"
+		case h.Codex != nil:
+			name = "codex"
 		}
 		switch {
 		case !cli.Found:

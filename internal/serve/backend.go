@@ -12,6 +12,8 @@ import (
 	"github.com/meridian-gw/meridian/internal/backend"
 	"github.com/meridian-gw/meridian/internal/backend/agy"
 	"github.com/meridian-gw/meridian/internal/backend/claude"
+	"github.com/meridian-gw/meridian/internal/backend/codex"
+	"github.com/meridian-gw/meridian/internal/backend/toolhost"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/profile"
 )
@@ -20,6 +22,7 @@ import (
 const (
 	BackendClaude      = "claude"
 	BackendAntigravity = "antigravity"
+	BackendCodex       = "codex"
 	// BackendCombined serves Claude on the usual routes and Antigravity
 	// under /antigravity/, each with its own processes and limits.
 	BackendCombined = "combined"
@@ -29,8 +32,19 @@ const (
 const AntigravityPrefix = "/antigravity"
 
 // agyToolsPrefix is where agy sessions reach their client tools' MCP
-// servers and their gate.
-const agyToolsPrefix = "/agy-tools"
+// servers and their gate; codexToolsPrefix where codex sessions reach
+// their client tools' MCP servers.
+const (
+	agyToolsPrefix   = "/agy-tools"
+	codexToolsPrefix = "/codex-tools"
+)
+
+// backendTools are the client-tool servers of the CLIs that reach tools
+// over MCP, each nil unless its backend runs.
+type backendTools struct {
+	agy   *agy.Endpoints
+	codex *toolhost.Registry
+}
 
 // driver is a CLI driver: it starts sessions and answers what the gateway
 // asks about its CLI.
@@ -49,7 +63,7 @@ type cli struct {
 }
 
 // chooseBackend decides, before anything starts, which CLI answers.
-func chooseBackend(cfg Config, addr string, agyTools *agy.Endpoints, log *slog.Logger) (*cli, error) {
+func chooseBackend(cfg Config, addr string, tools backendTools, log *slog.Logger) (*cli, error) {
 	switch cfg.Backend {
 	case "", BackendClaude, BackendCombined:
 		return &cli{
@@ -68,9 +82,25 @@ func chooseBackend(cfg Config, addr string, agyTools *agy.Endpoints, log *slog.L
 			},
 		}, nil
 	case BackendAntigravity:
-		return antigravityCLI(cfg, agyTools, log)
+		return antigravityCLI(cfg, tools.agy, log)
+	case BackendCodex:
+		return codexCLI(cfg, tools.codex, log), nil
 	}
-	return nil, fmt.Errorf("--backend %q: want %s, %s or %s", cfg.Backend, BackendClaude, BackendAntigravity, BackendCombined)
+	return nil, fmt.Errorf("--backend %q: want %s, %s, %s or %s", cfg.Backend, BackendClaude, BackendAntigravity, BackendCodex, BackendCombined)
+}
+
+// codexCLI is the codex backend; its sessions' client tools are served
+// by tools.
+func codexCLI(cfg Config, tools *toolhost.Registry, log *slog.Logger) *cli {
+	newDriver := func(env []string) *codex.Driver {
+		return codex.New(codex.Config{Path: cfg.CodexPath, Env: env, SessionRoot: filepath.Join(cfg.DataDir, "codex-sessions"),
+			Tools: tools, Logger: log.With("component", "codex")})
+	}
+	return &cli{
+		names:    gateway.CLI{Name: "codex", Backend: BackendCodex, LoginHint: "run `codex login` (a ChatGPT plan or an API key)", WindowSource: "account/rateLimits/updated"},
+		driver:   func(_ string, env []string) driver { return newDriver(env) },
+		announce: func([]string, profile.Profile) { announceCLI(log, "codex", newDriver(nil)) },
+	}
 }
 
 // antigravityCLI is the agy backend; its sessions' client tools are

@@ -15,6 +15,8 @@ func TestImportsFlowDownward(t *testing.T) {
 		"internal/backend",
 		"internal/backend/agy",
 		"internal/backend/claude",
+		"internal/backend/codex",
+		"internal/backend/toolhost",
 		"internal/clientsetup",
 		"internal/cluster",
 		"internal/config",

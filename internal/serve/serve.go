@@ -22,6 +22,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/alerts"
 	"github.com/meridian-gw/meridian/internal/answers"
 	"github.com/meridian-gw/meridian/internal/backend/agy"
+	"github.com/meridian-gw/meridian/internal/backend/toolhost"
 	"github.com/meridian-gw/meridian/internal/capture"
 	"github.com/meridian-gw/meridian/internal/cluster"
 	"github.com/meridian-gw/meridian/internal/config"
@@ -47,10 +48,12 @@ type Config struct {
 	Host       string
 	Port       int
 	ClaudePath string
-	// Backend is which CLI answers (BackendClaude or BackendAntigravity);
-	// AgyPath is agy's binary.
-	Backend string
-	AgyPath string
+	// Backend is which CLI answers (BackendClaude, BackendAntigravity,
+	// BackendCodex or BackendCombined); AgyPath and CodexPath are agy's
+	// and codex's binaries.
+	Backend   string
+	AgyPath   string
+	CodexPath string
 	// TestDownloads, for tests only, names a file that points the agy
 	// backend's image downloads at a local server (agy.TestDownloader).
 	TestDownloads string
@@ -283,7 +286,11 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	if cfg.Backend == BackendAntigravity || cfg.Backend == BackendCombined {
 		agyTools = agy.NewEndpoints(log.With("component", "agy-tools"))
 	}
-	chosen, err := chooseBackend(cfg, addr, agyTools, log)
+	var codexTools *toolhost.Registry
+	if cfg.Backend == BackendCodex || cfg.Backend == BackendCombined {
+		codexTools = toolhost.NewRegistry()
+	}
+	chosen, err := chooseBackend(cfg, addr, backendTools{agy: agyTools, codex: codexTools}, log)
 	if err != nil {
 		return err
 	}
@@ -446,6 +453,9 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	if agyTools != nil {
 		open = append(open, httpapi.Mount{Prefix: agyToolsPrefix, Handler: agyTools})
 	}
+	if codexTools != nil {
+		open = append(open, httpapi.Mount{Prefix: codexToolsPrefix, Handler: codexTools})
+	}
 	front := base
 	front.Logger = log.With("component", "http")
 	front.Hosts.Key, front.Hosts.Peers = cfg.ClusterKey, hosts
@@ -472,6 +482,9 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	}
 	if agyTools != nil {
 		agyTools.SetBase(selfURL(ln.Addr()) + agyToolsPrefix)
+	}
+	if codexTools != nil {
+		codexTools.SetBase(selfURL(ln.Addr()) + codexToolsPrefix)
 	}
 	// The other hosts learn where this one listens, and its load.
 	hosts.Report(srv.Counts)

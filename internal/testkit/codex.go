@@ -72,8 +72,10 @@ type ResponsesReply struct {
 	Text  []string        // an assistant message streamed as these deltas (none: no message)
 	Calls []ResponsesCall // function calls after the message
 	// Status, when not 0 or 200, answers with that HTTP error instead
-	// (Header beside it, Body as its JSON, or a generic error).
+	// (Body as its JSON, or a generic error).
 	Status int
+	// Header is sent with the answer, error or stream (the plan's
+	// rate-limit headers, a Retry-After).
 	Header http.Header
 	Body   string
 	// Hold, when set, is waited on (or the client's going away) after the
@@ -157,6 +159,7 @@ func (u *ResponsesUpstream) serve(w http.ResponseWriter, r *http.Request) {
 // stream writes one answer's events; false when the client went away
 // before its end.
 func (u *ResponsesUpstream) stream(w http.ResponseWriter, r *http.Request, n int, reply ResponsesReply) bool {
+	maps.Copy(w.Header(), reply.Header)
 	w.Header().Set("Content-Type", "text/event-stream")
 	flusher, _ := w.(http.Flusher)
 	event := func(typ string, v map[string]any) bool {

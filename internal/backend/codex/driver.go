@@ -22,6 +22,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pelletier/go-toml/v2"
+
 	"github.com/meridian-gw/meridian/internal/backend"
 	"github.com/meridian-gw/meridian/internal/backend/codex/appserver"
 	"github.com/meridian-gw/meridian/internal/backend/subproc"
@@ -62,17 +64,18 @@ type Config struct {
 
 // What the driver and its sessions are, checked by the compiler.
 var (
-	_ backend.Backend       = (*Driver)(nil)
-	_ backend.Inspector     = (*Driver)(nil)
-	_ backend.SpareBackend  = (*Driver)(nil)
-	_ backend.EndOnly       = (*Driver)(nil)
-	_ backend.NoOutputLimit = (*Driver)(nil)
-	_ backend.Session       = (*Session)(nil)
-	_ backend.Binder        = (*Session)(nil)
-	_ backend.Freezer       = (*Session)(nil)
-	_ backend.Measurer      = (*Session)(nil)
-	_ backend.Processor     = (*Session)(nil)
-	_ backend.Yielder       = (*Session)(nil)
+	_ backend.Backend        = (*Driver)(nil)
+	_ backend.Inspector      = (*Driver)(nil)
+	_ backend.SpareBackend   = (*Driver)(nil)
+	_ backend.EndOnly        = (*Driver)(nil)
+	_ backend.NoOutputLimit  = (*Driver)(nil)
+	_ backend.SchemaEnforcer = (*Driver)(nil)
+	_ backend.Session        = (*Session)(nil)
+	_ backend.Binder         = (*Session)(nil)
+	_ backend.Freezer        = (*Session)(nil)
+	_ backend.Measurer       = (*Session)(nil)
+	_ backend.Processor      = (*Session)(nil)
+	_ backend.Yielder        = (*Session)(nil)
 )
 
 // Driver starts codex sessions and answers what the gateway asks about
@@ -113,6 +116,10 @@ func (d *Driver) ResumesAtEndOnly() {}
 // bound on an answer's length.
 func (d *Driver) IgnoresOutputLimit() {}
 
+// EnforcesSchema implements backend.SchemaEnforcer: a turn's output
+// schema is codex's outputSchema, which has the model answer in it.
+func (d *Driver) EnforcesSchema() {}
+
 // Locate finds the binary, or returns an error wrapping
 // backend.ErrUnavailable that says how to install it.
 func (d *Driver) Locate() (string, error) {
@@ -140,8 +147,15 @@ func (d *Driver) Version(ctx context.Context) (string, error) {
 }
 
 // Auth runs `codex login status`, which exits 0 only when signed in and
-// says how.
+// says how. A login whose config answers with a provider of its own
+// (model_provider other than openai) needs no OpenAI sign-in.
 func (d *Driver) Auth(ctx context.Context) (backend.Auth, error) {
+	if p := d.provider(); p != "" && p != "openai" {
+		if _, err := d.Locate(); err != nil {
+			return backend.Auth{}, err
+		}
+		return backend.Auth{LoggedIn: true, Method: "provider", Provider: p}, nil
+	}
 	out, stderr, err := d.run(ctx, "login", "status")
 	said := strings.ToLower(string(out) + string(stderr))
 	var exit *exec.ExitError
@@ -188,6 +202,33 @@ func (d *Driver) Models(ctx context.Context) ([]backend.Model, error) {
 	d.models = models
 	d.mu.Unlock()
 	return models, nil
+}
+
+// provider is the model_provider of the login's config.toml ("" for
+// none, or when it cannot be read).
+func (d *Driver) provider() string {
+	home := ""
+	for _, kv := range d.cfg.Env {
+		if v, ok := strings.CutPrefix(kv, "CODEX_HOME="); ok {
+			home = v
+		} else if v, ok := strings.CutPrefix(kv, "HOME="); ok && home == "" {
+			home = filepath.Join(v, ".codex")
+		}
+	}
+	if home == "" {
+		return ""
+	}
+	b, err := os.ReadFile(filepath.Join(home, "config.toml"))
+	if err != nil {
+		return ""
+	}
+	var c struct {
+		Provider string `toml:"model_provider"`
+	}
+	if toml.Unmarshal(b, &c) != nil {
+		return ""
+	}
+	return c.Provider
 }
 
 // ask runs one request on an app-server of its own and joins it.

@@ -362,3 +362,73 @@ func (w testWriter) Write(b []byte) (int, error) {
 	w.t.Log(strings.TrimSpace(string(b)))
 	return len(b), nil
 }
+
+// The plan's windows codex reads from the upstream's headers reach the
+// gateway as RateLimit events; a spent plan is a 429 with its reset.
+func TestPlanWindowsAndUsageLimit(t *testing.T) {
+	rg := newRig(t)
+	resets := time.Now().Add(3 * time.Hour).Truncate(time.Second)
+	rg.up.Script = func(n int, _ map[string]any) testkit.ResponsesReply {
+		h := http.Header{}
+		h.Set("x-codex-primary-used-percent", "42")
+		h.Set("x-codex-primary-window-minutes", "300")
+		h.Set("x-codex-primary-reset-at", fmt.Sprint(resets.Unix()))
+		h.Set("x-codex-secondary-used-percent", "7")
+		h.Set("x-codex-secondary-window-minutes", "10080")
+		h.Set("x-codex-secondary-reset-at", fmt.Sprint(resets.Add(96*time.Hour).Unix()))
+		if n == 1 {
+			return testkit.ResponsesReply{Text: []string{"fine"}, Header: h}
+		}
+		h.Set("x-codex-primary-used-percent", "100")
+		return testkit.ResponsesReply{Status: http.StatusTooManyRequests, Header: h,
+			Body: fmt.Sprintf(`{"error":{"type":"usage_limit_reached","message":"The usage limit has been reached","plan_type":"plus","resets_at":%d}}`, resets.Unix())}
+	}
+	s := rg.start(t, backend.StartOptions{Model: "gpt-test"})
+	var limits []backend.Event
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := s.Turn(ctx, text("one"), func(ev *backend.Event) error {
+		if ev.Kind == backend.RateLimit {
+			limits = append(limits, *ev)
+		}
+		return nil
+	})
+	if err != nil || res.Failure != nil {
+		t.Fatalf("first turn: %v %+v", err, res)
+	}
+	if len(limits) == 0 {
+		t.Fatal("no RateLimit event")
+	}
+	got := limits[len(limits)-1]
+	if len(got.Windows) != 2 || got.Windows[0].Type != "five_hour" || got.Windows[0].Utilization != 0.42 ||
+		!got.Windows[0].ResetsAt.Equal(resets) || got.Windows[1].Type != "seven_day" || got.LimitType != "five_hour" {
+		t.Fatalf("windows: %+v", got)
+	}
+	res, err = s.Turn(ctx, text("two"), func(*backend.Event) error { return nil })
+	if err != nil || res.Failure == nil {
+		t.Fatalf("second turn: %v %+v", err, res)
+	}
+	if f := res.Failure; f.Status != http.StatusTooManyRequests || f.Type != "rate_limit_error" || !f.ResetsAt.Equal(resets) {
+		t.Fatalf("usage limit failure: %+v", f)
+	}
+}
+
+// An output schema is the turn's outputSchema: the model is asked for it
+// upstream, and the answer comes back as the structured value, not as
+// streamed text.
+func TestOutputSchema(t *testing.T) {
+	rg := newRig(t)
+	rg.up.Script = func(int, map[string]any) testkit.ResponsesReply {
+		return testkit.ResponsesReply{Text: []string{`{"answer":`, `42}`}}
+	}
+	schema := json.RawMessage(`{"type":"object","properties":{"answer":{"type":"integer"}},"required":["answer"],"additionalProperties":false}`)
+	s := rg.start(t, backend.StartOptions{Model: "gpt-test", JSONSchema: schema})
+	res, c := turn(t, s, text("the answer?"))
+	if string(res.Structured) != `{"answer":42}` || c.text.Len() != 0 {
+		t.Fatalf("structured %s, streamed %q", res.Structured, c.text.String())
+	}
+	format, _ := json.Marshal(rg.up.Requests()[0]["text"])
+	if !strings.Contains(string(format), "json_schema") || !strings.Contains(string(format), `"answer"`) {
+		t.Fatalf("the upstream was not asked for the schema: %s", format)
+	}
+}

@@ -48,6 +48,7 @@ var lockdown = []string{
 	"--disable", "shell_tool", "--disable", "unified_exec", "--disable", "view_image", "--disable", "image_generation",
 	"--disable", "goals", "--disable", "apps", "--disable", "plugins", "--disable", "browser_use", "--disable", "computer_use",
 	"--disable", "skill_search", "--disable", "tool_suggest", "--disable", "sleep_tool", "--disable", "hooks",
+	"--disable", "unbounded_connection_retries",
 }
 
 // Session is one live codex app-server holding one conversation's

@@ -271,3 +271,13 @@ func (g *Registry) ServeMCP(w http.ResponseWriter, r *http.Request, token string
 	}
 	h.ServeHTTP(w, r)
 }
+
+// ServeHTTP serves /{token}/mcp, the registry mounted under its prefix.
+func (g *Registry) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	token, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	if rest != "mcp" {
+		http.NotFound(w, r)
+		return
+	}
+	g.ServeMCP(w, r, token)
+}

@@ -1,0 +1,288 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/openai/openai-go/v3"
+
+	"github.com/meridian-gw/meridian/internal/testkit"
+)
+
+// codexGateway is meridian serving --backend codex on the pinned codex,
+// whose only provider is a fake Responses upstream.
+type codexGateway struct {
+	*gatewayProc
+	up *testkit.ResponsesUpstream
+}
+
+func newCodexGateway(t *testing.T) *codexGateway {
+	t.Helper()
+	path := testkit.CodexPath(t)
+	up := testkit.NewResponsesUpstream(t, "unused")
+	home := testkit.CodexHome(t, up.URL, "gpt-test")
+	env := []string{"HOME=" + t.TempDir(), "CODEX_HOME=" + home, "PATH=" + os.Getenv("PATH")}
+	g := &codexGateway{gatewayProc: &gatewayProc{t: t, bin: buildBinary(t), env: env, dataDir: t.TempDir()}, up: up}
+	t.Cleanup(func() {
+		if g.cmd != nil && g.cmd.ProcessState == nil {
+			_ = g.cmd.Process.Kill()
+			_ = g.cmd.Wait()
+		}
+		for _, pid := range g.codexes() {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	g.start("--backend", "codex", "--codex-path", path, "--spares", "0")
+	return g
+}
+
+// codexes lists the codex processes of this meridian: those working in
+// its data dir's session folders.
+func (g *codexGateway) codexes() []int {
+	var out []int
+	root := filepath.Join(g.dataDir, "codex-sessions") + "/"
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		if cwd, err := os.Readlink(filepath.Join("/proc", d.Name(), "cwd")); err == nil && strings.HasPrefix(cwd, root) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// numbered answers request n with "answer n".
+func numbered(n int, _ map[string]any) testkit.ResponsesReply {
+	return testkit.ResponsesReply{Text: []string{"answer", fmt.Sprintf(" %d", n)}}
+}
+
+// once checks that each user message reached the model exactly once in
+// the last upstream request: the thread was given only each new message.
+func (g *codexGateway) once(t *testing.T, questions []string) {
+	t.Helper()
+	reqs := g.up.Requests()
+	last, _ := json.Marshal(reqs[len(reqs)-1]["input"])
+	for _, q := range questions {
+		if n := strings.Count(string(last), q); n != 1 {
+			t.Errorf("%q is in the last upstream request %d times: %s", q, n, last)
+		}
+	}
+}
+
+// Five turns of one conversation on the Messages API: turns 2-5 run on
+// the codex process that answered turn 1, given only the new message.
+func TestCodexMessagesConversation(t *testing.T) {
+	g := newCodexGateway(t)
+	g.up.Script = numbered
+	client := g.anthropic("codex-five")
+	var msgs []sdk.MessageParam
+	var questions []string
+	pid := 0
+	for i := 1; i <= 5; i++ {
+		q := fmt.Sprintf("question number %d", i)
+		questions = append(questions, q)
+		msgs = append(msgs, sdk.NewUserMessage(sdk.NewTextBlock(q)))
+		msg, err := client.Messages.New(context.Background(), sdk.MessageNewParams{Model: "gpt-test", MaxTokens: 256,
+			System: []sdk.TextBlockParam{{Text: "Be brief."}}, Messages: msgs})
+		if err != nil {
+			t.Fatalf("turn %d: %v", i, err)
+		}
+		if got := msg.Content[0].Text; got != fmt.Sprintf("answer %d", i) {
+			t.Fatalf("turn %d: %q", i, got)
+		}
+		msgs = append(msgs, msg.ToParam())
+		procs := g.codexes()
+		if len(procs) != 1 {
+			t.Fatalf("turn %d: %d codex processes", i, len(procs))
+		}
+		if i > 1 && procs[0] != pid {
+			t.Fatalf("turn %d ran on codex %d, not %d", i, procs[0], pid)
+		}
+		pid = procs[0]
+	}
+	g.once(t, questions)
+}
+
+// The same on Chat Completions, with the official OpenAI SDK.
+func TestCodexChatConversation(t *testing.T) {
+	g := newCodexGateway(t)
+	g.up.Script = numbered
+	client := g.openai()
+	msgs := []openai.ChatCompletionMessageParamUnion{openai.SystemMessage("Be brief.")}
+	var questions []string
+	pid := 0
+	for i := 1; i <= 5; i++ {
+		q := fmt.Sprintf("chat question %d", i)
+		questions = append(questions, q)
+		msgs = append(msgs, openai.UserMessage(q))
+		resp, err := client.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{Model: "gpt-test", Messages: msgs})
+		if err != nil {
+			t.Fatalf("turn %d: %v", i, err)
+		}
+		if got := resp.Choices[0].Message.Content; got != fmt.Sprintf("answer %d", i) {
+			t.Fatalf("turn %d: %q", i, got)
+		}
+		msgs = append(msgs, resp.Choices[0].Message.ToParam())
+		procs := g.codexes()
+		if len(procs) != 1 || (i > 1 && procs[0] != pid) {
+			t.Fatalf("turn %d: codex processes %v, first %d", i, procs, pid)
+		}
+		pid = procs[0]
+	}
+	g.once(t, questions)
+}
+
+// A client tool through codex: the model's call reaches the client as a
+// tool_use; its result continues the paused thread.
+func TestCodexClientTool(t *testing.T) {
+	g := newCodexGateway(t)
+	g.up.Script = func(n int, _ map[string]any) testkit.ResponsesReply {
+		if n == 1 {
+			return testkit.ResponsesReply{Text: []string{"Checking."},
+				Calls: []testkit.ResponsesCall{{Name: "read_file", Namespace: "mcp__meridian", Arguments: `{"path":"notes.txt"}`}}}
+		}
+		return testkit.ResponsesReply{Text: []string{"The notes say hello."}}
+	}
+	client := g.anthropic("codex-tools")
+	tools := []sdk.ToolUnionParam{{OfTool: &sdk.ToolParam{Name: "read_file", Description: sdk.String("reads a file"),
+		InputSchema: sdk.ToolInputSchemaParam{Properties: map[string]any{"path": map[string]any{"type": "string"}}, Required: []string{"path"}}}}}
+	msgs := []sdk.MessageParam{sdk.NewUserMessage(sdk.NewTextBlock("what do my notes say?"))}
+	msg, err := client.Messages.New(context.Background(), sdk.MessageNewParams{Model: "gpt-test", MaxTokens: 256, Tools: tools, Messages: msgs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg.StopReason != sdk.StopReasonToolUse || len(msg.Content) != 2 || msg.Content[1].Name != "read_file" ||
+		string(msg.Content[1].Input) != `{"path":"notes.txt"}` {
+		t.Fatalf("first answer: %s %+v", msg.StopReason, msg.Content)
+	}
+	msgs = append(msgs, msg.ToParam(), sdk.NewUserMessage(sdk.NewToolResultBlock(msg.Content[1].ID, "hello", false)))
+	msg, err = client.Messages.New(context.Background(), sdk.MessageNewParams{Model: "gpt-test", MaxTokens: 256, Tools: tools, Messages: msgs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg.Content[0].Text != "The notes say hello." {
+		t.Fatalf("after the result: %+v", msg.Content)
+	}
+	reqs := g.up.Requests()
+	second, _ := json.Marshal(reqs[1]["input"])
+	if len(reqs) != 2 || !strings.Contains(string(second), "function_call_output") || !strings.Contains(string(second), "hello") {
+		t.Fatalf("the thread was not continued with the result: %d requests: %s", len(reqs), second)
+	}
+}
+
+// A client that disconnects mid-stream interrupts the codex turn: the
+// upstream sees its stream cancelled; the conversation goes on.
+func TestCodexDisconnectInterrupts(t *testing.T) {
+	g := newCodexGateway(t)
+	hold := make(chan struct{})
+	defer close(hold)
+	g.up.Script = func(n int, _ map[string]any) testkit.ResponsesReply {
+		if n == 1 {
+			return testkit.ResponsesReply{Text: []string{"start", " never sent"}, Hold: hold}
+		}
+		return testkit.ResponsesReply{Text: []string{"after"}}
+	}
+	client := g.anthropic("codex-cut")
+	ctx, cancel := context.WithCancel(context.Background())
+	stream := client.Messages.NewStreaming(ctx, sdk.MessageNewParams{Model: "gpt-test", MaxTokens: 256,
+		Messages: []sdk.MessageParam{sdk.NewUserMessage(sdk.NewTextBlock("a long one"))}})
+	for stream.Next() {
+		if ev := stream.Current(); ev.Type == "content_block_delta" {
+			cancel()
+			break
+		}
+	}
+	_ = stream.Close()
+	cancel()
+	if err := testkit.WaitFor(20*time.Second, func() error {
+		if g.up.Cancelled() == 0 {
+			return errors.New("the upstream stream was not cancelled")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := client.Messages.New(context.Background(), sdk.MessageNewParams{Model: "gpt-test", MaxTokens: 256,
+		Messages: []sdk.MessageParam{sdk.NewUserMessage(sdk.NewTextBlock("something else"))}})
+	if err != nil || msg.Content[0].Text != "after" {
+		t.Fatalf("next request: %v %+v", err, msg)
+	}
+}
+
+// kill -9 of codex mid-turn: the client gets a clean error in its shape;
+// the next turn resumes the thread with its history.
+func TestCodexKilledMidTurn(t *testing.T) {
+	g := newCodexGateway(t)
+	hold := make(chan struct{})
+	defer close(hold)
+	g.up.Script = func(n int, _ map[string]any) testkit.ResponsesReply {
+		switch n {
+		case 1:
+			return testkit.ResponsesReply{Text: []string{"first answer"}}
+		case 2:
+			return testkit.ResponsesReply{Text: []string{"cut", " off"}, Hold: hold}
+		}
+		return testkit.ResponsesReply{Text: []string{"resumed answer"}}
+	}
+	client := g.anthropic("codex-kill")
+	msgs := []sdk.MessageParam{sdk.NewUserMessage(sdk.NewTextBlock("first question"))}
+	msg, err := client.Messages.New(context.Background(), sdk.MessageNewParams{Model: "gpt-test", MaxTokens: 256, Messages: msgs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs = append(msgs, msg.ToParam(), sdk.NewUserMessage(sdk.NewTextBlock("second question")))
+	done := make(chan error, 1)
+	go func() {
+		_, err := client.Messages.New(context.Background(), sdk.MessageNewParams{Model: "gpt-test", MaxTokens: 256, Messages: msgs})
+		done <- err
+	}()
+	if err := testkit.WaitFor(20*time.Second, func() error {
+		if len(g.up.Requests()) < 2 {
+			return errors.New("the second turn has not reached the upstream")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range g.codexes() {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	var apiErr *sdk.Error
+	select {
+	case err := <-done:
+		if !errors.As(err, &apiErr) || apiErr.StatusCode < 500 {
+			t.Fatalf("the killed turn: %v", err)
+		}
+		if strings.Contains(apiErr.Error(), g.dataDir) {
+			t.Fatalf("the error shows a local path: %v", apiErr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the killed turn did not end")
+	}
+	msgs = msgs[:len(msgs)-1]
+	msgs = append(msgs, sdk.NewUserMessage(sdk.NewTextBlock("third question")))
+	msg, err = client.Messages.New(context.Background(), sdk.MessageNewParams{Model: "gpt-test", MaxTokens: 256, Messages: msgs})
+	if err != nil || msg.Content[0].Text != "resumed answer" {
+		t.Fatalf("after the kill: %v %+v", err, msg)
+	}
+	reqs := g.up.Requests()
+	last, _ := json.Marshal(reqs[len(reqs)-1]["input"])
+	for _, want := range []string{"first question", "first answer", "third question"} {
+		if !strings.Contains(string(last), want) {
+			t.Errorf("the resumed thread lacks %q: %s", want, last)
+		}
+	}
+}

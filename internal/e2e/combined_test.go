@@ -14,7 +14,7 @@ import (
 )
 
 // --backend combined: Claude on the usual routes, Antigravity under
-// /antigravity/. With one Claude slot held by a request, an Antigravity
+// /antigravity/ (and codex under /codex/). With one Claude slot held by a request, an Antigravity
 // request is answered at once: each backend has its own admission; and
 // each shows its own models and quota.
 func TestCombinedBackends(t *testing.T) {
@@ -69,7 +69,7 @@ func TestCombinedBackends(t *testing.T) {
 			} `json:"processes"`
 		} `json:"providers"`
 	}
-	if err := json.Unmarshal([]byte(body), &ps); err != nil || len(ps.Providers) != 2 ||
+	if err := json.Unmarshal([]byte(body), &ps); err != nil || len(ps.Providers) != 3 || ps.Providers[2].Backend != "codex" ||
 		ps.Providers[0].Backend != "claude" || ps.Providers[1].Backend != "antigravity" || ps.Providers[1].CLIVersion != "1.2.17" ||
 		ps.Providers[1].Processes.Slots != 1 || ps.Providers[0].WindowSource != "rate_limit_event" ||
 		ps.Providers[1].WindowSource != "" || ps.Providers[1].PlanSource != "agy -p /usage" {
@@ -92,10 +92,60 @@ func TestCombinedBackendsKeepTheirRequestsApart(t *testing.T) {
 	body := `{"model":"gemini-3.8-flash-low","max_tokens":50,"messages":[{"role":"user","content":"the same request"}]}`
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() { _, _, _ = g.postCtx(ctx, body, "Idempotency-Key", "order-1") }()
+	// Named, the default profile answers whatever model the body names.
+	go func() { _, _, _ = g.postCtx(ctx, body, "Idempotency-Key", "order-1", "X-Meridian-Profile", "default") }()
 	g.waitUpstream()
 	resp, got := fetch(t, http.MethodPost, g.url+"/antigravity/v1/messages", body, "Content-Type", "application/json", "Idempotency-Key", "order-1")
 	if resp.StatusCode != 200 || !strings.Contains(got, "agy here") {
 		t.Fatalf("the same request to Antigravity: %d %s", resp.StatusCode, got)
+	}
+}
+
+// One combined Meridian answers a Claude model, a GPT model and a Gemini
+// model in one run on the same routes, each from its own CLI (the real
+// claude, the real codex, the agy stand-in), and lists all three
+// vendors' models together.
+func TestCombinedByModel(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t)
+	g.up.Always(testkit.Reply{Text: "claude here"})
+	agyPath, agyEnv, _ := testkit.FakeAgy(t, map[string]any{
+		"turns": []map[string]any{{"steps": []any{agyAnswer("agy here", 12, 2)}}},
+	})
+	up := testkit.NewResponsesUpstream(t, "codex", " here")
+	g.env = append(g.env, agyEnv...)
+	g.env = append(g.env, "CODEX_HOME="+testkit.CodexHome(t, up.URL, "gpt-test"))
+	g.start("--backend", "combined", "--agy-path", agyPath, "--codex-path", testkit.CodexPath(t))
+
+	client := sdk.NewClient(option.WithBaseURL(g.url), option.WithAPIKey("client-key"), option.WithMaxRetries(0))
+	for model, want := range map[string]string{"claude-sonnet-4-5": "claude here", "gpt-test": "codex here", "gemini-3.8-flash-low": "agy here"} {
+		msg, err := client.Messages.New(context.Background(), sdk.MessageNewParams{Model: sdk.Model(model), MaxTokens: 100,
+			Messages: []sdk.MessageParam{sdk.NewUserMessage(sdk.NewTextBlock("who answers " + model + "?"))}})
+		if err != nil {
+			t.Fatalf("%s: %v", model, err)
+		}
+		if got := strings.TrimSpace(msg.Content[0].Text); got != want {
+			t.Errorf("%s was answered %q, want %q", model, got, want)
+		}
+	}
+	if n := len(up.Requests()); n != 1 {
+		t.Errorf("codex's upstream got %d requests, want 1", n)
+	}
+	_, body := testkit.Get(t, g.url+"/v1/models")
+	var list struct {
+		Data []struct {
+			ID      string `json:"id"`
+			OwnedBy string `json:"owned_by"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(body), &list); err != nil {
+		t.Fatal(err)
+	}
+	owners := map[string]bool{}
+	for _, m := range list.Data {
+		owners[m.OwnedBy] = true
+	}
+	if !owners["anthropic"] || !owners["openai"] || !owners["google"] {
+		t.Fatalf("/v1/models lists %v: %s", owners, body)
 	}
 }

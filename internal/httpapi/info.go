@@ -126,6 +126,19 @@ func (s *infoRoutes) listModels(w http.ResponseWriter, r *http.Request) {
 		failWith(s.log, w, r, modelsError(gw.CLI().Name, err))
 		return
 	}
+	if named(r.Context()) == nil {
+		// The other CLIs mounted here answer their vendors' models on
+		// these routes too: listed after this one's. One that cannot
+		// list its models now is left out, not the whole list.
+		for _, other := range s.backends.mounted {
+			more, err := other.Models(r.Context())
+			if err != nil {
+				s.log.Warn("a mounted backend could not list its models; /v1/models leaves them out", "cli", other.CLI().Name, "err", err)
+				continue
+			}
+			models = append(slices.Clip(models), more...)
+		}
+	}
 	entries := s.withAliases(r, modelEntries(models))
 	if anthropicClient(r) {
 		data := make([]anthropicModel, len(entries))

@@ -152,11 +152,14 @@ type Telemetry struct {
 // Mount is another server's handler under Prefix ("/antigravity"): a
 // request for Prefix+"/v1/messages" reaches it as "/v1/messages". Gateway,
 // when set, is the backend it serves, shown on this server's pages beside
-// the profiles with its own figures.
+// the profiles with its own figures. Owner, when set, is the vendor
+// whose models it answers ("openai", "google"): a model request on this
+// server's own routes naming one of them is served by it.
 type Mount struct {
 	Prefix  string
 	Handler http.Handler
 	Gateway *gateway.Gateway
+	Owner   string
 }
 
 // Defaults for Config.
@@ -422,7 +425,7 @@ func (s *Server) routes() http.Handler {
 		mux.Handle(m.Prefix+"/", http.StripPrefix(m.Prefix, m.Handler))
 	}
 	mux.HandleFunc("/", s.notFound)
-	h := s.track(s.recoverer(s.logRequests(s.guard(s.paused.hold(s.backends.chooseProfile(mux))))))
+	h := s.track(s.recoverer(s.logRequests(s.guard(s.paused.hold(s.backends.chooseProfile(s.byModel(mux)))))))
 	if len(s.cfg.Open) == 0 {
 		return s.boundUnreadBody(h)
 	}

@@ -23,13 +23,27 @@ const (
 	BackendClaude      = "claude"
 	BackendAntigravity = "antigravity"
 	BackendCodex       = "codex"
-	// BackendCombined serves Claude on the usual routes and Antigravity
-	// under /antigravity/, each with its own processes and limits.
+	// BackendCombined serves Claude, Antigravity and codex, each with its
+	// own processes and limits: a request's model picks the CLI (Gemini
+	// models agy, GPT models codex, the rest claude), and /antigravity/
+	// and /codex/ serve one each.
 	BackendCombined = "combined"
 )
 
-// AntigravityPrefix is where --backend combined serves Antigravity.
-const AntigravityPrefix = "/antigravity"
+// Where --backend combined serves Antigravity and codex by prefix (their
+// models are also routed there from the usual routes).
+const (
+	AntigravityPrefix = "/antigravity"
+	CodexPrefix       = "/codex"
+)
+
+// mounted is another CLI's gateway under combined: its prefix, and the
+// vendor whose models it answers.
+type mounted struct {
+	gw     *gateway.Gateway
+	prefix string
+	owner  string
+}
 
 // agyToolsPrefix is where agy sessions reach their client tools' MCP
 // servers and their gate; codexToolsPrefix where codex sessions reach

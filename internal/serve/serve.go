@@ -349,22 +349,33 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		return err
 	}
 	defer profiles.close()
-	var agyGW *gateway.Gateway
+	// Under combined, the other CLIs' gateways: each its own processes,
+	// admission and limits, mounted under its prefix, and the backend of
+	// the models of its vendor.
+	var others []mounted
 	if cfg.Backend == BackendCombined {
 		agyCLI, err := antigravityCLI(cfg, agyTools, log)
 		if err != nil {
 			return err
 		}
-		agyGW = newGateway(agyCLI, BackendAntigravity, environ)
-		defer agyGW.Close()
-		agyCLI.announce(environ, profile.Profile{})
+		codex := codexCLI(cfg, codexTools, log)
+		for _, o := range []struct {
+			cli    *cli
+			prefix string
+			owner  string
+		}{{agyCLI, AntigravityPrefix, "google"}, {codex, CodexPrefix, "openai"}} {
+			gw := newGateway(o.cli, o.cli.names.Backend, environ)
+			defer gw.Close()
+			o.cli.announce(environ, profile.Profile{})
+			others = append(others, mounted{gw: gw, prefix: o.prefix, owner: o.owner})
+		}
 	}
 	// Every gateway the metrics count: the profiles' as they stand now,
-	// and Antigravity's under combined.
+	// and the other CLIs' under combined.
 	gateways := func() []*gateway.Gateway {
 		gws := profiles.gateways()
-		if agyGW != nil {
-			gws = append(gws, agyGW)
+		for _, o := range others {
+			gws = append(gws, o.gw)
 		}
 		return gws
 	}
@@ -434,20 +445,20 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 			Bench: db.Bench, Figures: db.Figures, Watch: watch, Hosts: peers, Logger: log})}
 	}
 	var mounts []httpapi.Mount
-	if agyGW != nil {
-		// Antigravity's own server on this listener: its own admission,
+	for _, o := range others {
+		// That CLI's own server on this listener: its own admission,
 		// processes, saved answers and background jobs.
 		jobs := responses.NewJobs(responses.JobsConfig{Max: cfg.MaxBackground, Store: stored, Logger: log.With("component", "responses")})
 		defer jobs.Close()
-		agy := base
-		agy.Logger = log.With("component", "http", "backend", BackendAntigravity)
-		agy.Responses = httpapi.Responses{Store: stored, Jobs: jobs, Sealer: sealer}
-		agy.Models = models(agyGW, []httpapi.Profile{{Name: BackendAntigravity, Gateway: agyGW}}, false, nil, nil, agy.Logger)
-		agySrv, err := httpapi.New(agy)
+		sub := base
+		sub.Logger = log.With("component", "http", "backend", o.gw.CLI().Backend)
+		sub.Responses = httpapi.Responses{Store: stored, Jobs: jobs, Sealer: sealer}
+		sub.Models = models(o.gw, []httpapi.Profile{{Name: o.gw.CLI().Backend, Gateway: o.gw}}, false, nil, nil, sub.Logger)
+		subSrv, err := httpapi.New(sub)
 		if err != nil {
 			return err
 		}
-		mounts = append(mounts, httpapi.Mount{Prefix: AntigravityPrefix, Handler: agySrv.Handler(), Gateway: agyGW})
+		mounts = append(mounts, httpapi.Mount{Prefix: o.prefix, Handler: subSrv.Handler(), Gateway: o.gw, Owner: o.owner})
 	}
 	var open []httpapi.Mount
 	if agyTools != nil {

@@ -32,23 +32,30 @@ type profileView struct {
 
 // newProfileCommand wires `meridian profile`.
 func newProfileCommand(env map[string]string, environ []string) *cobra.Command {
-	var dataDir, claudePath string
+	var dataDir, claudePath, codexPath string
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "profile",
-		Short: "Claude accounts side by side: add, list, log in, remove, choose the default",
-		Long: `A profile is a named auth context for the claude CLI with its own config dir under the data dir
-(profiles/NAME/), so logins, transcripts and settings never mix. Kinds: login (the CLI's own login
-flow, in your terminal), token (a long-lived token from 'claude setup-token') and api (an API key,
-optionally with --base-url). Tokens and keys are read from standard input, never from the command
-line, and kept in files only you can read. The implicit profile "default" uses the environment.`,
+		Short: "Claude and codex accounts side by side: add, list, log in, remove, choose the default",
+		Long: `A profile is a named auth context for a CLI with its own config dir under the data dir
+(profiles/NAME/), so logins, transcripts and settings never mix. Kinds for claude: login (the CLI's
+own login flow, in your terminal), token (a long-lived token from 'claude setup-token') and api (an
+API key, optionally with --base-url). Kinds for codex (--backend codex), each with its own CODEX_HOME:
+codex-login (codex's own login, a ChatGPT plan, in your terminal) and codex-api (an OpenAI API key,
+given to 'codex login --with-api-key' and kept by codex). Tokens and keys are read from standard
+input, never from the command line, and kept in files only you can read. The implicit profile
+"default" uses the environment.`,
 		Example: `  meridian profile add pro --kind login          # the CLI's own login, in this terminal
   meridian profile add work --kind api < key.txt # an API key, from standard input
+  meridian profile add gpt --kind codex-login    # codex's own login (a ChatGPT plan), in this terminal
+  meridian profile add oai --kind codex-api < openai-key.txt  # an OpenAI API key, kept by codex
   meridian profile list                          # login state and plan limits of each
   meridian profile default pro                   # requests that name no profile go here`,
 	}
 	cmd.PersistentFlags().StringVar(&dataDir, "data-dir", envOr(env, "MERIDIAN_DATA_DIR", defaultDataDir(env)), "where Meridian keeps its state (MERIDIAN_DATA_DIR)")
 	cmd.PersistentFlags().StringVar(&claudePath, "claude-path", envOr(env, "MERIDIAN_CLAUDE_PATH", "claude"), "the claude CLI binary (MERIDIAN_CLAUDE_PATH)")
+	cmd.PersistentFlags().StringVar(&codexPath, "codex-path", envOr(env, "MERIDIAN_CODEX_PATH", "codex"), "the codex CLI binary, for the codex kinds (MERIDIAN_CODEX_PATH)")
+	clis := func() serve.CLIPaths { return serve.CLIPaths{Claude: claudePath, Codex: codexPath} }
 	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print JSON")
 	st := func() *profile.Store { return profile.Open(dataDir) }
 	show := func(c *cobra.Command, v any, text string) error {
@@ -64,28 +71,34 @@ line, and kept in files only you can read. The implicit profile "default" uses t
 	var planOnly bool
 	var loginTimeout time.Duration
 	add := &cobra.Command{
-		Use:   "add NAME --kind login|token|api",
+		Use:   "add NAME --kind login|token|api|codex-login|codex-api",
 		Short: "Add a profile (token and api: the secret on standard input; login: the CLI's login in your terminal)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			p := profile.Profile{Name: args[0], Kind: profile.Kind(kind), Priority: priority, BaseURL: baseURL, PlanOnly: planOnly}
-			if p.Kind == profile.Login && !profile.IsTerminal(os.Stdin) {
+			if (p.Kind == profile.Login || p.Kind == profile.CodexLogin) && !profile.IsTerminal(os.Stdin) {
 				return errNoTerminal(p.Name)
 			}
 			secret := ""
-			if p.Kind == profile.Token || p.Kind == profile.API {
-				what := map[profile.Kind]string{profile.Token: "token from `claude setup-token`", profile.API: "API key"}[p.Kind]
+			if p.Kind == profile.Token || p.Kind == profile.API || p.Kind == profile.CodexAPI {
+				what := map[profile.Kind]string{profile.Token: "token from `claude setup-token`", profile.API: "API key", profile.CodexAPI: "OpenAI API key"}[p.Kind]
 				s, err := profile.ReadSecret(os.Stdin, c.ErrOrStderr(), what)
 				if err != nil {
 					return err
 				}
 				secret = s
 			}
-			if err := st().Add(p, secret); err != nil {
+			// A codex-api key goes to codex's own login, in the profile's
+			// home: Meridian keeps no copy.
+			kept, codexKey := secret, ""
+			if p.Kind == profile.CodexAPI {
+				kept, codexKey = "", secret
+			}
+			if err := st().Add(p, kept); err != nil {
 				return err
 			}
-			if p.Kind == profile.Login {
-				if err := runLogin(c, st(), p, claudePath, environ, loginTimeout); err != nil {
+			if p.Kind == profile.Login || p.Kind.CLI() == "codex" {
+				if err := runLogin(c, st(), p, clis(), environ, loginTimeout, codexKey); err != nil {
 					// A profile that cannot answer is not left behind.
 					if rmErr := st().Remove(p.Name, nil); rmErr != nil {
 						return fmt.Errorf("profile %s: %w; removing it failed too: %v", p.Name, err, rmErr)
@@ -96,7 +109,7 @@ line, and kept in files only you can read. The implicit profile "default" uses t
 			return show(c, profileView{Profile: p}, fmt.Sprintf("added profile %s (%s, priority %d)", p.Name, p.Kind, p.Priority))
 		},
 	}
-	add.Flags().StringVar(&kind, "kind", "", "login, token or api")
+	add.Flags().StringVar(&kind, "kind", "", "login, token or api (claude); codex-login or codex-api (codex)")
 	add.Flags().IntVar(&priority, "priority", 0, "order for failover: lower goes first")
 	add.Flags().StringVar(&baseURL, "base-url", "", "an api profile's API base URL")
 	add.Flags().BoolVar(&planOnly, "plan-only", false, planOnlyUsage)
@@ -117,9 +130,9 @@ line, and kept in files only you can read. The implicit profile "default" uses t
 			for i, p := range l.Profiles {
 				views[i] = profileView{Profile: p, Default: p.Name == l.Default}
 				wg.Go(func() {
-					views[i].Auth, views[i].Error = serve.ProfileAuth(c.Context(), st(), p, claudePath, environ)
+					views[i].Auth, views[i].Error = serve.ProfileAuth(c.Context(), st(), p, clis(), environ)
 					if views[i].Auth != nil && views[i].Auth.LoggedIn {
-						views[i].Plan = serve.ProfilePlan(c.Context(), st(), p, claudePath, environ)
+						views[i].Plan = serve.ProfilePlan(c.Context(), st(), p, clis(), environ)
 					}
 				})
 			}
@@ -169,10 +182,13 @@ line, and kept in files only you can read. The implicit profile "default" uses t
 			if err != nil {
 				return err
 			}
+			if p.Kind == profile.CodexAPI {
+				return fmt.Errorf("profile %s is of kind codex-api: its key is given to codex when it is added; remove it and add it again with a new key", p.Name)
+			}
 			if !profile.IsTerminal(os.Stdin) {
 				return errNoTerminal(p.Name)
 			}
-			if err := runLogin(c, st(), p, claudePath, environ, loginTimeout); err != nil {
+			if err := runLogin(c, st(), p, clis(), environ, loginTimeout, ""); err != nil {
 				return err
 			}
 			return show(c, profileView{Profile: p}, "logged in profile "+p.Name)
@@ -263,10 +279,10 @@ line, and kept in files only you can read. The implicit profile "default" uses t
 				return err
 			}
 			v := profileView{Profile: p, Default: p.Name == l.Default}
-			v.Auth, v.Error = serve.ProfileAuth(c.Context(), st(), p, claudePath, environ)
+			v.Auth, v.Error = serve.ProfileAuth(c.Context(), st(), p, clis(), environ)
 			login, limits := "unknown: "+v.Error, "-"
 			if v.Auth != nil && v.Auth.LoggedIn {
-				v.Plan = serve.ProfilePlan(c.Context(), st(), p, claudePath, environ)
+				v.Plan = serve.ProfilePlan(c.Context(), st(), p, clis(), environ)
 				login, limits = "logged in ("+v.Auth.Method+")", limitsText(v.Plan)
 				if v.Plan != nil {
 					if err := serve.ProfileShareFigures(c.Context(), dataDir, env["MERIDIAN_STORE"], p.Name, *v.Plan); err != nil {
@@ -333,16 +349,28 @@ func interrupted(err error) bool {
 	return ee.ExitCode() == 128+int(syscall.SIGINT) || ok && ws.Signaled() && ws.Signal() == syscall.SIGINT
 }
 
-// runLogin runs the CLI's login for a profile on the user's terminal,
-// at most timeout, and then checks that the profile is logged in.
-func runLogin(c *cobra.Command, s *profile.Store, p profile.Profile, claudePath string, environ []string, timeout time.Duration) error {
+// runLogin runs the CLI's login for a profile on the user's terminal (or,
+// for a codex-api profile, codex's login with the key on its standard
+// input), at most timeout, and then checks that the profile is logged in.
+func runLogin(c *cobra.Command, s *profile.Store, p profile.Profile, clis serve.CLIPaths, environ []string, timeout time.Duration, codexKey string) error {
 	ctx, cancel := context.WithTimeout(c.Context(), timeout)
 	defer cancel()
-	cmd, err := s.LoginCommand(ctx, p, claudePath, environ)
+	var cmd *exec.Cmd
+	var err error
+	name := "claude"
+	if p.Kind.CLI() == "codex" {
+		name = "codex"
+		cmd, err = s.CodexLoginCommand(ctx, p, clis.Codex, environ)
+	} else {
+		cmd, err = s.LoginCommand(ctx, p, clis.Claude, environ)
+	}
 	if err != nil {
 		return err
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, c.OutOrStdout(), c.ErrOrStderr()
+	if p.Kind == profile.CodexAPI {
+		cmd.Stdin = strings.NewReader(codexKey + "\n")
+	}
 	cmd.WaitDelay = 5 * time.Second
 	err = cmd.Run()
 	switch {
@@ -351,9 +379,9 @@ func runLogin(c *cobra.Command, s *profile.Store, p profile.Profile, claudePath 
 	case c.Context().Err() != nil || interrupted(err):
 		return errors.New("the login was interrupted")
 	case err != nil:
-		return fmt.Errorf("the claude CLI's login failed: %w", err)
+		return fmt.Errorf("the %s CLI's login failed: %w", name, err)
 	}
-	a, why := serve.ProfileAuth(c.Context(), s, p, claudePath, environ)
+	a, why := serve.ProfileAuth(c.Context(), s, p, clis, environ)
 	if a == nil || !a.LoggedIn {
 		if why == "" {
 			why = "the CLI reports it logged out"

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -28,7 +29,14 @@ type codexGateway struct {
 
 func newCodexGateway(t *testing.T) *codexGateway {
 	t.Helper()
-	path := testkit.CodexPath(t)
+	g := unstartedCodexGateway(t)
+	g.start("--backend", "codex", "--codex-path", testkit.CodexPath(t), "--spares", "0")
+	return g
+}
+
+// unstartedCodexGateway is a codexGateway not started yet.
+func unstartedCodexGateway(t *testing.T) *codexGateway {
+	t.Helper()
 	up := testkit.NewResponsesUpstream(t, "unused")
 	home := testkit.CodexHome(t, up.URL, "gpt-test")
 	env := []string{"HOME=" + t.TempDir(), "CODEX_HOME=" + home, "PATH=" + os.Getenv("PATH")}
@@ -42,7 +50,6 @@ func newCodexGateway(t *testing.T) *codexGateway {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	})
-	g.start("--backend", "codex", "--codex-path", path, "--spares", "0")
 	return g
 }
 
@@ -284,5 +291,83 @@ func TestCodexKilledMidTurn(t *testing.T) {
 		if !strings.Contains(string(last), want) {
 			t.Errorf("the resumed thread lacks %q: %s", want, last)
 		}
+	}
+}
+
+// A codex-api profile: its key goes to codex's own login in the
+// profile's CODEX_HOME (Meridian keeps no copy, shows it nowhere); a
+// request naming the profile runs codex in that home, the others in the
+// environment's; a claude profile is not served by --backend codex.
+func TestCodexProfiles(t *testing.T) {
+	g := unstartedCodexGateway(t)
+	g.up.Script = func(int, map[string]any) testkit.ResponsesReply { return testkit.ResponsesReply{Text: []string{"from the default home"}} }
+	other := testkit.NewResponsesUpstream(t, "from the profile's home")
+	profileCmd := func(stdin string, args ...string) string {
+		cmd := exec.Command(g.bin, append(append([]string{"profile"}, args...), "--data-dir", g.dataDir, "--codex-path", testkit.CodexPath(t))...)
+		cmd.Env, cmd.Stdin = g.env, strings.NewReader(stdin)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("profile %v: %v: %s", args, err, out)
+		}
+		return string(out)
+	}
+	const key = "sk-test-SECRET-0123456789"
+	out := profileCmd(key+"\n", "add", "oai", "--kind", "codex-api")
+	if strings.Contains(out, key) {
+		t.Fatalf("the key was shown: %s", out)
+	}
+	home := filepath.Join(g.dataDir, "profiles", "oai")
+	auth, err := os.ReadFile(filepath.Join(home, "auth.json"))
+	if err != nil || !strings.Contains(string(auth), key) {
+		t.Fatalf("codex's login in the profile's home: %v %s", err, auth)
+	}
+	if secrets, _ := os.ReadDir(filepath.Join(g.dataDir, "profiles", ".secrets")); len(secrets) != 0 {
+		t.Fatalf("Meridian kept a copy of the key: %v", secrets)
+	}
+	profileCmd("sk-ant-SECRET\n", "add", "claudeapi", "--kind", "api")
+	// The profile's home answers through its own provider, so no request
+	// leaves the machine.
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(fmt.Sprintf("model_provider = \"fake\"\ncheck_for_update_on_startup = false\n"+
+		"[model_providers.fake]\nname = \"fake\"\nbase_url = %q\nwire_api = \"responses\"\n", other.URL)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g.start("--backend", "codex", "--codex-path", testkit.CodexPath(t), "--spares", "0")
+	ask := func(profileName string) (int, string) {
+		header := []string{"X-Claude-Code-Session-Id", "conv-" + profileName}
+		if profileName != "" {
+			header = append(header, "X-Meridian-Profile", profileName)
+		}
+		resp, body, err := g.post(`{"model":"gpt-test","max_tokens":50,"messages":[{"role":"user","content":"whose home?"}]}`, header...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, body
+	}
+	if code, body := ask(""); code != 200 || !strings.Contains(body, "from the default home") {
+		t.Fatalf("default: %d %s", code, body)
+	}
+	if code, body := ask("oai"); code != 200 || !strings.Contains(body, "from the profile's home") {
+		t.Fatalf("profile oai: %d %s", code, body)
+	}
+	if code, body := ask("claudeapi"); code != 400 || !strings.Contains(body, "unknown profile") {
+		t.Fatalf("a claude profile under --backend codex: %d %s", code, body)
+	}
+	homes := map[string]bool{}
+	for _, pid := range g.codexes() {
+		env, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
+		for _, kv := range strings.Split(string(env), "\x00") {
+			if h, ok := strings.CutPrefix(kv, "CODEX_HOME="); ok {
+				homes[h] = true
+			}
+			if strings.Contains(kv, "SECRET") {
+				t.Errorf("codex %d has a secret in its environment: %s", pid, kv)
+			}
+		}
+	}
+	if !homes[home] || len(homes) != 2 {
+		t.Fatalf("codex homes: %v", homes)
+	}
+	if list := profileCmd("", "list", "--json"); !strings.Contains(list, `"name":"oai"`) || strings.Contains(list, key) {
+		t.Fatalf("profile list: %s", list)
 	}
 }

@@ -38,7 +38,25 @@ const (
 	Token Kind = "token"
 	// API is an API key, with an optional base URL.
 	API Kind = "api"
+	// CodexLogin is a codex login (a ChatGPT plan) made with codex's own
+	// flow in the profile's own CODEX_HOME.
+	CodexLogin Kind = "codex-login"
+	// CodexAPI is an OpenAI API key, kept by codex itself in the
+	// profile's own CODEX_HOME (`codex login --with-api-key`).
+	CodexAPI Kind = "codex-api"
 )
+
+// CLI is the CLI a profile of this kind is for: "codex" for the codex
+// kinds, "claude" for the others, "" for env (whichever runs).
+func (k Kind) CLI() string {
+	switch k {
+	case CodexLogin, CodexAPI:
+		return "codex"
+	case Env:
+		return ""
+	}
+	return "claude"
+}
 
 // DefaultName is the implicit profile of kind env.
 const DefaultName = "default"
@@ -171,16 +189,17 @@ func (s *Store) Add(p Profile, secret string) error {
 		return fmt.Errorf("profile name %q: use 1 to 32 lowercase letters, digits, - and _, starting with a letter or digit", p.Name)
 	}
 	switch p.Kind {
-	case Login:
+	case Login, CodexLogin, CodexAPI:
+		// A codex-api profile's key goes to codex itself, not here.
 		if secret != "" {
-			return errors.New("profile: a login profile takes no secret")
+			return fmt.Errorf("profile: a %s profile keeps no secret of Meridian's", p.Kind)
 		}
 	case Token, API:
 		if strings.TrimSpace(secret) == "" {
 			return fmt.Errorf("profile: a %s profile needs its secret on standard input", p.Kind)
 		}
 	default:
-		return fmt.Errorf("profile kind %q: want login, token or api", p.Kind)
+		return fmt.Errorf("profile kind %q: want login, token, api, codex-login or codex-api", p.Kind)
 	}
 	if p.BaseURL != "" && p.Kind != API {
 		return errors.New("profile: only an api profile takes --base-url")
@@ -323,11 +342,16 @@ func (s *Store) Env(p Profile, base []string) ([]string, error) {
 	if p.Kind == Env {
 		return base, nil
 	}
-	drop := []string{"CLAUDE_CONFIG_DIR", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_BASE_URL"}
+	drop := []string{"CLAUDE_CONFIG_DIR", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_BASE_URL",
+		"CODEX_HOME", "OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL"}
 	env := slices.DeleteFunc(slices.Clone(base), func(kv string) bool {
 		k, _, _ := strings.Cut(kv, "=")
 		return slices.Contains(drop, k)
 	})
+	if p.Kind.CLI() == "codex" {
+		// codex keeps the login (or the key) in its home: the profile's.
+		return append(env, "CODEX_HOME="+s.ConfigDir(p.Name)), nil
+	}
 	env = append(env, "CLAUDE_CONFIG_DIR="+s.ConfigDir(p.Name))
 	switch p.Kind {
 	case Token, API:

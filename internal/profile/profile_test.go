@@ -176,3 +176,40 @@ func TestSetPlanOnly(t *testing.T) {
 		t.Fatalf("unknown profile: %v", err)
 	}
 }
+
+// A codex profile is codex's own home under the profile's folder: the
+// ambient codex home and OpenAI keys never reach it, Meridian keeps no
+// secret for it, and its kind says which CLI it is for.
+func TestCodexProfiles(t *testing.T) {
+	s := Open(t.TempDir())
+	if err := s.Add(Profile{Name: "gpt", Kind: CodexLogin}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Add(Profile{Name: "oai", Kind: CodexAPI}, "sk-SECRET"); err == nil {
+		t.Fatal("a codex-api profile kept a secret of Meridian's")
+	}
+	if err := s.Add(Profile{Name: "oai", Kind: CodexAPI}, ""); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"PATH=/bin", "CODEX_HOME=/home/u/.codex", "OPENAI_API_KEY=ambient", "CODEX_API_KEY=ambient", "ANTHROPIC_API_KEY=ambient"}
+	l, _ := s.Read()
+	for _, name := range []string{"gpt", "oai"} {
+		p, _ := l.Get(name)
+		env, err := s.Env(p, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"PATH=/bin", "CODEX_HOME=" + s.ConfigDir(name)}; !slices.Equal(env, want) {
+			t.Fatalf("%s env %q, want %q", name, env, want)
+		}
+		if p.Kind.CLI() != "codex" {
+			t.Fatalf("%s is for %q", name, p.Kind.CLI())
+		}
+	}
+	if Login.CLI() != "claude" || API.CLI() != "claude" || Env.CLI() != "" {
+		t.Fatal("the claude kinds are not claude's")
+	}
+	if entries, _ := os.ReadDir(filepath.Join(s.dir, ".secrets")); len(entries) != 0 {
+		t.Fatalf("secrets kept: %v", entries)
+	}
+}

@@ -64,3 +64,25 @@ func IsTerminal(f *os.File) bool {
 	_, err := unix.IoctlGetTermios(int(f.Fd()), termiosGet)
 	return err == nil
 }
+
+// CodexLoginCommand is codex's own login in a codex profile's home: for
+// codex-login its sign-in flow, to run attached to the user's terminal;
+// for codex-api `codex login --with-api-key`, whose standard input the
+// caller gives the key.
+func (s *Store) CodexLoginCommand(ctx context.Context, p Profile, codexPath string, base []string) (*exec.Cmd, error) {
+	args := []string{"login"}
+	switch p.Kind {
+	case CodexLogin:
+	case CodexAPI:
+		args = append(args, "--with-api-key")
+	default:
+		return nil, fmt.Errorf("profile %s is of kind %s, not a codex profile", p.Name, p.Kind)
+	}
+	env, err := s.Env(p, base)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, codexPath, args...)
+	cmd.Env = env
+	return cmd, nil
+}

@@ -67,11 +67,12 @@ type driver interface {
 	gateway.Inspector
 }
 
-// cli is the chosen backend: how a profile's driver is made, whether
-// profiles apply (they are Claude accounts), and what is said at start.
+// cli is the chosen backend: how a profile's driver is made, which
+// profiles it serves (their kinds are for one CLI or another; nil: none,
+// the environment only), and what is said at start.
 type cli struct {
 	names    gateway.CLI
-	profiles bool
+	profiles func(profile.Kind) bool
 	driver   func(profile string, env []string) driver
 	announce func(environ []string, p profile.Profile)
 }
@@ -81,7 +82,7 @@ func chooseBackend(cfg Config, addr string, tools backendTools, log *slog.Logger
 	switch cfg.Backend {
 	case "", BackendClaude, BackendCombined:
 		return &cli{
-			profiles: true,
+			profiles: func(k profile.Kind) bool { return k.CLI() != "codex" },
 			driver: func(name string, env []string) driver {
 				return claude.New(claude.Config{Path: cfg.ClaudePath, Env: env, SelfAddr: addr,
 					Logger: log.With("component", "claude", "profile", name)})
@@ -111,7 +112,8 @@ func codexCLI(cfg Config, tools *toolhost.Registry, log *slog.Logger) *cli {
 			Tools: tools, Logger: log.With("component", "codex")})
 	}
 	return &cli{
-		names:    gateway.CLI{Name: "codex", Backend: BackendCodex, LoginHint: "run `codex login` (a ChatGPT plan or an API key)", WindowSource: "account/rateLimits/updated"},
+		names:    gateway.CLI{Name: "codex", Backend: BackendCodex, LoginHint: "run `codex login` (a ChatGPT plan or an API key)", WindowSource: "account/rateLimits/updated", PlanSource: "account/rateLimits/read"},
+		profiles: func(k profile.Kind) bool { return k.CLI() != "claude" },
 		driver:   func(_ string, env []string) driver { return newDriver(env) },
 		announce: func([]string, profile.Profile) { announceCLI(log, "codex", newDriver(nil)) },
 	}

@@ -17,17 +17,20 @@ const consoleLoginTimeout = 10 * time.Minute
 
 // openConsole is the operator's console over the shared store and this
 // host's profiles; close ends the logins under way and joins their CLIs.
-func openConsole(ctx context.Context, db *store.Store, dataDir, claudePath string, environ []string) (*console.Console, func()) {
+func openConsole(ctx context.Context, db *store.Store, dataDir string, clis CLIPaths, environ []string) (*console.Console, func()) {
 	profiles := profile.Open(dataDir)
 	logins := weblogin.New(consoleLoginTimeout)
 	c := console.New(console.Config{Keys: db.Keys, Alerts: db.Alerts, Aliases: db.Aliases, Profiles: profiles, Logins: logins,
 		LoginCommand: func(p profile.Profile) (*exec.Cmd, error) {
 			// Not tied to a request: the login outlives the page that
 			// started it, bounded by the relay.
-			return profiles.LoginCommand(context.WithoutCancel(ctx), p, claudePath, environ)
+			if p.Kind.CLI() == "codex" {
+				return profiles.CodexLoginCommand(context.WithoutCancel(ctx), p, clis.Codex, environ)
+			}
+			return profiles.LoginCommand(context.WithoutCancel(ctx), p, clis.Claude, environ)
 		},
 		LoggedIn: func(ctx context.Context, p profile.Profile) (bool, string) {
-			a, why := ProfileAuth(ctx, profiles, p, claudePath, environ)
+			a, why := ProfileAuth(ctx, profiles, p, clis, environ)
 			return a != nil && a.LoggedIn, why
 		},
 		Busy: func(ctx context.Context, name string) (bool, error) {

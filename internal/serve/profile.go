@@ -36,6 +36,7 @@ type servedProfiles struct {
 	store   *profile.Store // nil: profiles do not apply to the backend
 	environ []string
 	start   func(name string, env []string) *gateway.Gateway
+	serves  func(profile.Kind) bool // the kinds of this backend's CLI
 	log     *slog.Logger
 
 	mu   sync.Mutex
@@ -52,11 +53,12 @@ type servedProfiles struct {
 // its last request is done.
 const retirePoll = 200 * time.Millisecond
 
-// startProfiles starts a gateway per profile with start; without
-// profiles (a backend they do not apply to), one for the environment.
-func startProfiles(dataDir string, environ []string, profiles bool, start func(name string, env []string) *gateway.Gateway, log *slog.Logger) (*servedProfiles, error) {
-	s := &servedProfiles{environ: environ, start: start, log: log, stop: make(chan struct{})}
-	if !profiles {
+// startProfiles starts a gateway per profile that serves takes (a
+// profile of another CLI's kind is left to that CLI) with start; without
+// serves (a backend profiles do not apply to), one for the environment.
+func startProfiles(dataDir string, environ []string, serves func(profile.Kind) bool, start func(name string, env []string) *gateway.Gateway, log *slog.Logger) (*servedProfiles, error) {
+	s := &servedProfiles{environ: environ, start: start, serves: serves, log: log, stop: make(chan struct{})}
+	if serves == nil {
 		sp := servedProfile{p: profile.Profile{Name: profile.DefaultName, Kind: profile.Env}, env: environ}
 		sp.gw = start(sp.p.Name, environ)
 		s.list, s.def = []servedProfile{sp}, sp
@@ -84,6 +86,9 @@ func startProfiles(dataDir string, environ []string, profiles bool, start func(n
 func (s *servedProfiles) assemble(l profile.List, current []servedProfile) (list []servedProfile, def servedProfile, unused []*gateway.Gateway, err error) {
 	kept := map[*gateway.Gateway]bool{}
 	for _, p := range l.Profiles {
+		if !s.serves(p.Kind) {
+			continue
+		}
 		env, err := s.store.Env(p, s.environ)
 		if err != nil {
 			for _, sp := range list {

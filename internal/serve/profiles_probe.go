@@ -7,13 +7,15 @@ import (
 
 	"github.com/meridian-gw/meridian/internal/backend"
 	"github.com/meridian-gw/meridian/internal/backend/claude"
+	"github.com/meridian-gw/meridian/internal/backend/codex"
 	"github.com/meridian-gw/meridian/internal/dispatch"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/profile"
 )
 
-// What `meridian profile` asks about a profile, answered with the claude
-// CLI in the profile's own context and the data dir's store.
+// What `meridian profile` asks about a profile, answered with its CLI
+// (claude, or codex for the codex kinds) in the profile's own context and
+// the data dir's store.
 
 // profileAuthWait bounds the login check of one profile.
 const profileAuthWait = 20 * time.Second
@@ -22,16 +24,33 @@ const profileAuthWait = 20 * time.Second
 // cannot reach its account's endpoints retries for many seconds.
 const ProfilePlanWait = 10 * time.Second
 
+// CLIPaths are the CLIs' binaries the profile commands use: a profile
+// of a codex kind asks codex, any other claude.
+type CLIPaths struct {
+	Claude, Codex string
+}
+
+// inspector is the CLI a profile is for, in the profile's context.
+func (c CLIPaths) inspector(p profile.Profile, env []string) interface {
+	backend.Inspector
+	backend.PlanReader
+} {
+	if p.Kind.CLI() == "codex" {
+		return codex.New(codex.Config{Path: c.Codex, Env: env})
+	}
+	return claude.New(claude.Config{Path: c.Claude, Env: env})
+}
+
 // ProfileAuth asks the CLI, in the profile's context, whether it is
 // logged in; on failure it says why instead.
-func ProfileAuth(ctx context.Context, s *profile.Store, p profile.Profile, claudePath string, environ []string) (*backend.Auth, string) {
+func ProfileAuth(ctx context.Context, s *profile.Store, p profile.Profile, clis CLIPaths, environ []string) (*backend.Auth, string) {
 	env, err := s.Env(p, environ)
 	if err != nil {
 		return nil, err.Error()
 	}
 	ctx, cancel := context.WithTimeout(ctx, profileAuthWait)
 	defer cancel()
-	a, err := claude.New(claude.Config{Path: claudePath, Env: env}).Auth(ctx)
+	a, err := clis.inspector(p, env).Auth(ctx)
 	if err != nil {
 		return nil, "unknown: " + err.Error()
 	}
@@ -40,14 +59,14 @@ func ProfileAuth(ctx context.Context, s *profile.Store, p profile.Profile, claud
 
 // ProfilePlan reads the plan's rate limits with the CLI in the profile's
 // context; nil when they could not be read in ProfilePlanWait.
-func ProfilePlan(ctx context.Context, s *profile.Store, p profile.Profile, claudePath string, environ []string) *backend.PlanUsage {
+func ProfilePlan(ctx context.Context, s *profile.Store, p profile.Profile, clis CLIPaths, environ []string) *backend.PlanUsage {
 	env, err := s.Env(p, environ)
 	if err != nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, ProfilePlanWait)
 	defer cancel()
-	u, err := claude.New(claude.Config{Path: claudePath, Env: env}).PlanUsage(ctx)
+	u, err := clis.inspector(p, env).PlanUsage(ctx)
 	if err != nil {
 		return nil
 	}

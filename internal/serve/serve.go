@@ -474,7 +474,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		Jobs: responses.NewJobs(responses.JobsConfig{Max: cfg.MaxBackground, Store: stored, Logger: log.With("component", "responses")})}
 	front.Models = models(gw, profiles.http(), cfg.Failover, hosts, notifier, front.Logger)
 	front.Mounts, front.Open = mounts, open
-	con, closeConsole := openConsole(ctx, db, cfg.DataDir, cfg.ClaudePath, environ)
+	con, closeConsole := openConsole(ctx, db, cfg.DataDir, CLIPaths{Claude: cfg.ClaudePath, Codex: cfg.CodexPath}, environ)
 	defer closeConsole() // after the server: a login under way is ended and its CLI joined
 	front.Console = con
 	srv, err := httpapi.New(front)

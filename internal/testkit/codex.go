@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -103,6 +104,13 @@ func NewResponsesUpstream(t testing.TB, reply ...string) *ResponsesUpstream {
 	})
 	u.URL = srv.URL + "/v1"
 	return u
+}
+
+// ServeResponses serves a fake Responses upstream answering by script on
+// ln, for a command of its own (fakeresponses); it returns when ln closes.
+func ServeResponses(ln net.Listener, script func(n int, body map[string]any) ResponsesReply) error {
+	u := &ResponsesUpstream{Script: script}
+	return http.Serve(ln, http.HandlerFunc(u.serve))
 }
 
 // Requests are the request bodies received so far.

@@ -70,6 +70,7 @@ var (
 	_ backend.EndOnly        = (*Driver)(nil)
 	_ backend.NoOutputLimit  = (*Driver)(nil)
 	_ backend.SchemaEnforcer = (*Driver)(nil)
+	_ backend.PlanReader     = (*Driver)(nil)
 	_ backend.Session        = (*Session)(nil)
 	_ backend.Binder         = (*Session)(nil)
 	_ backend.Freezer        = (*Session)(nil)

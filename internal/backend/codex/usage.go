@@ -1,6 +1,7 @@
 package codex
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -150,4 +151,38 @@ func (e *turnError) failure(resets time.Time) *backend.Failure {
 		}
 	}
 	return f
+}
+
+// PlanUsage asks a short-lived app-server for account/rateLimits/read:
+// the plan's windows as codex last learned them (a ChatGPT login's; an
+// API key has none).
+func (d *Driver) PlanUsage(ctx context.Context) (backend.PlanUsage, error) {
+	var out struct {
+		RateLimits struct {
+			Primary   *limitWindow `json:"primary"`
+			Secondary *limitWindow `json:"secondary"`
+			PlanType  *string      `json:"planType"`
+		} `json:"rateLimits"`
+	}
+	if err := d.ask(ctx, "account/rateLimits/read", map[string]any{"excludeResetCreditDetails": true}, &out); err != nil {
+		return backend.PlanUsage{}, err
+	}
+	var u backend.PlanUsage
+	if out.RateLimits.PlanType != nil {
+		u.Subscription = *out.RateLimits.PlanType
+	}
+	for _, w := range []*limitWindow{out.RateLimits.Primary, out.RateLimits.Secondary} {
+		if w == nil {
+			continue
+		}
+		used := float64(w.UsedPercent)
+		pw := backend.PlanWindow{Name: windowName(w.Minutes), Utilization: &used}
+		if w.ResetsAt != nil {
+			t := time.Unix(*w.ResetsAt, 0)
+			pw.ResetsAt = &t
+		}
+		u.Windows = append(u.Windows, pw)
+	}
+	u.Available = len(u.Windows) > 0
+	return u, nil
 }

@@ -300,7 +300,9 @@ func TestCodexKilledMidTurn(t *testing.T) {
 // environment's; a claude profile is not served by --backend codex.
 func TestCodexProfiles(t *testing.T) {
 	g := unstartedCodexGateway(t)
-	g.up.Script = func(int, map[string]any) testkit.ResponsesReply { return testkit.ResponsesReply{Text: []string{"from the default home"}} }
+	g.up.Script = func(int, map[string]any) testkit.ResponsesReply {
+		return testkit.ResponsesReply{Text: []string{"from the default home"}}
+	}
 	other := testkit.NewResponsesUpstream(t, "from the profile's home")
 	profileCmd := func(stdin string, args ...string) string {
 		cmd := exec.Command(g.bin, append(append([]string{"profile"}, args...), "--data-dir", g.dataDir, "--codex-path", testkit.CodexPath(t))...)

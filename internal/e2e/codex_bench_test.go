@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -26,7 +27,7 @@ const benchTurns = 6
 // process that loads the thread each turn), every upstream a loopback
 // fake answering at once. It reports each median turn, the live codex
 // turn as a share of the bare one, and the idle cost of a live codex: its
-// proportional memory and its CPU over ten seconds of waiting.
+// proportional memory and its CPU while it waits.
 func BenchmarkCodexTurns(b *testing.B) {
 	path := testkit.CodexPath(b)
 	cx := newBenchCodex(b)
@@ -79,10 +80,16 @@ func BenchmarkCodexTurns(b *testing.B) {
 		pss += n
 	}
 	b.ReportMetric(float64(pss)/float64(len(pids))/(1<<20), "codex-idle-pss-MiB-per-process")
+	// Its CPU while it waits, per ten seconds (MERIDIAN_BENCH_IDLE
+	// seconds watched, 10 by default).
+	idle := 10 * time.Second
+	if n, err := strconv.Atoi(os.Getenv("MERIDIAN_BENCH_IDLE")); err == nil && n > 0 {
+		idle = time.Duration(n) * time.Second
+	}
 	before, _ := procmem.CPU(pids[0])
-	time.Sleep(10 * time.Second)
+	time.Sleep(idle)
 	after, _ := procmem.CPU(pids[0])
-	b.ReportMetric(float64((after-before).Microseconds())/1000, "codex-idle-cpu-ms-per-10s")
+	b.ReportMetric(float64((after-before).Microseconds())/1000*float64(10*time.Second)/float64(idle), "codex-idle-cpu-ms-per-10s")
 }
 
 // newBenchCodex is meridian on codex whose fake upstream answers at once.

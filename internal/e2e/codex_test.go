@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -371,5 +373,72 @@ func TestCodexProfiles(t *testing.T) {
 	}
 	if list := profileCmd("", "list", "--json"); !strings.Contains(list, `"name":"oai"`) || strings.Contains(list, key) {
 		t.Fatalf("profile list: %s", list)
+	}
+}
+
+// A spare codex answers a new conversation's first turn (and another
+// takes its place); a conversation's codex is frozen while it waits and
+// thawed for its next turn, on the same process.
+func TestCodexSparesAndFreezing(t *testing.T) {
+	g := unstartedCodexGateway(t)
+	g.up.Script = numbered
+	g.start("--backend", "codex", "--codex-path", testkit.CodexPath(t), "--spares", "1")
+	// pidOf is the process the conversation's last turn ran on.
+	pidOf := func(conv string) int {
+		m := regexp.MustCompile(`msg="turn done".* conversation=` + conv + ` .* pid=(\d+)`).FindAllStringSubmatch(g.log.String(), -1)
+		if len(m) == 0 {
+			t.Fatalf("no turn of %s in the log", conv)
+		}
+		pid, _ := strconv.Atoi(m[len(m)-1][1])
+		return pid
+	}
+	turn := func(conv string, msgs []sdk.MessageParam, want string) []sdk.MessageParam {
+		msg, err := g.anthropic(conv).Messages.New(context.Background(), sdk.MessageNewParams{Model: "gpt-test", MaxTokens: 50, Messages: msgs})
+		if err != nil || msg.Content[0].Text != want {
+			t.Fatalf("%s: %v %+v", conv, err, msg)
+		}
+		return append(msgs, msg.ToParam())
+	}
+	a := turn("codex-a", []sdk.MessageParam{sdk.NewUserMessage(sdk.NewTextBlock("first of a"))}, "answer 1")
+	first := pidOf("codex-a")
+	// After a new conversation, a spare waits for the next one, which
+	// runs on it: on a process that was there before it came.
+	var before []int
+	if err := testkit.WaitFor(30*time.Second, func() error {
+		if g.spares() != 1 {
+			return errors.New("no spare codex waits")
+		}
+		before = g.codexes()
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	turn("codex-b", []sdk.MessageParam{sdk.NewUserMessage(sdk.NewTextBlock("first of b"))}, "answer 2")
+	if got := pidOf("codex-b"); got == first || !slices.Contains(before, got) {
+		t.Fatalf("b's first turn ran on %d, not on a spare of %v", got, before)
+	}
+	state := func(pid int) byte {
+		b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+		if i := strings.LastIndexByte(string(b), ')'); i > 0 && i+2 < len(b) {
+			return b[i+2]
+		}
+		return '?'
+	}
+	if err := testkit.WaitFor(30*time.Second, func() error {
+		if s := state(first); s != 'T' {
+			return fmt.Errorf("a's codex is in state %c, not stopped", s)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	a = append(a, sdk.NewUserMessage(sdk.NewTextBlock("second of a")))
+	turn("codex-a", a, "answer 3")
+	if got := pidOf("codex-a"); got != first {
+		t.Fatalf("a's second turn ran on %d, not on its frozen process %d", got, first)
+	}
+	reqs := g.up.Requests()
+	if last, _ := json.Marshal(reqs[len(reqs)-1]["input"]); strings.Count(string(last), "first of a") != 1 || strings.Contains(string(last), "first of b") {
+		t.Fatalf("a's second turn's thread: %s", last)
 	}
 }

@@ -385,7 +385,7 @@ func TestCodexSparesAndFreezing(t *testing.T) {
 	g.start("--backend", "codex", "--codex-path", testkit.CodexPath(t), "--spares", "1")
 	// pidOf is the process the conversation's last turn ran on.
 	pidOf := func(conv string) int {
-		m := regexp.MustCompile(`msg="turn done".* conversation=` + conv + ` .* pid=(\d+)`).FindAllStringSubmatch(g.log.String(), -1)
+		m := regexp.MustCompile(`msg="turn done".* conversation=`+conv+` .* pid=(\d+)`).FindAllStringSubmatch(g.log.String(), -1)
 		if len(m) == 0 {
 			t.Fatalf("no turn of %s in the log", conv)
 		}

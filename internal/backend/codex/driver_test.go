@@ -432,3 +432,44 @@ func TestOutputSchema(t *testing.T) {
 		t.Fatalf("the upstream was not asked for the schema: %s", format)
 	}
 }
+
+// An image reaches the model as an image input, a request's effort as
+// the model call's reasoning effort, and text sent beside a tool result
+// reaches the running turn as steering.
+func TestImageEffortAndSteering(t *testing.T) {
+	rg := newRig(t)
+	rg.up.Script = func(n int, _ map[string]any) testkit.ResponsesReply {
+		if n == 1 {
+			return testkit.ResponsesReply{Calls: []testkit.ResponsesCall{{Name: "look", Namespace: "mcp__meridian", Arguments: `{}`}}}
+		}
+		return testkit.ResponsesReply{Text: []string{"seen"}}
+	}
+	s := rg.start(t, backend.StartOptions{Model: "gpt-test", Effort: "high",
+		Tools: []backend.Tool{{Name: "look", InputSchema: json.RawMessage(`{"type":"object"}`)}}})
+	const pixel = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+	img, _ := json.Marshal(map[string]any{"type": "image", "source": map[string]string{"type": "base64", "media_type": "image/png", "data": pixel}})
+	in := text("what is in this picture?")
+	in.Content = append(in.Content, img)
+	res, c := turn(t, s, in)
+	if !res.Paused || len(c.calls) != 1 {
+		t.Fatalf("paused %v, calls %v", res.Paused, c.calls)
+	}
+	out, _ := json.Marshal(map[string]string{"type": "text", "text": "a red pixel"})
+	steer, _ := json.Marshal(map[string]string{"type": "text", "text": "answer in one word"})
+	res, c = turn(t, s, backend.Input{Content: []json.RawMessage{steer},
+		Results: []backend.ToolResult{{ToolUseID: c.calls[0]["id"].(string), Content: []json.RawMessage{out}}}})
+	if res.Paused || c.text.String() != "seen" {
+		t.Fatalf("after the result: %q", c.text.String())
+	}
+	reqs := rg.up.Requests()
+	first := inputOf(reqs[0])
+	if !strings.Contains(first, `"input_image"`) || !strings.Contains(first, "data:image/png;base64,"+pixel) {
+		t.Fatalf("no image upstream: %s", first)
+	}
+	if effort, _ := json.Marshal(reqs[0]["reasoning"]); !strings.Contains(string(effort), `"effort":"high"`) {
+		t.Fatalf("reasoning %s", effort)
+	}
+	if second := inputOf(reqs[len(reqs)-1]); !strings.Contains(second, "a red pixel") || !strings.Contains(second, "answer in one word") {
+		t.Fatalf("the continued turn lacks the result or the steering: %s", second)
+	}
+}

@@ -442,3 +442,40 @@ func TestCodexSparesAndFreezing(t *testing.T) {
 		t.Fatalf("a's second turn's thread: %s", last)
 	}
 }
+
+// After meridian restarts, a conversation's next turn resumes its codex
+// thread in a new process, with its history, writing only the new
+// message.
+func TestCodexResumesAfterRestart(t *testing.T) {
+	g := unstartedCodexGateway(t)
+	g.up.Script = numbered
+	args := []string{"--backend", "codex", "--codex-path", testkit.CodexPath(t), "--spares", "0"}
+	g.start(args...)
+	client := g.anthropic("codex-restart")
+	msgs := []sdk.MessageParam{sdk.NewUserMessage(sdk.NewTextBlock("before the restart"))}
+	msg, err := client.Messages.New(context.Background(), sdk.MessageNewParams{Model: "gpt-test", MaxTokens: 50, Messages: msgs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.cmd.Wait(); err != nil {
+		t.Fatalf("meridian's exit: %v", err)
+	}
+	if left := g.codexes(); len(left) != 0 {
+		t.Fatalf("codex processes outlived meridian: %v", left)
+	}
+	g.start(args...)
+	client = g.anthropic("codex-restart")
+	msgs = append(msgs, msg.ToParam(), sdk.NewUserMessage(sdk.NewTextBlock("after the restart")))
+	msg, err = client.Messages.New(context.Background(), sdk.MessageNewParams{Model: "gpt-test", MaxTokens: 50, Messages: msgs})
+	if err != nil || msg.Content[0].Text != "answer 2" {
+		t.Fatalf("after the restart: %v %+v", err, msg)
+	}
+	last, _ := json.Marshal(g.up.Requests()[1]["input"])
+	if strings.Count(string(last), "before the restart") != 1 || !strings.Contains(string(last), "answer 1") ||
+		strings.Contains(string(last), "conversation_history") {
+		t.Fatalf("the resumed thread: %s", last)
+	}
+}

@@ -473,3 +473,20 @@ func TestImageEffortAndSteering(t *testing.T) {
 		t.Fatalf("the continued turn lacks the result or the steering: %s", second)
 	}
 }
+
+// A thread codex has no record of (another host's, a cleared home) is a
+// stale session: the gateway starts the conversation over with its
+// history.
+func TestUnknownThreadIsStale(t *testing.T) {
+	rg := newRig(t)
+	s := rg.start(t, backend.StartOptions{Model: "gpt-test", Resume: "01a24900-0000-7000-8000-000000000000#3"})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := s.Turn(ctx, text("go on"), func(*backend.Event) error { return nil })
+	if err != nil || res.Failure == nil || res.Failure.Code != backend.CodeStaleSession {
+		t.Fatalf("resuming an unknown thread: %v %+v", err, res)
+	}
+	if n := len(rg.up.Requests()); n != 0 {
+		t.Fatalf("the upstream got %d requests", n)
+	}
+}

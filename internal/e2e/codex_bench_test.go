@@ -30,7 +30,8 @@ const benchTurns = 6
 // proportional memory and its CPU while it waits.
 func BenchmarkCodexTurns(b *testing.B) {
 	path := testkit.CodexPath(b)
-	cx := newBenchCodex(b)
+	cx := unstartedCodexGateway(b)
+	cx.start("--backend", "codex", "--codex-path", path, "--spares", "0")
 	cl := newGateway(b)
 	cl.up.Always(testkit.Reply{Text: "answer"})
 	cl.start("--spares", "0")
@@ -90,23 +91,6 @@ func BenchmarkCodexTurns(b *testing.B) {
 	time.Sleep(idle)
 	after, _ := procmem.CPU(pids[0])
 	b.ReportMetric(float64((after-before).Microseconds())/1000*float64(10*time.Second)/float64(idle), "codex-idle-cpu-ms-per-10s")
-}
-
-// newBenchCodex is meridian on codex whose fake upstream answers at once.
-func newBenchCodex(b *testing.B) *codexGateway {
-	path := testkit.CodexPath(b)
-	up := testkit.NewResponsesUpstream(b, "answer")
-	home := testkit.CodexHome(b, up.URL, "gpt-test")
-	env := []string{"HOME=" + b.TempDir(), "CODEX_HOME=" + home, "PATH=" + os.Getenv("PATH")}
-	g := &codexGateway{gatewayProc: &gatewayProc{t: b, bin: buildBinary(b), env: env, dataDir: b.TempDir()}, up: up}
-	b.Cleanup(func() {
-		if g.cmd != nil && g.cmd.ProcessState == nil {
-			_ = g.cmd.Process.Kill()
-			_ = g.cmd.Wait()
-		}
-	})
-	g.start("--backend", "codex", "--codex-path", path, "--spares", "0")
-	return g
 }
 
 // conversation runs benchTurns turns of one conversation on the Messages

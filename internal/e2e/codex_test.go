@@ -37,7 +37,7 @@ func newCodexGateway(t *testing.T) *codexGateway {
 }
 
 // unstartedCodexGateway is a codexGateway not started yet.
-func unstartedCodexGateway(t *testing.T) *codexGateway {
+func unstartedCodexGateway(t testing.TB) *codexGateway {
 	t.Helper()
 	up := testkit.NewResponsesUpstream(t, "unused")
 	home := testkit.CodexHome(t, up.URL, "gpt-test")

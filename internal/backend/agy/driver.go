@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -132,16 +131,7 @@ func (d *Driver) IgnoresOutputLimit() {}
 
 // Locate finds the binary, or returns an error wrapping
 // backend.ErrUnavailable that says how to install it.
-func (d *Driver) Locate() (string, error) {
-	p, err := exec.LookPath(d.cfg.Path)
-	if err != nil {
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
-			return "", fmt.Errorf("%w: agy not found (%q): %s", backend.ErrUnavailable, d.cfg.Path, InstallHint)
-		}
-		return "", fmt.Errorf("%w: agy %q is not usable: %v", backend.ErrUnavailable, d.cfg.Path, err)
-	}
-	return p, nil
-}
+func (d *Driver) Locate() (string, error) { return backend.Locate("agy", d.cfg.Path, InstallHint) }
 
 // Version runs `agy --version`; one older than MinVersion is unavailable.
 func (d *Driver) Version(ctx context.Context) (string, error) {
@@ -215,17 +205,7 @@ func (d *Driver) run(ctx context.Context, args ...string) (stdout, stderr []byte
 // variables (a leaked ANTHROPIC_BASE_URL or CLAUDECODE means nothing to
 // agy and must not reach its tools), the self-updater off.
 func (d *Driver) env() []string {
-	out := make([]string, 0, len(d.cfg.Env)+1)
-	for _, kv := range d.cfg.Env {
-		k, _, _ := strings.Cut(kv, "=")
-		switch {
-		case strings.HasPrefix(k, "CLAUDE"), strings.HasPrefix(k, "ANTHROPIC"), strings.HasPrefix(k, "MERIDIAN"),
-			strings.HasPrefix(k, "ANTIGRAVITY_"), strings.HasPrefix(k, "AGY_"):
-			continue
-		}
-		out = append(out, kv)
-	}
-	return append(out, "AGY_CLI_DISABLE_AUTO_UPDATE=true")
+	return append(backend.StripForeignEnv(d.cfg.Env), "AGY_CLI_DISABLE_AUTO_UPDATE=true")
 }
 
 // olderThan compares dotted versions numerically.

@@ -57,7 +57,7 @@ type Session struct {
 	// tool_use id.
 	tools  *endpoint
 	paused *relay
-	calls  map[string]*toolhost.Call
+	calls  toolhost.Held
 
 	// attached are the files the session's turns attached, which its gate
 	// lets view_file read (under mu).
@@ -357,9 +357,7 @@ func (s *Session) Close() error {
 		s.dead.Store(true)
 		s.sp.Close(func() {
 			close(s.stopping)
-			s.mu.Lock()
-			held := len(s.calls) > 0
-			s.mu.Unlock()
+			held := s.calls.Any()
 			if held {
 				// A turn waits on client tools: agy would wait on them
 				// rather than read the end of its input.

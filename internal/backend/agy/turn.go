@@ -186,14 +186,9 @@ func (s *Session) withAGYError(f *backend.Failure) *backend.Failure {
 
 // Answer gives a held client tool call its result.
 func (s *Session) Answer(res backend.ToolResult) error {
-	s.mu.Lock()
-	c := s.calls[res.ToolUseID]
-	delete(s.calls, res.ToolUseID)
-	s.mu.Unlock()
-	if c == nil {
-		return fmt.Errorf("agy session: no tool call %s waits for a result", res.ToolUseID)
+	if err := s.calls.Answer(res); err != nil {
+		return fmt.Errorf("agy session: %w", err)
 	}
-	c.Answer(res)
 	return nil
 }
 
@@ -214,11 +209,7 @@ func (s *Session) answerAll(ctx context.Context, in backend.Input) error {
 	return nil
 }
 
-func (s *Session) clearCalls() {
-	s.mu.Lock()
-	s.calls = nil
-	s.mu.Unlock()
-}
+func (s *Session) clearCalls() { s.calls.Release() }
 
 // relay turns agy's lines into the gateway's events for one agy turn,
 // across the responses its pauses split it into.
@@ -272,18 +263,11 @@ func (r *relay) take(line []byte) error {
 func (r *relay) textDelta(delta string) error {
 	if r.text < 0 {
 		r.text, r.next = r.next, r.next+1
-		*r.ev = backend.Event{Kind: backend.BlockStart, Index: r.text, BlockType: "text", Block: json.RawMessage(`{"type":"text","text":""}`)}
-		if err := r.emit(r.ev); err != nil {
+		if err := backend.EmitTextStart(r.emit, r.ev, r.text); err != nil {
 			return err
 		}
 	}
-	d, _ := json.Marshal(map[string]string{"type": "text_delta", "text": delta})
-	*r.ev = backend.Event{Kind: backend.BlockDelta, Index: r.text, DeltaType: "text_delta", Delta: d, Text: delta}
-	if err := r.emit(r.ev); err != nil {
-		return err
-	}
-	*r.ev = backend.Event{Kind: backend.Flush}
-	return r.emit(r.ev)
+	return backend.EmitText(r.emit, r.ev, r.text, delta)
 }
 
 // toolStep notes a call_mcp_tool step to this session's server: announced
@@ -358,20 +342,14 @@ func (r *relay) handOut(calls ...*toolhost.Call) error {
 		r.text = -1
 	}
 	for _, c := range calls {
-		id, err := toolhost.RandomHex(12)
+		id, err := r.s.calls.Hand("toolu_agy_", c)
 		if err != nil {
 			return err
 		}
-		id = "toolu_agy_" + id
-		r.s.mu.Lock()
-		if r.s.calls == nil {
-			r.s.calls = map[string]*toolhost.Call{}
-		}
-		r.s.calls[id] = c
-		r.s.mu.Unlock()
-		if err := r.toolUse(id, r.s.tools.ClientName(c.Name), c.Args); err != nil {
+		if err := backend.EmitToolUse(r.emit, r.ev, r.next, id, r.s.tools.ClientName(c.Name), c.Args); err != nil {
 			return err
 		}
+		r.next++
 	}
 	out := r.turn.StepUsage().Output
 	*r.ev = backend.Event{Kind: backend.MessageDelta, StopReason: "tool_use", Usage: backend.Usage{OutputTokens: out - r.reportedOut}}
@@ -381,24 +359,6 @@ func (r *relay) handOut(calls ...*toolhost.Call) error {
 		return errPaused
 	}
 	return err
-}
-
-// toolUse emits one tool_use block: its start, its input, its stop.
-func (r *relay) toolUse(id, name string, args json.RawMessage) error {
-	idx := r.next
-	r.next++
-	start, _ := json.Marshal(map[string]any{"type": "tool_use", "id": id, "name": name, "input": map[string]any{}})
-	*r.ev = backend.Event{Kind: backend.BlockStart, Index: idx, BlockType: "tool_use", Block: start}
-	if err := r.emit(r.ev); err != nil {
-		return err
-	}
-	delta, _ := json.Marshal(map[string]string{"type": "input_json_delta", "partial_json": string(args)})
-	*r.ev = backend.Event{Kind: backend.BlockDelta, Index: idx, DeltaType: "input_json_delta", Delta: delta}
-	if err := r.emit(r.ev); err != nil {
-		return err
-	}
-	*r.ev = backend.Event{Kind: backend.BlockStop, Index: idx}
-	return r.emit(r.ev)
 }
 
 // drain takes what an exited process left in the pipe, until the turn is

@@ -13,7 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -123,16 +122,7 @@ func (d *Driver) EnforcesSchema() {}
 
 // Locate finds the binary, or returns an error wrapping
 // backend.ErrUnavailable that says how to install it.
-func (d *Driver) Locate() (string, error) {
-	p, err := exec.LookPath(d.cfg.Path)
-	if err != nil {
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
-			return "", fmt.Errorf("%w: codex not found (%q): %s", backend.ErrUnavailable, d.cfg.Path, InstallHint)
-		}
-		return "", fmt.Errorf("%w: codex %q is not usable: %v", backend.ErrUnavailable, d.cfg.Path, err)
-	}
-	return p, nil
-}
+func (d *Driver) Locate() (string, error) { return backend.Locate("codex", d.cfg.Path, InstallHint) }
 
 // Version runs `codex --version` ("codex-cli 0.171.0").
 func (d *Driver) Version(ctx context.Context) (string, error) {
@@ -259,21 +249,8 @@ func (d *Driver) run(ctx context.Context, args ...string) (stdout, stderr []byte
 }
 
 // env is codex's environment: the configured one without other CLIs'
-// variables (a leaked ANTHROPIC_BASE_URL means nothing to codex and must
-// not reach anything it runs) and without Meridian's own.
-func (d *Driver) env() []string {
-	out := make([]string, 0, len(d.cfg.Env))
-	for _, kv := range d.cfg.Env {
-		k, _, _ := strings.Cut(kv, "=")
-		switch {
-		case strings.HasPrefix(k, "CLAUDE"), strings.HasPrefix(k, "ANTHROPIC"), strings.HasPrefix(k, "MERIDIAN"),
-			strings.HasPrefix(k, "ANTIGRAVITY_"), strings.HasPrefix(k, "AGY_"):
-			continue
-		}
-		out = append(out, kv)
-	}
-	return out
-}
+// variables or Meridian's own.
+func (d *Driver) env() []string { return backend.StripForeignEnv(d.cfg.Env) }
 
 // connOptions are a session's protocol options: the driver's trace and
 // the session's answers to codex's own requests.

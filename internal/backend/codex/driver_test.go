@@ -11,13 +11,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/backend"
-	"github.com/meridian-gw/meridian/internal/backend/codex/appserver"
 	"github.com/meridian-gw/meridian/internal/backend/toolhost"
 	"github.com/meridian-gw/meridian/internal/codexschema"
 	"github.com/meridian-gw/meridian/internal/testkit"
@@ -30,9 +28,7 @@ type rig struct {
 	d     *Driver
 	up    *testkit.ResponsesUpstream
 	home  string
-	proto *codexschema.Protocol
-	mu    sync.Mutex
-	bad   []string
+	trace *codexschema.Trace
 }
 
 func newRig(t *testing.T) *rig {
@@ -43,7 +39,7 @@ func newRig(t *testing.T) *rig {
 		t.Fatal(err)
 	}
 	up := testkit.NewResponsesUpstream(t, "unused")
-	rg := &rig{up: up, proto: proto, home: testkit.CodexHome(t, up.URL, "gpt-test")}
+	rg := &rig{up: up, trace: codexschema.NewTrace(proto), home: testkit.CodexHome(t, up.URL, "gpt-test")}
 	tools := toolhost.NewRegistry()
 	mux := http.NewServeMux()
 	mux.HandleFunc("/{token}/mcp", func(w http.ResponseWriter, r *http.Request) { tools.ServeMCP(w, r, r.PathValue("token")) })
@@ -54,38 +50,13 @@ func newRig(t *testing.T) *rig {
 	})
 	tools.SetBase(srv.URL)
 	rg.d = New(Config{Path: path, Env: []string{"HOME=" + t.TempDir(), "CODEX_HOME=" + rg.home, "PATH=" + os.Getenv("PATH")},
-		SessionRoot: t.TempDir(), Tools: tools, Trace: rg.trace, Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+		SessionRoot: t.TempDir(), Tools: tools, Trace: rg.trace.Line, Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	t.Cleanup(func() {
-		rg.mu.Lock()
-		defer rg.mu.Unlock()
-		for _, b := range rg.bad {
+		for _, b := range rg.trace.Problems() {
 			t.Errorf("off the recorded protocol: %s", b)
 		}
 	})
 	return rg
-}
-
-func (rg *rig) trace(dir string, line []byte) {
-	var m appserver.Message
-	_ = json.Unmarshal(line, &m)
-	var kind codexschema.Kind
-	switch {
-	case m.Method == "":
-		return
-	case dir == "out" && len(m.ID) > 0:
-		kind = codexschema.ClientRequest
-	case dir == "out":
-		kind = codexschema.ClientNotification
-	case len(m.ID) > 0:
-		kind = codexschema.ServerRequest
-	default:
-		kind = codexschema.ServerNotification
-	}
-	if err := rg.proto.Check(kind, line); err != nil {
-		rg.mu.Lock()
-		rg.bad = append(rg.bad, fmt.Sprintf("%s %s: %v", dir, m.Method, err))
-		rg.mu.Unlock()
-	}
 }
 
 func (rg *rig) start(t *testing.T, opts backend.StartOptions) backend.Session {

@@ -184,18 +184,11 @@ func (r *relay) textDelta(itemID, delta string) error {
 	}
 	if r.text < 0 {
 		r.text, r.next, r.textItem = r.next, r.next+1, itemID
-		*r.ev = backend.Event{Kind: backend.BlockStart, Index: r.text, BlockType: "text", Block: json.RawMessage(`{"type":"text","text":""}`)}
-		if err := r.emit(r.ev); err != nil {
+		if err := backend.EmitTextStart(r.emit, r.ev, r.text); err != nil {
 			return err
 		}
 	}
-	d, _ := json.Marshal(map[string]string{"type": "text_delta", "text": delta})
-	*r.ev = backend.Event{Kind: backend.BlockDelta, Index: r.text, DeltaType: "text_delta", Delta: d, Text: delta}
-	if err := r.emit(r.ev); err != nil {
-		return err
-	}
-	*r.ev = backend.Event{Kind: backend.Flush}
-	return r.emit(r.ev)
+	return backend.EmitText(r.emit, r.ev, r.text, delta)
 }
 
 // match hands out the calls whose item was read, once every announced
@@ -252,20 +245,14 @@ func (r *relay) handOut(calls ...*toolhost.Call) error {
 		r.text = -1
 	}
 	for _, c := range calls {
-		id, err := toolhost.RandomHex(12)
+		id, err := r.s.calls.Hand("toolu_codex_", c)
 		if err != nil {
 			return err
 		}
-		id = "toolu_codex_" + id
-		r.s.mu.Lock()
-		if r.s.calls == nil {
-			r.s.calls = map[string]*toolhost.Call{}
-		}
-		r.s.calls[id] = c
-		r.s.mu.Unlock()
-		if err := r.toolUse(id, r.s.tools.ClientName(c.Name), c.Args); err != nil {
+		if err := backend.EmitToolUse(r.emit, r.ev, r.next, id, r.s.tools.ClientName(c.Name), c.Args); err != nil {
 			return err
 		}
+		r.next++
 	}
 	used := r.usage.since(r.s.prev)
 	*r.ev = backend.Event{Kind: backend.MessageDelta, StopReason: "tool_use", Usage: used}
@@ -275,22 +262,4 @@ func (r *relay) handOut(calls ...*toolhost.Call) error {
 		return errPaused
 	}
 	return err
-}
-
-// toolUse emits one tool_use block: its start, its input, its stop.
-func (r *relay) toolUse(id, name string, args json.RawMessage) error {
-	idx := r.next
-	r.next++
-	start, _ := json.Marshal(map[string]any{"type": "tool_use", "id": id, "name": name, "input": map[string]any{}})
-	*r.ev = backend.Event{Kind: backend.BlockStart, Index: idx, BlockType: "tool_use", Block: start}
-	if err := r.emit(r.ev); err != nil {
-		return err
-	}
-	delta, _ := json.Marshal(map[string]string{"type": "input_json_delta", "partial_json": string(args)})
-	*r.ev = backend.Event{Kind: backend.BlockDelta, Index: idx, DeltaType: "input_json_delta", Delta: delta}
-	if err := r.emit(r.ev); err != nil {
-		return err
-	}
-	*r.ev = backend.Event{Kind: backend.BlockStop, Index: idx}
-	return r.emit(r.ev)
 }

@@ -71,7 +71,7 @@ type Session struct {
 	tools  *toolhost.Host // nil without client tools
 	paused *relay
 	mu     sync.Mutex
-	calls  map[string]*toolhost.Call // handed to the client, by tool_use id
+	calls  toolhost.Held // handed to the client
 	frozen bool
 
 	dead   atomic.Bool
@@ -349,7 +349,7 @@ func (s *Session) Close() error {
 		s.sp.Close(func() {
 			s.conn.Drop()
 			s.mu.Lock()
-			frozen, held := s.frozen, len(s.calls) > 0
+			frozen, held := s.frozen, s.calls.Any()
 			s.frozen = false
 			s.mu.Unlock()
 			if frozen {
@@ -366,9 +366,7 @@ func (s *Session) Close() error {
 			s.d.cfg.Tools.Remove(s.tools)
 			s.tools.Close()
 		}
-		s.mu.Lock()
-		s.calls = nil
-		s.mu.Unlock()
+		s.calls.Release()
 		_ = os.RemoveAll(s.dir)
 	})
 	return nil

@@ -134,15 +134,11 @@ func (s *Session) Turn(ctx context.Context, in backend.Input, emit func(*backend
 func (s *Session) interrupt(r *relay, err error) error {
 	s.mu.Lock()
 	s.paused = nil
-	calls := s.calls
-	s.calls = nil
 	s.mu.Unlock()
-	if len(calls) > 0 {
-		// A call held for the client would hold the turn: codex gets an
-		// error for it before the interrupt.
-		for _, c := range calls {
-			c.Answer(backend.ToolResult{IsError: true, Content: []json.RawMessage{json.RawMessage(`{"type":"text","text":"the client went away"}`)}})
-		}
+	// A call held for the client would hold the turn: codex gets an error
+	// for it before the interrupt.
+	for _, c := range s.calls.Release() {
+		c.Answer(backend.ToolResult{IsError: true, Content: []json.RawMessage{json.RawMessage(`{"type":"text","text":"the client went away"}`)}})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.d.cfg.InterruptGrace)
 	defer cancel()
@@ -183,9 +179,7 @@ func (s *Session) abort(err error) error {
 
 // finish ends a turn whose completion came.
 func (s *Session) finish(r *relay) (*backend.Result, error) {
-	s.mu.Lock()
-	s.calls = nil
-	s.mu.Unlock()
+	s.calls.Release()
 	usage := r.usage.since(s.prev)
 	s.prev = r.usage
 	res := &backend.Result{SessionID: s.thread, StopReason: "end_turn", Model: s.model, Usage: usage, Text: r.answer.String(),
@@ -221,14 +215,9 @@ func (s *Session) finish(r *relay) (*backend.Result, error) {
 
 // Answer gives a held client tool call its result.
 func (s *Session) Answer(res backend.ToolResult) error {
-	s.mu.Lock()
-	c := s.calls[res.ToolUseID]
-	delete(s.calls, res.ToolUseID)
-	s.mu.Unlock()
-	if c == nil {
-		return fmt.Errorf("codex session: no tool call %s waits for a result", res.ToolUseID)
+	if err := s.calls.Answer(res); err != nil {
+		return fmt.Errorf("codex session: %w", err)
 	}
-	c.Answer(res)
 	return nil
 }
 

@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,48 +15,14 @@ import (
 	"github.com/meridian-gw/meridian/internal/testkit"
 )
 
-// checked holds every line that crossed, checked against the recorded
-// protocol: what we wrote as the client's requests and notifications,
-// what codex wrote as its notifications and requests.
-type checked struct {
-	proto *codexschema.Protocol
-	mu    sync.Mutex
-	bad   []string
-	seen  map[string]int
-}
-
-func (c *checked) line(dir string, line []byte) {
-	var m Message
-	_ = json.Unmarshal(line, &m)
-	var kind codexschema.Kind
-	switch {
-	case m.Method == "":
-		return // a response: checked by its caller's decoding
-	case dir == "out" && len(m.ID) > 0:
-		kind = codexschema.ClientRequest
-	case dir == "out":
-		kind = codexschema.ClientNotification
-	case len(m.ID) > 0:
-		kind = codexschema.ServerRequest
-	default:
-		kind = codexschema.ServerNotification
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.seen[m.Method]++
-	if err := c.proto.Check(kind, line); err != nil {
-		c.bad = append(c.bad, fmt.Sprintf("%s %s: %v", dir, m.Method, err))
-	}
-}
-
 // startCodex runs the pinned codex app-server against a fake upstream.
-func startCodex(t *testing.T, up *testkit.ResponsesUpstream) (*Conn, *checked, *exec.Cmd) {
+func startCodex(t *testing.T, up *testkit.ResponsesUpstream) (*Conn, *codexschema.Trace, *exec.Cmd) {
 	t.Helper()
 	proto, err := codexschema.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ck := &checked{proto: proto, seen: map[string]int{}}
+	ck := codexschema.NewTrace(proto)
 	home := testkit.CodexHome(t, up.URL, "gpt-test")
 	cmd := exec.Command(testkit.CodexPath(t), "app-server")
 	cmd.Env = []string{"HOME=" + t.TempDir(), "CODEX_HOME=" + home, "PATH=" + os.Getenv("PATH")}
@@ -73,7 +37,7 @@ func startCodex(t *testing.T, up *testkit.ResponsesUpstream) (*Conn, *checked, *
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	c := New(stdout, stdin, Options{Trace: ck.line})
+	c := New(stdout, stdin, Options{Trace: ck.Line})
 	t.Cleanup(func() {
 		stdin.Close()
 		done := make(chan struct{})
@@ -85,9 +49,7 @@ func startCodex(t *testing.T, up *testkit.ResponsesUpstream) (*Conn, *checked, *
 			<-done
 		}
 		<-c.Done()
-		ck.mu.Lock()
-		defer ck.mu.Unlock()
-		for _, b := range ck.bad {
+		for _, b := range ck.Problems() {
 			t.Errorf("off the recorded protocol: %s", b)
 		}
 	})
@@ -180,10 +142,8 @@ func TestTwoTurnsOnOneThread(t *testing.T) {
 		!strings.Contains(string(second), "the second question") {
 		t.Fatalf("the second request's input lacks the first turn: %s", second)
 	}
-	ck.mu.Lock()
-	defer ck.mu.Unlock()
-	if ck.seen["item/agentMessage/delta"] != 6 {
-		t.Fatalf("deltas seen %d, want 3 a turn", ck.seen["item/agentMessage/delta"])
+	if n := ck.Seen("item/agentMessage/delta"); n != 6 {
+		t.Fatalf("deltas seen %d, want 3 a turn", n)
 	}
 }
 

@@ -55,11 +55,12 @@ func unstartedCodexGateway(t testing.TB) *codexGateway {
 	return g
 }
 
-// codexes lists the codex processes of this meridian: those working in
-// its data dir's session folders.
+// codexes lists the codex processes of this meridian's conversations
+// (and spares): those working in its data dir's session folders, not
+// the short-lived ones that answer a question such as the model list.
 func (g *codexGateway) codexes() []int {
 	var out []int
-	root := filepath.Join(g.dataDir, "codex-sessions") + "/"
+	root := filepath.Join(g.dataDir, "codex-sessions", "session-")
 	dirs, _ := os.ReadDir("/proc")
 	for _, d := range dirs {
 		pid, err := strconv.Atoi(d.Name())

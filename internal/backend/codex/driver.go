@@ -224,7 +224,7 @@ func (d *Driver) provider() string {
 
 // ask runs one request on an app-server of its own and joins it.
 func (d *Driver) ask(ctx context.Context, method string, params, result any) error {
-	s, err := d.launch(ctx, backend.StartOptions{})
+	s, err := d.launch(ctx, backend.StartOptions{}, "ask-")
 	if err != nil {
 		return err
 	}

@@ -81,7 +81,7 @@ type Session struct {
 // Start launches codex for one conversation; its thread starts (or
 // resumes) with the first turn.
 func (d *Driver) Start(ctx context.Context, opts backend.StartOptions) (backend.Session, error) {
-	s, err := d.launch(ctx, opts)
+	s, err := d.launch(ctx, opts, "session-")
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +91,7 @@ func (d *Driver) Start(ctx context.Context, opts backend.StartOptions) (backend.
 // StartSpare launches codex ahead of need; Bind gives it its
 // conversation's system prompt, tools and schema.
 func (d *Driver) StartSpare(ctx context.Context, opts backend.StartOptions) (backend.Session, error) {
-	s, err := d.launch(ctx, opts)
+	s, err := d.launch(ctx, opts, "session-")
 	if err != nil {
 		return nil, err
 	}
@@ -110,8 +110,10 @@ func (s *Session) Bind(opts backend.StartOptions) error {
 	return nil
 }
 
-// launch starts an app-server in a new private folder and initializes it.
-func (d *Driver) launch(ctx context.Context, opts backend.StartOptions) (*Session, error) {
+// launch starts an app-server in a new private folder (named by prefix:
+// a conversation's session, or a one-off question's ask) and initializes
+// it.
+func (d *Driver) launch(ctx context.Context, opts backend.StartOptions, prefix string) (*Session, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -122,7 +124,7 @@ func (d *Driver) launch(ctx context.Context, opts backend.StartOptions) (*Sessio
 	if err := os.MkdirAll(d.cfg.SessionRoot, 0o700); err != nil {
 		return nil, fmt.Errorf("codex session folder: %w", err)
 	}
-	dir, err := os.MkdirTemp(d.cfg.SessionRoot, "session-")
+	dir, err := os.MkdirTemp(d.cfg.SessionRoot, prefix)
 	if err != nil {
 		return nil, fmt.Errorf("codex session folder: %w", err)
 	}

@@ -67,6 +67,10 @@ func (g *codexGateway) codexes() []int {
 		if err != nil {
 			continue
 		}
+		argv, _ := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+		if !strings.Contains(string(argv), "\x00app-server\x00") {
+			continue
+		}
 		if cwd, err := os.Readlink(filepath.Join("/proc", d.Name(), "cwd")); err == nil && strings.HasPrefix(cwd, root) {
 			out = append(out, pid)
 		}

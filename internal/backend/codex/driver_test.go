@@ -461,3 +461,41 @@ func TestUnknownThreadIsStale(t *testing.T) {
 		t.Fatalf("the upstream got %d requests", n)
 	}
 }
+
+// codex starts nothing of its own in a gateway session: no shell to
+// snapshot the user's environment (it would source their ~/.bashrc), no
+// helper, from its start through a turn.
+func TestNoChildProcesses(t *testing.T) {
+	rg := newRig(t)
+	rg.up.Script = func(int, map[string]any) testkit.ResponsesReply { return testkit.ResponsesReply{Text: []string{"fine"}} }
+	s := rg.start(t, backend.StartOptions{Model: "gpt-test"})
+	pid := s.(backend.Processor).Pid()
+	children := func() string {
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+		var all string
+		for _, f := range tasks {
+			b, _ := os.ReadFile(f)
+			all += strings.TrimSpace(string(b)) + " "
+		}
+		return strings.TrimSpace(all)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		turn(t, s, text("hi"))
+	}()
+	seen := ""
+	for watching := true; watching; {
+		if c := children(); c != "" {
+			seen = c
+		}
+		select {
+		case <-done:
+			watching = false
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if seen != "" {
+		t.Fatalf("codex started processes of its own: %s", seen)
+	}
+}

@@ -32,7 +32,8 @@ const toolTimeout = 24 * time.Hour
 // lockdown is what every app-server is started with, on top of the
 // login's own config: none of codex's own tools (commands, patches,
 // images, web search, agents, plugins, apps, browser, computer use,
-// skills), none of the user's MCP servers, no update check, and no
+// skills, the login shell it would run to snapshot the user's
+// environment), none of the user's MCP servers, no update check, and no
 // standing instructions of its own in the model's input (the client's
 // system prompt is the only one).
 var lockdown = []string{
@@ -48,7 +49,7 @@ var lockdown = []string{
 	"--disable", "shell_tool", "--disable", "unified_exec", "--disable", "view_image", "--disable", "image_generation",
 	"--disable", "goals", "--disable", "apps", "--disable", "plugins", "--disable", "browser_use", "--disable", "computer_use",
 	"--disable", "skill_search", "--disable", "tool_suggest", "--disable", "sleep_tool", "--disable", "hooks",
-	"--disable", "unbounded_connection_retries",
+	"--disable", "unbounded_connection_retries", "--disable", "shell_snapshot",
 }
 
 // Session is one live codex app-server holding one conversation's

@@ -467,7 +467,9 @@ func TestUnknownThreadIsStale(t *testing.T) {
 // helper, from its start through a turn.
 func TestNoChildProcesses(t *testing.T) {
 	rg := newRig(t)
-	rg.up.Script = func(int, map[string]any) testkit.ResponsesReply { return testkit.ResponsesReply{Text: []string{"fine"}} }
+	rg.up.Script = func(int, map[string]any) testkit.ResponsesReply {
+		return testkit.ResponsesReply{Text: []string{"fine"}}
+	}
 	s := rg.start(t, backend.StartOptions{Model: "gpt-test"})
 	pid := s.(backend.Processor).Pid()
 	children := func() string {

@@ -122,14 +122,22 @@ func TestTraceAcrossTwoHosts(t *testing.T) {
 		t.Fatalf("second turn through b: %v %d %s (answered by %s)", err, resp.StatusCode, body, resp.Header.Get("X-Meridian-Host"))
 	}
 	named := map[string]hostSpan{}
+	ha, hb := hostID(t, a), hostID(t, b)
+	// Each host exports on its own schedule: wait for every span asked
+	// for below, not for a count of them.
+	want := []string{hb + " POST /v1/messages", hb + " forward", ha + " POST /v1/messages", ha + " turn", ha + " claude turn", hb + " dispatch", hb + " key check"}
 	waitTrue(t, 15*time.Second, "both hosts' spans", func() bool {
 		clear(named)
 		for _, s := range col.of(traceID) {
 			named[s.host+" "+s.Name] = s
 		}
-		return len(named) >= 7
+		for _, n := range want {
+			if _, ok := named[n]; !ok {
+				return false
+			}
+		}
+		return true
 	})
-	ha, hb := hostID(t, a), hostID(t, b)
 	bServer, bForward, aServer := named[hb+" POST /v1/messages"], named[hb+" forward"], named[ha+" POST /v1/messages"]
 	aTurn, aCLI, bDispatch := named[ha+" turn"], named[ha+" claude turn"], named[hb+" dispatch"]
 	for name, s := range map[string]hostSpan{"b's server span": bServer, "b's forward": bForward, "a's server span": aServer,

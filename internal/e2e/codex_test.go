@@ -389,12 +389,21 @@ func TestCodexSparesAndFreezing(t *testing.T) {
 	g.up.Script = numbered
 	g.start("--backend", "codex", "--codex-path", testkit.CodexPath(t), "--spares", "1")
 	// pidOf is the process the conversation's last turn ran on.
+	// The turn's log line may come a moment after its answer.
+	logged := map[string]int{}
 	pidOf := func(conv string) int {
-		m := regexp.MustCompile(`msg="turn done".* conversation=`+conv+` .* pid=(\d+)`).FindAllStringSubmatch(g.log.String(), -1)
-		if len(m) == 0 {
-			t.Fatalf("no turn of %s in the log", conv)
+		var pid int
+		if err := testkit.WaitFor(10*time.Second, func() error {
+			m := regexp.MustCompile(`msg="turn done".* conversation=`+conv+` .* pid=(\d+)`).FindAllStringSubmatch(g.log.String(), -1)
+			if len(m) <= logged[conv] {
+				return fmt.Errorf("no new turn of %s in the log", conv)
+			}
+			logged[conv] = len(m)
+			pid, _ = strconv.Atoi(m[len(m)-1][1])
+			return nil
+		}); err != nil {
+			t.Fatal(err)
 		}
-		pid, _ := strconv.Atoi(m[len(m)-1][1])
 		return pid
 	}
 	turn := func(conv string, msgs []sdk.MessageParam, want string) []sdk.MessageParam {

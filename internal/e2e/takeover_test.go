@@ -264,8 +264,12 @@ func TestStoppedHolderIsPassedOver(t *testing.T) {
 	if got, want := resp.Header.Get("X-Meridian-Host"), hostID(t, b); got != want {
 		t.Fatalf("turn 2 was answered by %q, not %q", got, want)
 	}
+	// Not held: without the watch the relay would wait on the stopped
+	// holder for as long as the client does. The bound leaves room for
+	// the expiry (3 s), the watch's look (1 s) and a new claude resuming
+	// the transcript on a loaded machine; the time itself is logged.
 	took := time.Since(stopped)
-	if took > 10*time.Second {
+	if took > 20*time.Second {
 		t.Fatalf("turn 2 took %v: the stopped holder held it", took)
 	}
 	t.Logf("turn 2 answered by the other host %v after the holder stopped (heartbeats expire after 3 s)", took.Round(100*time.Millisecond))

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 
@@ -86,6 +85,9 @@ type relay struct {
 	tools  *clientTools
 	answer func(backend.ToolResult) error
 	calls  []string
+	// pending are the backend indices of this message's complete calls,
+	// checked as one batch when the message ends.
+	pending []int
 
 	blocks []block // by backend index
 	next   int     // next client index
@@ -165,6 +167,11 @@ func (r *relay) handle(ev *backend.Event) error {
 			r.setBlock(ev.Index, b)
 			return nil
 		}
+		// Blocks reach the client in order: the calls before this one are
+		// a batch of their own.
+		if err := r.releaseBatch(); err != nil {
+			return err
+		}
 		if r.wanted(ev.BlockType) {
 			b.client, b.open = r.next, true
 			r.next++
@@ -202,7 +209,8 @@ func (r *relay) handle(ev *backend.Event) error {
 			return nil
 		}
 		if b.call != nil {
-			return r.releaseCall(b)
+			r.holdStopped(ev.Index)
+			return nil
 		}
 		if b.kind == "text" && r.stops.Active() {
 			if rest := r.stops.Flush(); rest != "" {
@@ -222,6 +230,9 @@ func (r *relay) handle(ev *backend.Event) error {
 			return r.out.Flush()
 		}
 	case backend.MessageDelta:
+		if err := r.releaseBatch(); err != nil {
+			return err
+		}
 		if ev.Usage.OutputTokens > 0 {
 			r.msgUsage.OutputTokens = ev.Usage.OutputTokens
 		}
@@ -286,41 +297,6 @@ func (c *heldCall) add(delta json.RawMessage) {
 	}
 }
 
-// releaseCall hands a complete tool call to the client if its arguments
-// fit its tool's schema. Otherwise the model gets the error as the call's
-// result and the client never sees the call.
-func (r *relay) releaseCall(b *block) error {
-	c := b.call
-	b.open, b.call = false, nil
-	input := c.input
-	if len(bytes.TrimSpace(input)) == 0 {
-		input = []byte("{}")
-	}
-	if r.tools != nil && r.answer != nil {
-		if err := r.tools.validate(c.name, input); err != nil {
-			return r.answer(backend.ToolResult{ToolUseID: c.id, IsError: true, Content: []json.RawMessage{anthropic.TextBlock(
-				"Invalid tool call, not run: " + err.Error() + ". Call the tool again with arguments that match its schema.")}})
-		}
-	}
-	if err := r.begin(); err != nil {
-		return err
-	}
-	b.client = r.next
-	r.next++
-	r.calls = append(r.calls, c.id)
-	r.reply.startBlock(b.client, anthropic.BlockToolUse, c.start)
-	if err := r.out.BlockStart(b.client, c.start); err != nil {
-		return err
-	}
-	for _, d := range c.deltas {
-		r.reply.addDelta(b.client, d)
-		if err := r.out.BlockDelta(b.client, d); err != nil {
-			return err
-		}
-	}
-	return r.out.BlockStop(b.client)
-}
-
 // textDelta passes text through the stop-sequence matcher.
 func (r *relay) textDelta(b *block, text string) error {
 	release, stop := r.stops.Feed(text)
@@ -354,6 +330,9 @@ func (r *relay) closeMessageUsage() {
 
 // finish ends a turn the backend completed.
 func (r *relay) finish(res *backend.Result) error {
+	if err := r.releaseBatch(); err != nil {
+		return err
+	}
 	if err := r.structured(res); err != nil {
 		return err
 	}
@@ -371,6 +350,9 @@ func (r *relay) finish(res *backend.Result) error {
 
 // finishPaused ends a response whose turn waits for client tool results.
 func (r *relay) finishPaused(res *backend.Result) error {
+	if err := r.releaseBatch(); err != nil {
+		return err
+	}
 	r.closeMessageUsage()
 	if err := r.begin(); err != nil {
 		return err

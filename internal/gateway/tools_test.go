@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -61,14 +62,12 @@ func TestValidateArguments(t *testing.T) {
 	}
 }
 
-// A tool call reaches the client only once complete and valid; an invalid
-// one is answered to the backend instead; a valid batch pauses the turn.
-func TestRelayHoldsAndChecksToolCalls(t *testing.T) {
-	out := &record{}
-	r := newRelay(out, Start{ID: "msg_1", Model: "m"}, &anthropic.MessagesRequest{}, func() string { return "sid" })
-	r.tools = &clientTools{schemas: map[string]json.RawMessage{"read": json.RawMessage(`{"type":"object","required":["path"]}`)}}
-	var answered []backend.ToolResult
-	r.answer = func(res backend.ToolResult) error { answered = append(answered, res); return nil }
+// A tool call reaches the client only once complete, and a message's
+// calls only as a batch whose every call is valid: one invalid call sends
+// the whole batch back to the backend, every call answered with every
+// invalid call's error; a valid batch reaches the client and pauses the
+// turn.
+func TestRelayChecksToolCallsAsOneBatch(t *testing.T) {
 	use := func(i int, id, input string) []*backend.Event {
 		return []*backend.Event{
 			{Kind: backend.BlockStart, Index: i, BlockType: "tool_use", Block: json.RawMessage(`{"type":"tool_use","id":"` + id + `","name":"read","input":{}}`)},
@@ -77,22 +76,58 @@ func TestRelayHoldsAndChecksToolCalls(t *testing.T) {
 			{Kind: backend.BlockStop, Index: i},
 		}
 	}
-	events := append([]*backend.Event{start(0, "text"), text(0, "calling"), stop(0)}, use(1, "bad", `{"x":1}`)...)
-	events = append(events, use(2, "good", `{"path":"a"}`)...)
-	for _, ev := range events {
-		if err := r.handle(ev); err != nil {
-			t.Fatal(err)
+	run := func(inputs ...string) (*record, []backend.ToolResult, *relay, error) {
+		out := &record{}
+		r := newRelay(out, Start{ID: "msg_1", Model: "m"}, &anthropic.MessagesRequest{}, func() string { return "sid" })
+		r.tools = &clientTools{schemas: map[string]json.RawMessage{"read": json.RawMessage(`{"type":"object","required":["path"]}`)}}
+		var answered []backend.ToolResult
+		r.answer = func(res backend.ToolResult) error { answered = append(answered, res); return nil }
+		events := []*backend.Event{start(0, "text"), text(0, "calling"), stop(0)}
+		for i, in := range inputs {
+			events = append(events, use(i+1, fmt.Sprintf("call%d", i+1), in)...)
+		}
+		for _, ev := range events {
+			if err := r.handle(ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if strings.Contains(strings.Join(out.calls, "\n"), "tool_use") {
+			t.Fatal("a call reached the client before its batch ended")
+		}
+		return out, answered, r, r.handle(&backend.Event{Kind: backend.MessageDelta, StopReason: "tool_use"})
+	}
+
+	out, answered, r, err := run(`{"path":"a"}`, `{"x":1}`, `{"path":"b"}`)
+	if err != nil {
+		t.Fatalf("a refused batch must let the turn go on, got %v", err)
+	}
+	if got := strings.Join(out.calls, "\n"); strings.Contains(got, "tool_use") {
+		t.Fatalf("client saw part of an invalid batch:\n%s", got)
+	}
+	if len(answered) != 3 || len(r.calls) != 0 {
+		t.Fatalf("answered %+v, calls %v", answered, r.calls)
+	}
+	for i, a := range answered {
+		text := string(a.Content[0])
+		if a.ToolUseID != fmt.Sprintf("call%d", i+1) || !a.IsError || !strings.Contains(text, "Invalid tool call batch, not run: 1 of the 3") ||
+			!strings.Contains(text, "call 2 of 3 (read, id call2)") {
+			t.Fatalf("answer %d: %+v %s", i, a, text)
 		}
 	}
-	if err := r.handle(&backend.Event{Kind: backend.MessageDelta, StopReason: "tool_use"}); err != backend.ErrPause {
+
+	out, answered, r, err = run(`{"path":"a"}`, `{"path":"b"}`)
+	if err != backend.ErrPause {
 		t.Fatalf("a valid batch must pause the turn, got %v", err)
 	}
 	got := strings.Join(out.calls, "\n")
-	if strings.Contains(got, `"bad"`) || !strings.Contains(got, `block 1 {"type":"tool_use","id":"good"`) {
-		t.Fatalf("client saw:\n%s", got)
+	if len(answered) != 0 || !strings.Contains(got, `block 1 {"type":"tool_use","id":"call1"`) || !strings.Contains(got, `block 2 {"type":"tool_use","id":"call2"`) ||
+		strings.Join(r.calls, ",") != "call1,call2" {
+		t.Fatalf("answered %+v, calls %v, client saw:\n%s", answered, r.calls, got)
 	}
-	if len(answered) != 1 || answered[0].ToolUseID != "bad" || !answered[0].IsError || len(r.calls) != 1 || r.calls[0] != "good" {
-		t.Fatalf("answered %+v, calls %v", answered, r.calls)
+
+	_, answered, _, err = run(`{"x":1}`)
+	if err != nil || len(answered) != 1 || !strings.HasPrefix(string(answered[0].Content[0]), `{"type":"text","text":"Invalid tool call, not run:`) {
+		t.Fatalf("a lone invalid call: %v %+v", err, answered)
 	}
 }
 

@@ -230,6 +230,66 @@ func TestInvalidArgumentsGoBackToTheModel(t *testing.T) {
 	}
 }
 
+// A batch with one invalid call reaches the client not at all: the model
+// gets every call of it back as an error naming the invalid one, and the
+// batch it sends again, valid, reaches the client whole, answered in
+// reverse.
+func TestInvalidCallFailsItsWholeBatch(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, stackOptions{sessions: true})
+	batch := func(prefix string, second any) testkit.Reply {
+		var uses []testkit.ToolUse
+		for i, path := range []any{"a.go", second, "c.go"} {
+			uses = append(uses, testkit.ToolUse{ID: fmt.Sprintf("toolu_%s%d", prefix, i+1), Name: modelName("read_file"), Input: map[string]any{"path": path}})
+		}
+		return testkit.Reply{Text: "Reading three.", ToolUses: uses}
+	}
+	s.Upstream.Respond(func(r testkit.Request) testkit.Reply {
+		switch toolResults(r) {
+		case 0:
+			return batch("bad", 42)
+		case 3:
+			return batch("ok", "b.go")
+		}
+		return testkit.Reply{Text: "Read them all."}
+	})
+	l := &toolLoop{t: t, s: s, client: s.client(option.WithHeader("X-Claude-Code-Session-Id", "invalid-batch")),
+		history: []sdk.MessageParam{userMessage("read three files")}}
+	msg := l.send()
+	calls := toolUses(msg)
+	if len(calls) != 3 || strings.Contains(string(msg.RawJSON()), "toolu_bad") {
+		t.Fatalf("the client saw %s; want only the valid batch", msg.RawJSON())
+	}
+	retried := s.Upstream.Requests()[1]
+	var refused []string
+	for _, m := range retried.Messages() {
+		blocks, _ := m.(map[string]any)["content"].([]any)
+		for _, b := range blocks {
+			if bm := b.(map[string]any); bm["type"] == "tool_result" && bm["is_error"] == true &&
+				strings.Contains(testkitText(bm["content"]), "call 2 of 3 (read_file, id toolu_bad2)") {
+				refused = append(refused, fmt.Sprint(bm["tool_use_id"]))
+			}
+		}
+	}
+	if strings.Join(refused, " ") != "toolu_bad1 toolu_bad2 toolu_bad3" {
+		t.Fatalf("the model got %v refused; want all three, each naming the invalid call:\n%s", refused, retried.PrettyBody())
+	}
+	var results []sdk.ContentBlockParamUnion
+	for i := len(calls) - 1; i >= 0; i-- {
+		results = append(results, sdk.NewToolResultBlock(calls[i].ID, "contents of "+calls[i].ID, false))
+	}
+	l.history = append(l.history, sdk.NewUserMessage(results...))
+	if msg := l.send(); msg.Content[0].Text != "Read them all." {
+		t.Fatalf("final %s", msg.RawJSON())
+	}
+	last := string(s.Upstream.Requests()[len(s.Upstream.Requests())-1].RawBody)
+	for _, id := range []string{"toolu_ok1", "toolu_ok2", "toolu_ok3"} {
+		if !strings.Contains(last, "contents of "+id) {
+			t.Fatalf("the upstream lacks the client's result for %s", id)
+		}
+	}
+}
+
 // A tool_result delivered twice: the identical request again can only be
 // a retry, and gets the saved answer (same message id, marked replayed);
 // any other request delivering it again is refused. Neither reaches the

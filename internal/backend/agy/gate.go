@@ -58,10 +58,16 @@ func (e *endpoint) decide(p hookPayload) decision {
 		return decision{Decision: "deny", Reason: fmt.Sprintf("this session runs only its client's tools (through %s on server %q); %s is not one of them", callMCPTool, serverName, tc.Name)}
 	case tc.Args.ServerName != serverName:
 		return decision{Decision: "deny", Reason: fmt.Sprintf("MCP server %q is not this session's; its client's tools are on %q", tc.Args.ServerName, serverName)}
-	case e.ClientName(tc.Args.ToolName) == "":
+	case !e.offers(tc.Args.ToolName):
 		return decision{Decision: "deny", Reason: fmt.Sprintf("the client offered no tool named %q", tc.Args.ToolName)}
 	}
 	return decision{Decision: "allow"}
+}
+
+// offers reports whether name is a tool of the session's server: one of
+// its client's, or the parallel tool.
+func (e *endpoint) offers(name string) bool {
+	return name != "" && (e.ClientName(name) != "" || name == e.Parallel())
 }
 
 func (eps *Endpoints) serveGate(w http.ResponseWriter, r *http.Request) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -152,8 +153,8 @@ func (d *Driver) args(opts backend.StartOptions, dir string, gated bool) []strin
 	return args
 }
 
-// sessionFiles writes the session folder: the client's system prompt as
-// its AGENTS.md, and in .agents the hooks (the gate, which lets view_file
+// sessionFiles writes the session folder: the client's system prompt (and
+// a guide to its tools) as its AGENTS.md, and in .agents the hooks (the gate, which lets view_file
 // read the turns' attachments, or with no gate command denyAll) and, with
 // client tools, the MCP server config and where the gate asks. It returns
 // the tools' endpoint, nil without tools.
@@ -162,9 +163,6 @@ func (d *Driver) sessionFiles(dir string, opts backend.StartOptions) (*endpoint,
 	agents := filepath.Join(dir, ".agents")
 	if err := os.MkdirAll(agents, 0o700); err != nil {
 		return nil, fmt.Errorf("agy session folder: %w", err)
-	}
-	if err := writeInstructions(dir, opts.System); err != nil {
-		return nil, err
 	}
 	hooks := []byte(denyAll)
 	if d.cfg.GateCommand != "" {
@@ -199,6 +197,13 @@ func (d *Driver) sessionFiles(dir string, opts backend.StartOptions) (*endpoint,
 	}
 	if err := os.WriteFile(filepath.Join(agents, "hooks.json"), hooks, 0o600); err != nil {
 		return nil, fmt.Errorf("agy session gate: %w", err)
+	}
+	system := opts.System
+	if e != nil {
+		system = append(slices.Clone(system), toolGuide(e.Host))
+	}
+	if err := writeInstructions(dir, system); err != nil {
+		return nil, err
 	}
 	return e, nil
 }

@@ -105,7 +105,7 @@ func (e *endpoint) takeSteer() string {
 
 // newEndpoint builds the MCP server for a session's tools.
 func newEndpoint(tools []backend.Tool) (*endpoint, error) {
-	h, err := toolhost.New(tools)
+	h, err := toolhost.New(tools, toolhost.Options{Parallel: true})
 	if err != nil {
 		return nil, err
 	}

@@ -342,14 +342,22 @@ func (r *relay) handOut(calls ...*toolhost.Call) error {
 		r.text = -1
 	}
 	for _, c := range calls {
-		id, err := r.s.calls.Hand("toolu_agy_", c)
-		if err != nil {
-			return err
+		// A parallel call is its parts, handed out as one batch; the
+		// tool host answers it once each part has its result.
+		parts := c.Parts
+		if parts == nil {
+			parts = []*toolhost.Call{c}
 		}
-		if err := backend.EmitToolUse(r.emit, r.ev, r.next, id, r.s.tools.ClientName(c.Name), c.Args); err != nil {
-			return err
+		for _, p := range parts {
+			id, err := r.s.calls.Hand("toolu_agy_", p)
+			if err != nil {
+				return err
+			}
+			if err := backend.EmitToolUse(r.emit, r.ev, r.next, id, r.s.tools.ClientName(p.Name), p.Args); err != nil {
+				return err
+			}
+			r.next++
 		}
-		r.next++
 	}
 	out := r.turn.StepUsage().Output
 	*r.ev = backend.Event{Kind: backend.MessageDelta, StopReason: "tool_use", Usage: backend.Usage{OutputTokens: out - r.reportedOut}}

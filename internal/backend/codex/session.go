@@ -197,7 +197,7 @@ func (s *Session) threadParams() (map[string]any, error) {
 		if s.d.cfg.Tools.Base() == "" {
 			return nil, fmt.Errorf("%w: client tools need the gateway's MCP endpoint, and this codex driver has none", backend.ErrUnavailable)
 		}
-		h, err := toolhost.New(s.opts.Tools)
+		h, err := toolhost.New(s.opts.Tools, toolhost.Options{})
 		if err != nil {
 			return nil, err
 		}

@@ -39,6 +39,10 @@ type Host struct {
 	// Token names the server in its path: {base}/{Token}/mcp.
 	Token      string
 	clientName map[string]string // MCP name → client name
+	offered    []Offered         // in the client's order
+	// parallel is the synthetic tool that makes several calls at once,
+	// "" when the host offers none.
+	parallel string
 	handler    http.Handler
 	server     *mcp.Server
 	// arrivals are tools/call requests on their way to the turn, which
@@ -51,16 +55,33 @@ type Host struct {
 
 // Call is one tools/call the CLI made, held until Answer.
 type Call struct {
-	Name   string // the MCP name
-	Args   json.RawMessage
+	Name string // the MCP name
+	Args json.RawMessage
+	// Parts are the client calls a call of the parallel tool makes, each
+	// answered on its own; the call itself is answered by the host once
+	// all of them are.
+	Parts  []*Call
 	result chan backend.ToolResult // buffered: one answer
+}
+
+// Offered is one client tool as the host offers it.
+type Offered struct {
+	Name string // the MCP name
+	Tool backend.Tool
+}
+
+// Options choose what a Host offers beside the client's tools.
+type Options struct {
+	// Parallel offers a synthetic tool that makes several client calls in
+	// one, for a CLI whose model makes one tool call per response.
+	Parallel bool
 }
 
 // Answer gives the call its result; the held request returns it.
 func (c *Call) Answer(r backend.ToolResult) { c.result <- r }
 
 // New builds the MCP server for a session's tools.
-func New(tools []backend.Tool) (*Host, error) {
+func New(tools []backend.Tool, opts Options) (*Host, error) {
 	token, err := RandomHex(16)
 	if err != nil {
 		return nil, err
@@ -78,7 +99,11 @@ func New(tools []backend.Tool) (*Host, error) {
 			continue
 		}
 		h.clientName[name] = t.Name
+		h.offered = append(h.offered, Offered{Name: name, Tool: t})
 		srv.AddTool(&mcp.Tool{Name: name, Description: t.Description, InputSchema: objectSchema(t.InputSchema)}, h.call)
+	}
+	if opts.Parallel && len(h.offered) > 0 {
+		h.addParallel(srv)
 	}
 	// Stateful, as the CLIs' streamable-HTTP clients need: a session id
 	// from initialize and a standing GET stream.
@@ -102,6 +127,9 @@ func (h *Host) Arrivals() <-chan *Call { return h.arrivals }
 // none of this session's).
 func (h *Host) ClientName(name string) string { return h.clientName[name] }
 
+// Offered are the client's tools as the host offers them.
+func (h *Host) Offered() []Offered { return h.offered }
+
 // call holds a tools/call until the client's result comes, the session
 // ends, or the CLI gives up on it.
 func (h *Host) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -110,20 +138,37 @@ func (h *Host) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToo
 		args = json.RawMessage(`{}`)
 	}
 	c := &Call{Name: req.Params.Name, Args: args, result: make(chan backend.ToolResult, 1)}
+	if err := h.arrive(ctx, c); err != nil {
+		return nil, err
+	}
+	r, err := h.await(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return toolResult(r)
+}
+
+// arrive hands c to the turn.
+func (h *Host) arrive(ctx context.Context, c *Call) error {
 	select {
 	case h.arrivals <- c:
+		return nil
 	case <-h.done:
-		return nil, ErrSessionEnded
+		return ErrSessionEnded
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
+}
+
+// await waits for c's result.
+func (h *Host) await(ctx context.Context, c *Call) (backend.ToolResult, error) {
 	select {
 	case r := <-c.result:
-		return toolResult(r)
+		return r, nil
 	case <-h.done:
-		return nil, ErrSessionEnded
+		return backend.ToolResult{}, ErrSessionEnded
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return backend.ToolResult{}, ctx.Err()
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/backend/claude"
 	"github.com/meridian-gw/meridian/internal/backend/codex"
 	"github.com/meridian-gw/meridian/internal/backend/toolhost"
+	"github.com/meridian-gw/meridian/internal/backend/workdir"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/profile"
 )
@@ -165,5 +166,20 @@ func announceCLI(log *slog.Logger, name string, d interface{ Locate() (string, e
 		log.Warn(name+" CLI not available: requests will fail with 503 until it is", "err", err)
 	} else {
 		log.Info("using "+name+" CLI", "path", path)
+	}
+}
+
+// sweepSessionFolders removes the session folders a killed meridian left
+// in this data folder: those no process holds any more (see workdir).
+// Live sessions of another meridian on the same data folder hold theirs.
+func sweepSessionFolders(dataDir string, log *slog.Logger) {
+	for _, name := range []string{"agy-sessions", "codex-sessions"} {
+		removed, err := workdir.Sweep(filepath.Join(dataDir, name))
+		if len(removed) > 0 {
+			log.Info("removed session folders a stopped meridian left", "cli_folder", name, "removed", len(removed))
+		}
+		if err != nil {
+			log.Warn("could not remove every session folder a stopped meridian left", "cli_folder", name, "err", err)
+		}
 	}
 }

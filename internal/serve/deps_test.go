@@ -17,6 +17,7 @@ func TestImportsFlowDownward(t *testing.T) {
 		"internal/backend/claude",
 		"internal/backend/codex",
 		"internal/backend/toolhost",
+		"internal/backend/workdir",
 		"internal/clientsetup",
 		"internal/cluster",
 		"internal/config",

@@ -265,6 +265,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		return err
 	}
 	log = log.With("host", host)
+	sweepSessionFolders(cfg.DataDir, log)
 	st, err := openStores(ctx, cfg, log)
 	if err != nil {
 		return err

@@ -10,6 +10,6 @@ import (
 // beyond the standard library, and the MCP SDK its client-tools server is
 // built on.
 func TestImportsFlowDownward(t *testing.T) {
-	testkit.CheckImports(t, "internal/backend", "internal/backend/agy/events", "internal/backend/subproc", "internal/backend/toolhost",
+	testkit.CheckImports(t, "internal/backend", "internal/backend/agy/events", "internal/backend/subproc", "internal/backend/toolhost", "internal/backend/workdir",
 		"github.com/modelcontextprotocol/go-sdk/mcp")
 }

@@ -37,7 +37,8 @@ const InstallHint = "agy is Google Antigravity's CLI: install it as antigravity.
 
 // Defaults for Config.
 const (
-	DefaultTurnTimeout = 30 * time.Minute
+	DefaultTurnTimeout  = 30 * time.Minute
+	DefaultProbeTimeout = 15 * time.Second
 )
 
 // Config configures a Driver.
@@ -56,6 +57,9 @@ type Config struct {
 	ExitGrace, KillGrace time.Duration
 	// TurnTimeout is agy's --print-timeout: how long one turn may run.
 	TurnTimeout time.Duration
+	// ProbeTimeout bounds one attempt of the readiness check; one that
+	// runs out is asked once more before it is reported.
+	ProbeTimeout time.Duration
 	// Endpoints serves sessions' client tools and gates on the gateway's
 	// listener, and GateCommand is the shell command of the PreToolUse
 	// hook that asks the gate (`meridian agy-gate`). Sessions with client
@@ -108,6 +112,9 @@ func New(cfg Config) *Driver {
 	}
 	if cfg.TurnTimeout <= 0 {
 		cfg.TurnTimeout = DefaultTurnTimeout
+	}
+	if cfg.ProbeTimeout <= 0 {
+		cfg.ProbeTimeout = DefaultProbeTimeout
 	}
 	closing, stop := context.WithCancel(context.Background())
 	return &Driver{cfg: cfg, log: cfg.Logger, closing: closing, stop: stop}

@@ -216,3 +216,33 @@ func TestALateNoticeDoesNotFailTheNextTurn(t *testing.T) {
 		t.Fatalf("second turn after a late notice: %+v %q", res.Failure, got)
 	}
 }
+
+// A readiness check that times out is asked once more: a first `agy
+// models` that hangs costs one retry and the start succeeds; a second
+// that hangs too is reported as agy unavailable, after two attempts.
+func TestATimedOutProbeIsRetriedOnce(t *testing.T) {
+	t.Parallel()
+	for _, stall := range []int{1, 2} {
+		path, env, calls := testkit.FakeAgy(t, map[string]any{"models_stall": stall})
+		d := agy.New(agy.Config{Path: path, Env: env, SessionRoot: t.TempDir(), ProbeTimeout: time.Second})
+		s, err := d.Start(context.Background(), backend.StartOptions{Dir: t.TempDir()})
+		switch {
+		case stall == 1 && err != nil:
+			t.Fatalf("a start whose first check timed out: %v", err)
+		case stall == 1:
+			s.Close()
+		case !errors.Is(err, backend.ErrUnavailable) || !strings.Contains(err.Error(), "asked 2 times"):
+			t.Fatalf("a start whose checks both timed out: %v", err)
+		}
+		d.Close()
+		n := 0
+		for _, c := range calls() {
+			if argv, _ := c["argv"].([]any); len(argv) == 1 && argv[0] == "models" {
+				n++
+			}
+		}
+		if n != 2 {
+			t.Fatalf("stall %d: %d login checks, want 2", stall, n)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package agy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -62,12 +63,30 @@ func (d *Driver) beginReady() (wait func(context.Context) error, passed bool, fa
 	}, r.passed, nil
 }
 
+// probeAttempts is how many times a readiness check asks agy when it
+// does not answer in time: a slow start (a cold disk, agy's own network
+// round trips) is given a second chance before it is reported.
+const probeAttempts = 2
+
 // check asks agy, detached from any one caller; the driver's Close ends
 // and joins it.
 func (d *Driver) check(run *readyRun) {
-	ctx, cancel := context.WithTimeout(d.closing, 30*time.Second)
-	defer cancel()
-	err := d.probe(ctx)
+	var err error
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithTimeout(d.closing, d.cfg.ProbeTimeout)
+		err = d.probe(ctx)
+		timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
+		cancel()
+		if !timedOut || d.closing.Err() != nil {
+			break
+		}
+		if attempt == probeAttempts {
+			err = fmt.Errorf("%w: agy did not answer its readiness check (agy --version, agy models) within %s, asked %d times",
+				backend.ErrUnavailable, d.cfg.ProbeTimeout, probeAttempts)
+			break
+		}
+		d.log.Warn("agy did not answer its readiness check in time; asking once more", "timeout", d.cfg.ProbeTimeout)
+	}
 	r := &d.readiness
 	r.mu.Lock()
 	r.running = nil

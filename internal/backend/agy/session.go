@@ -17,6 +17,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/backend/agy/events"
 	"github.com/meridian-gw/meridian/internal/backend/subproc"
 	"github.com/meridian-gw/meridian/internal/backend/toolhost"
+	"github.com/meridian-gw/meridian/internal/backend/workdir"
 )
 
 // denyAll is the PreToolUse hook of a session when the driver has no gate
@@ -34,7 +35,8 @@ const denyAll = `{"meridian-gate":{"enabled":true,"PreToolUse":[{"matcher":"*","
 type Session struct {
 	d      *Driver
 	sp     *subproc.Process
-	dir    string // the private session folder
+	wd     *workdir.Dir
+	dir    string // the private session folder (wd's)
 	resume string // the conversation asked for, "" for a new one
 	model  string
 
@@ -102,25 +104,26 @@ func (d *Driver) launch(opts backend.StartOptions) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(d.cfg.SessionRoot, 0o700); err != nil {
-		return nil, fmt.Errorf("agy session folder: %w", err)
-	}
-	dir, err := os.MkdirTemp(d.cfg.SessionRoot, "session-")
+	wd, err := workdir.Make(d.cfg.SessionRoot, "session-")
 	if err != nil {
-		return nil, fmt.Errorf("agy session folder: %w", err)
+		return nil, fmt.Errorf("agy: %w", err)
 	}
+	dir := wd.Path
 	tools, err := d.sessionFiles(dir, opts)
 	if err != nil {
-		_ = os.RemoveAll(dir)
+		_ = wd.Remove()
 		return nil, err
 	}
-	s := &Session{d: d, dir: dir, resume: opts.Resume, model: opts.Model, tools: tools,
+	s := &Session{d: d, wd: wd, dir: dir, resume: opts.Resume, model: opts.Model, tools: tools,
 		lines: make(chan []byte, 64), stopping: make(chan struct{}), agyErrorSeen: make(chan struct{}, 1)}
-	s.sp, err = subproc.Start(d.cfg.Launcher, subproc.Spec{Path: path, Args: d.args(opts, dir, d.cfg.GateCommand != ""), Env: d.env(), Dir: opts.Dir},
+	// agy inherits the folder's lock: a gateway killed -9 leaves the
+	// folder held until agy and what it started are gone too.
+	s.sp, err = subproc.Start(d.cfg.Launcher, subproc.Spec{Path: path, Args: d.args(opts, dir, d.cfg.GateCommand != ""), Env: d.env(), Dir: opts.Dir,
+		Inherit: []*os.File{wd.Lock()}},
 		subproc.Options{Name: "agy", ExitGrace: d.cfg.ExitGrace, KillGrace: d.cfg.KillGrace, Log: d.log,
 			Line: s.stdoutLine, StdoutEnd: func() { close(s.lines) }, Stderr: s.stderrLine})
 	if err != nil {
-		_ = os.RemoveAll(dir)
+		_ = wd.Remove()
 		return nil, fmt.Errorf("start agy: %w", err)
 	}
 	if tools != nil {
@@ -376,7 +379,7 @@ func (s *Session) Close() error {
 			s.tools.Close()
 			s.clearCalls()
 		}
-		_ = os.RemoveAll(s.dir)
+		_ = s.wd.Remove()
 	})
 	return nil
 }

@@ -9,6 +9,6 @@ import (
 // Dependencies flow downward: the backend contract, the process
 // lifecycle, the protocol's framing, the tool host and memory readings.
 func TestImportsFlowDownward(t *testing.T) {
-	testkit.CheckImports(t, "internal/backend", "internal/backend/codex/appserver", "internal/backend/subproc",
+	testkit.CheckImports(t, "internal/backend", "internal/backend/codex/appserver", "internal/backend/subproc", "internal/backend/workdir",
 		"internal/backend/toolhost", "internal/procmem", "github.com/pelletier/go-toml/v2")
 }

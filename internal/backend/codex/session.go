@@ -17,6 +17,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/backend/codex/appserver"
 	"github.com/meridian-gw/meridian/internal/backend/subproc"
 	"github.com/meridian-gw/meridian/internal/backend/toolhost"
+	"github.com/meridian-gw/meridian/internal/backend/workdir"
 	"github.com/meridian-gw/meridian/internal/procmem"
 )
 
@@ -58,7 +59,8 @@ type Session struct {
 	d    *Driver
 	sp   *subproc.Process
 	conn *appserver.Conn
-	dir  string // the private working folder
+	wd   *workdir.Dir
+	dir  string // the private working folder (wd's)
 	mem  procmem.Tracker
 
 	opts  backend.StartOptions // the contract: model, system prompt, tools, schema
@@ -122,21 +124,20 @@ func (d *Driver) launch(ctx context.Context, opts backend.StartOptions, prefix s
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(d.cfg.SessionRoot, 0o700); err != nil {
-		return nil, fmt.Errorf("codex session folder: %w", err)
-	}
-	dir, err := os.MkdirTemp(d.cfg.SessionRoot, prefix)
+	wd, err := workdir.Make(d.cfg.SessionRoot, prefix)
 	if err != nil {
-		return nil, fmt.Errorf("codex session folder: %w", err)
+		return nil, fmt.Errorf("codex: %w", err)
 	}
-	s := &Session{d: d, dir: dir, opts: opts}
+	dir := wd.Path
+	s := &Session{d: d, wd: wd, dir: dir, opts: opts}
 	s.conn = appserver.Open(stdin{s}, d.connOptions(s.serverRequest))
 	args := append([]string{"app-server"}, lockdown...)
-	s.sp, err = subproc.Start(d.cfg.Launcher, subproc.Spec{Path: path, Args: args, Env: d.env(), Dir: dir},
+	// codex inherits the folder's lock (see workdir).
+	s.sp, err = subproc.Start(d.cfg.Launcher, subproc.Spec{Path: path, Args: args, Env: d.env(), Dir: dir, Inherit: []*os.File{wd.Lock()}},
 		subproc.Options{Name: "codex", ExitGrace: d.cfg.ExitGrace, KillGrace: d.cfg.KillGrace, Log: d.log,
 			Line: s.stdoutLine, StdoutEnd: func() { s.conn.End(io.EOF) }, Stderr: s.stderrLine})
 	if err != nil {
-		_ = os.RemoveAll(dir)
+		_ = wd.Remove()
 		return nil, fmt.Errorf("start codex: %w", err)
 	}
 	s.mem = procmem.Tracker{Pid: s.sp.Pid()}
@@ -370,7 +371,7 @@ func (s *Session) Close() error {
 			s.tools.Close()
 		}
 		s.calls.Release()
-		_ = os.RemoveAll(s.dir)
+		_ = s.wd.Remove()
 	})
 	return nil
 }

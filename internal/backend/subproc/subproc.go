@@ -24,6 +24,9 @@ type Spec struct {
 	Args []string
 	Env  []string
 	Dir  string
+	// Inherit are files the process gets beside stdio (from fd 3): a
+	// session folder's lock, held while the process tree lives.
+	Inherit []*os.File
 }
 
 // Proc is a started CLI process as a driver sees it.
@@ -71,6 +74,7 @@ func (ExecLauncher) Launch(s Spec) (Proc, error) {
 	cmd.Env = s.Env
 	cmd.Dir = s.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	cmd.ExtraFiles = s.Inherit
 	// What the CLI itself starts stays in its group, which Signal reaches.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	dieWithParent(cmd.SysProcAttr)

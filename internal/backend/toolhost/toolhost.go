@@ -43,8 +43,8 @@ type Host struct {
 	// parallel is the synthetic tool that makes several calls at once,
 	// "" when the host offers none.
 	parallel string
-	handler    http.Handler
-	server     *mcp.Server
+	handler  http.Handler
+	server   *mcp.Server
 	// arrivals are tools/call requests on their way to the turn, which
 	// hands them to the client; done closes with the session, releasing
 	// calls nobody will answer.

@@ -14,7 +14,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -111,6 +113,9 @@ func models(sc *scenario, o options, rest []string) int {
 		return 1
 	}
 	fmt.Fprintln(os.Stderr, "Fetching available models...")
+	if sc.ModelsStall > 0 && countRun("models") <= sc.ModelsStall {
+		select {}
+	}
 	if sc.SignedOut {
 		fmt.Fprintln(os.Stderr, "Error: Please sign in to view available models. Launch the CLI without arguments to sign in.")
 		return 1
@@ -272,4 +277,15 @@ func selectedEnv() map[string]string {
 		}
 	}
 	return out
+}
+
+// countRun counts the runs of a command across processes, in a file under
+// HOME, and returns this run's number.
+func countRun(name string) int {
+	path := filepath.Join(os.Getenv("HOME"), ".fakeagy-runs-"+name)
+	b, _ := os.ReadFile(path)
+	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	n++
+	_ = os.WriteFile(path, []byte(strconv.Itoa(n)), 0o600)
+	return n
 }

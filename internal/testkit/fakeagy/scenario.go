@@ -31,6 +31,10 @@ type scenario struct {
 	// Replay names a recorded stream played verbatim, after its init, as
 	// the first turn's output.
 	Replay string `json:"replay"`
+	// ModelsStall makes the first that many `agy models` runs (counted in
+	// a file under HOME) write nothing until killed: a readiness check
+	// that times out.
+	ModelsStall int `json:"models_stall"`
 	// Usage is the data of the /usage and /quota commands.
 	Usage json.RawMessage `json:"usage"`
 	// EarlyStderr is written to stderr as soon as a stdin line begins,

@@ -65,8 +65,9 @@ func TestAntigravityGetsTheSystemPromptAndReportsTheOutputLimit(t *testing.T) {
 	if len(md) < 2 || !strings.Contains(md[len(md)-1], "Always answer like a pirate.") {
 		t.Fatalf("AGENTS.md at each start: %q", md)
 	}
-	// Chat: the format's instruction is part of the system prompt agy
-	// gets, and max_completion_tokens is the field named.
+	// Chat: the format goes to agy as its --json-schema (agy enforces
+	// it), not as an instruction, and max_completion_tokens is the field
+	// named.
 	oc := openai.NewClient(oaioption.WithBaseURL(g.url+"/v1"), oaioption.WithAPIKey("client-key"), oaioption.WithMaxRetries(0))
 	var cresp *http.Response
 	_, _ = oc.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
@@ -75,8 +76,11 @@ func TestAntigravityGetsTheSystemPromptAndReportsTheOutputLimit(t *testing.T) {
 		ResponseFormat: openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONObject: &openai.ResponseFormatJSONObjectParam{}},
 	}, oaioption.WithResponseInto(&cresp))
 	md = g.agentsMD()
-	if last := md[len(md)-1]; !strings.Contains(last, "Be brief.") || !strings.Contains(last, "JSON object") {
+	if last := md[len(md)-1]; !strings.Contains(last, "Be brief.") || strings.Contains(last, "JSON object") {
 		t.Fatalf("chat's instructions reached agy as %q", last)
+	}
+	if schemas := g.schemas(); len(schemas) != 1 || schemas[0] != `{"type":"object"}` {
+		t.Fatalf("agy's --json-schema: %q", schemas)
 	}
 	if cresp == nil || !strings.Contains(cresp.Header.Get("X-Meridian-Ignored-Params"), "max_completion_tokens") {
 		t.Fatalf("chat's ignored output limit: %v", cresp)

@@ -74,14 +74,15 @@ type Config struct {
 // renamed capability method fails the build instead of silently dropping
 // the capability.
 var (
-	_ backend.Backend       = (*Driver)(nil)
-	_ backend.Inspector     = (*Driver)(nil)
-	_ backend.PlanReader    = (*Driver)(nil)
-	_ backend.EndOnly       = (*Driver)(nil)
-	_ backend.NoOutputLimit = (*Driver)(nil)
-	_ backend.ModelResolver = (*Driver)(nil)
-	_ backend.Closer        = (*Driver)(nil)
-	_ backend.Session       = (*Session)(nil)
+	_ backend.Backend        = (*Driver)(nil)
+	_ backend.Inspector      = (*Driver)(nil)
+	_ backend.PlanReader     = (*Driver)(nil)
+	_ backend.EndOnly        = (*Driver)(nil)
+	_ backend.NoOutputLimit  = (*Driver)(nil)
+	_ backend.ModelResolver  = (*Driver)(nil)
+	_ backend.SchemaEnforcer = (*Driver)(nil)
+	_ backend.Closer         = (*Driver)(nil)
+	_ backend.Session        = (*Session)(nil)
 )
 
 // Driver starts agy sessions and answers what the gateway asks about agy.
@@ -135,6 +136,11 @@ func (d *Driver) ResumesAtEndOnly() {}
 // on an answer's length, and its usage comes only with the result, too
 // late to cut an answer at one.
 func (d *Driver) IgnoresOutputLimit() {}
+
+// EnforcesSchema implements backend.SchemaEnforcer: agy's --json-schema
+// makes a session's answers fit the schema, checked by agy, and its result
+// carries the value.
+func (d *Driver) EnforcesSchema() {}
 
 // Locate finds the binary, or returns an error wrapping
 // backend.ErrUnavailable that says how to install it.

@@ -29,6 +29,9 @@ import (
 const denyAll = `{"meridian-gate":{"enabled":true,"PreToolUse":[{"matcher":"*","hooks":[{"type":"command",` +
 	`"command":"printf '%s' '{\"decision\":\"deny\",\"reason\":\"this session runs no tools of its own\"}'","timeout":30}]}]}}`
 
+// schemaFile, in a session's folder, is the output schema agy enforces.
+const schemaFile = "output-schema.json"
+
 // Session is one live agy process: a persistent stream-json session on
 // one conversation. Turns run one at a time. Its lifecycle (readers,
 // exit, staged close) is subproc's, as claude's is.
@@ -150,6 +153,9 @@ func (d *Driver) args(opts backend.StartOptions, dir string, gated bool) []strin
 	if opts.Resume != "" {
 		args = append(args, "--conversation", opts.Resume)
 	}
+	if len(opts.JSONSchema) > 0 {
+		args = append(args, "--json-schema", filepath.Join(dir, schemaFile))
+	}
 	if gated {
 		args = append(args, "--dangerously-skip-permissions")
 	}
@@ -166,6 +172,13 @@ func (d *Driver) sessionFiles(dir string, opts backend.StartOptions) (*endpoint,
 	agents := filepath.Join(dir, ".agents")
 	if err := os.MkdirAll(agents, 0o700); err != nil {
 		return nil, fmt.Errorf("agy session folder: %w", err)
+	}
+	if len(opts.JSONSchema) > 0 {
+		// A file, not the argument itself: a schema can be long, and agy
+		// reads either.
+		if err := os.WriteFile(filepath.Join(dir, schemaFile), opts.JSONSchema, 0o600); err != nil {
+			return nil, fmt.Errorf("agy session schema: %w", err)
+		}
 	}
 	hooks := []byte(denyAll)
 	if d.cfg.GateCommand != "" {

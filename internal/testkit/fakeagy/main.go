@@ -24,9 +24,9 @@ import (
 
 // options are agy's root flags that matter here.
 type options struct {
-	print, outputFormat, inputFormat, model, effort, conversation, printTimeout, mode, logFile string
-	addDirs                                                                                    []string
-	skipPermissions, sandbox, disableSlash, version                                            bool
+	print, outputFormat, inputFormat, model, effort, conversation, printTimeout, mode, logFile, jsonSchema string
+	addDirs                                                                                                []string
+	skipPermissions, sandbox, disableSlash, version                                                        bool
 }
 
 type dirs []string
@@ -55,6 +55,7 @@ func run(args []string) int {
 	fs.StringVar(&o.printTimeout, "print-timeout", "0s", "Print timeout")
 	fs.StringVar(&o.mode, "mode", "", "Agent execution mode")
 	fs.StringVar(&o.logFile, "log-file", "", "Override CLI log file path")
+	fs.StringVar(&o.jsonSchema, "json-schema", "", "JSON schema (a JSON string or a file path) to enforce structured output")
 	fs.Var((*dirs)(&o.addDirs), "add-dir", "Add a directory to the workspace")
 	fs.BoolVar(&o.skipPermissions, "dangerously-skip-permissions", false, "Auto-approve all tool permission requests")
 	fs.BoolVar(&o.sandbox, "sandbox", false, "Run in a sandbox")

@@ -115,26 +115,78 @@ func (s *session) mcpServer(name string) (*mcpClient, error) {
 // withArguments gives a call_mcp_tool step whose scenario left out its
 // Arguments some, as a model would: built from the tool's input schema's
 // required properties (a command runs `echo mock-tool-ran`), the way the
-// fake upstream calls a client's tools.
+// fake upstream calls a client's tools. A call of Meridian's parallel tool
+// gets the same for each of its calls that has no arguments, a call's
+// "command" naming the command it runs.
 func (s *session) withArguments(params json.RawMessage) json.RawMessage {
 	var p mcpParams
-	if json.Unmarshal(params, &p) != nil || len(p.Arguments) > 0 {
+	if json.Unmarshal(params, &p) != nil {
+		return params
+	}
+	if p.ToolName == parallelTool {
+		return s.withPartArguments(p, params)
+	}
+	if len(p.Arguments) > 0 {
 		return params
 	}
 	c, err := s.mcpServer(p.ServerName)
 	if err != nil {
 		return params
 	}
+	p.Arguments, _ = json.Marshal(c.madeUp(p.ToolName, "echo mock-tool-ran"))
+	out, _ := json.Marshal(p)
+	return out
+}
+
+// withPartArguments fills in the arguments of a parallel call's calls
+// that have none.
+func (s *session) withPartArguments(p mcpParams, params json.RawMessage) json.RawMessage {
+	var in struct {
+		Calls []struct {
+			Tool      string          `json:"tool"`
+			Arguments json.RawMessage `json:"arguments,omitempty"`
+			Command   string          `json:"command,omitempty"`
+		} `json:"calls"`
+	}
+	if json.Unmarshal(p.Arguments, &in) != nil {
+		return params
+	}
+	var c *mcpClient
+	for i, call := range in.Calls {
+		if len(call.Arguments) == 0 {
+			if c == nil {
+				var err error
+				if c, err = s.mcpServer(p.ServerName); err != nil {
+					return params
+				}
+			}
+			in.Calls[i].Arguments, _ = json.Marshal(c.madeUp(call.Tool, call.Command))
+		}
+		in.Calls[i].Command = ""
+	}
+	p.Arguments, _ = json.Marshal(in)
+	out, _ := json.Marshal(p)
+	return out
+}
+
+// parallelTool is the name Meridian gives its parallel tool.
+const parallelTool = "parallel_calls"
+
+// madeUp is arguments for tool from its schema's required properties, a
+// command property running command.
+func (c *mcpClient) madeUp(tool, command string) map[string]any {
 	var schema struct {
 		Required   []string                  `json:"required"`
 		Properties map[string]map[string]any `json:"properties"`
 	}
-	_ = json.Unmarshal(c.schemas[p.ToolName], &schema)
+	_ = json.Unmarshal(c.schemas[tool], &schema)
 	args := map[string]any{}
 	for _, name := range schema.Required {
 		switch t := schema.Properties[name]["type"]; {
+		case (name == "command" || name == "cmd") && t == "array":
+			args[name] = []string{"bash", "-c", command}
 		case name == "command" || name == "cmd":
-			args[name] = "echo mock-tool-ran"
+			args[name] = command
 		case t == "integer" || t == "number":
 			args[name] = 1
 		case t == "boolean":
@@ -145,9 +197,7 @@ func (s *session) withArguments(params json.RawMessage) json.RawMessage {
 			args[name] = "mock"
 		}
 	}
-	p.Arguments, _ = json.Marshal(args)
-	out, _ := json.Marshal(p)
-	return out
+	return args
 }
 
 // mcpClient is one streamable-HTTP MCP session.

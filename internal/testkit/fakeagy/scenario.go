@@ -84,6 +84,10 @@ type turn struct {
 	// before 1.1.28 fails the turn; later ones return the partial answer
 	// as a success, with a notice on stderr.
 	PrintTimeout bool `json:"print_timeout"`
+	// Structured is the value the turn answers under --json-schema: agy
+	// runs an extra internal turn for it, a response holding its JSON line
+	// and a finish step, and the result carries it.
+	Structured json.RawMessage `json:"structured"`
 }
 
 // step is one scripted step. Type is agent_response (Text, Usage; the

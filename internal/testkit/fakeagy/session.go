@@ -53,6 +53,9 @@ func newSession(sc *scenario, o options, out *writer, log *callLog) *session {
 	}
 	s.instructions = strings.Join(found, "\n")
 	log.write(map[string]any{"agents_md": found})
+	if schema := s.schema(); schema != nil {
+		log.write(map[string]any{"json_schema": string(schema)})
+	}
 	return s
 }
 
@@ -64,7 +67,7 @@ func (s *session) start() {
 	if first := s.recording(); len(first) > 0 {
 		s.out.raw(append(first[0], '\n'))
 	} else {
-		init := initBody{Model: s.o.model, Cwd: cwd(), Tools: builtinTools, PermissionMode: "request-review"}
+		init := initBody{Model: s.o.model, Cwd: cwd(), Tools: builtinTools, PermissionMode: "request-review", JSONSchema: s.schema()}
 		if s.o.skipPermissions {
 			init.PermissionMode = "always-proceed"
 		}
@@ -243,11 +246,26 @@ func (s *session) turn(prompt string) int {
 	if t.AgyError != "" {
 		fmt.Fprintln(os.Stderr, "AGY_ERROR: "+t.AgyError)
 	}
+	var structured json.RawMessage
+	if s.schema() != nil && t.Structured != nil && !denied {
+		// The structured answer costs an internal turn of its own.
+		var line bytes.Buffer
+		_ = json.Compact(&line, t.Structured)
+		s.respond(step{Type: "agent_response", Text: line.String() + "\n"}, &answer, &turnUsage)
+		s.step(stepBody{State: "DONE", Type: "finish", Duration: 0.01})
+		response = answer.String()
+		structured = line.Bytes()
+		s.conv.NumTurns++
+	}
 	s.conv.NumTurns++
 	s.conv.Usage = s.conv.Usage.plus(turnUsage)
 	s.conv.Duration += time.Since(s.started).Seconds()
 	s.conv.save()
-	s.out.line(resultEvent{Event: "result", Result: s.result(status, response, errText)})
+	res := s.result(status, response, errText)
+	if structured != nil {
+		res.StructuredOutput, res.JSONSchema = structured, s.schema()
+	}
+	s.out.line(resultEvent{Event: "result", Result: res})
 	if t.StderrAfter != "" {
 		time.Sleep(200 * time.Millisecond)
 		fmt.Fprintln(os.Stderr, t.StderrAfter)
@@ -480,4 +498,25 @@ func (e *earlyStderr) Read(p []byte) (int, error) {
 		e.atStart = p[n-1] == '\n'
 	}
 	return n, err
+}
+
+// schema is --json-schema's schema, given as JSON or as a file's path;
+// nil without one.
+func (s *session) schema() json.RawMessage {
+	v := strings.TrimSpace(s.o.jsonSchema)
+	if v == "" {
+		return nil
+	}
+	b := []byte(v)
+	if !strings.HasPrefix(v, "{") {
+		var err error
+		if b, err = os.ReadFile(v); err != nil {
+			return nil
+		}
+	}
+	var out bytes.Buffer
+	if json.Compact(&out, b) != nil {
+		return nil
+	}
+	return out.Bytes()
 }

@@ -12,10 +12,11 @@ type initEvent struct {
 }
 
 type initBody struct {
-	Model          string   `json:"model,omitempty"`
-	Cwd            string   `json:"cwd"`
-	Tools          []string `json:"tools"`
-	PermissionMode string   `json:"permission_mode"`
+	Model          string          `json:"model,omitempty"`
+	Cwd            string          `json:"cwd"`
+	Tools          []string        `json:"tools"`
+	PermissionMode string          `json:"permission_mode"`
+	JSONSchema     json.RawMessage `json:"json_schema,omitempty"`
 }
 
 type stepEvent struct {
@@ -59,8 +60,11 @@ type resultBody struct {
 	Error          string  `json:"error,omitempty"`
 	Duration       float64 `json:"duration_seconds"`
 	NumTurns       int     `json:"num_turns"`
-	Usage          usage   `json:"usage"`
-	Command        any     `json:"command,omitempty"`
+	// With --json-schema: the parsed answer and the schema, echoed.
+	StructuredOutput json.RawMessage `json:"structured_output,omitempty"`
+	JSONSchema       json.RawMessage `json:"json_schema,omitempty"`
+	Usage            usage           `json:"usage"`
+	Command          any             `json:"command,omitempty"`
 }
 
 type commandEvent struct {

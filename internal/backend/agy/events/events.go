@@ -122,15 +122,17 @@ type ToolError struct {
 // Result ends a turn. Its usage, duration and turn count are cumulative
 // over the conversation, not the turn.
 type Result struct {
-	ConversationID string         `json:"conversation_id"`
-	Status         string         `json:"status"`
-	Response       string         `json:"response"`
-	Error          string         `json:"error"`
-	Duration       float64        `json:"duration_seconds"`
-	NumTurns       int            `json:"num_turns"`
-	Usage          Usage          `json:"usage"`
-	DeniedActions  []DeniedAction `json:"denied_actions"`
-	Command        *Command       `json:"command"`
+	ConversationID string  `json:"conversation_id"`
+	Status         string  `json:"status"`
+	Response       string  `json:"response"`
+	Error          string  `json:"error"`
+	Duration       float64 `json:"duration_seconds"`
+	NumTurns       int     `json:"num_turns"`
+	// StructuredOutput is the answer's value under --json-schema.
+	StructuredOutput json.RawMessage `json:"structured_output"`
+	Usage            Usage           `json:"usage"`
+	DeniedActions    []DeniedAction  `json:"denied_actions"`
+	Command          *Command        `json:"command"`
 }
 
 // DeniedAction is an action headless mode refused without asking.

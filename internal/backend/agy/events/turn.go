@@ -1,6 +1,7 @@
 package events
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 
@@ -115,6 +116,9 @@ type Outcome struct {
 	Usage      Usage
 	Cumulative Usage
 	Tools      []ToolCall
+	// Structured is the value a --json-schema session answered, nil
+	// without one.
+	Structured json.RawMessage
 	// Failure is nil when the turn succeeded.
 	Failure *backend.Failure
 }
@@ -136,8 +140,13 @@ func (t *Turn) Outcome(prev *Usage, softDenyNotice bool) Outcome {
 	switch {
 	case prev != nil && r.Usage.covers(*prev):
 		o.Usage = r.Usage.minus(*prev)
-	case prev == nil && r.NumTurns == 1:
-		o.Usage = r.Usage // a conversation's first turn: the total is the turn's
+	case prev == nil && (r.NumTurns == 1 || r.NumTurns == 2 && len(r.StructuredOutput) > 0):
+		// A conversation's first turn (under a schema, its answer's own
+		// internal turn counts too): the total is the turn's.
+		o.Usage = r.Usage
+	}
+	if v := bytes.TrimSpace(r.StructuredOutput); len(v) > 0 && !bytes.Equal(v, []byte("null")) {
+		o.Structured = v
 	}
 	if o.Text == "" && r.Response != "" {
 		o.Text = r.Response

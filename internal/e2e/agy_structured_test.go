@@ -28,7 +28,7 @@ func (g *agyGateway) schemas() []string {
 // result carries, alone (its prose and JSON line are not passed on), on
 // Messages and Chat; a turn agy ends without the value is a 502 naming the
 // field. Stop sequences cut agy's answer where they match, and the
-// conversation goes on.
+// conversation goes on from the answer the client got.
 func TestAntigravityStructuredOutputAndStopSequences(t *testing.T) {
 	t.Parallel()
 	g := newAgyGateway(t, map[string]any{"turns": []map[string]any{
@@ -80,5 +80,11 @@ func TestAntigravityStructuredOutputAndStopSequences(t *testing.T) {
 	msg, err = g.client("stops").Messages.New(ctx, p)
 	if err != nil || msg.Content[0].Text != "one two " {
 		t.Fatalf("the turn after a stop sequence: %v %s", err, msg.RawJSON())
+	}
+	// agy's conversation went on past the cut, and agy cannot go back: the
+	// next turn replays the history as the client has it.
+	in := g.stdin()
+	if last := in[len(in)-1]; !strings.Contains(last, "one two") || strings.Contains(last, "three four") {
+		t.Fatalf("the turn after the cut reached agy as %s", last)
 	}
 }

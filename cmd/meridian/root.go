@@ -209,6 +209,7 @@ func bindServeFlags(fs *pflag.FlagSet, cfg *serve.Config, env map[string]string)
 	str(&cfg.Backend, "backend", "MERIDIAN_BACKEND", serve.BackendClaude, "which CLI answers: claude, antigravity (Google Antigravity's agy), codex (OpenAI's codex), or combined (all three: a request's model picks the CLI)")
 	str(&cfg.AgyPath, "agy-path", "MERIDIAN_AGY_PATH", "agy", "the agy CLI binary, for --backend antigravity")
 	str(&cfg.CodexPath, "codex-path", "MERIDIAN_CODEX_PATH", "codex", "the codex CLI binary, for --backend codex")
+	str(&cfg.Transcriber, "transcriber", "MERIDIAN_TRANSCRIBER", "", "a shell command that prints the text of the 16 kHz mono WAV file named by its last argument (e.g. whisper.cpp's whisper-cli -nt -f): how audio reaches agy; none refuses audio")
 	integer(&cfg.MaxConcurrent, "max-concurrent", "MERIDIAN_MAX_CONCURRENT", gateway.DefaultMaxConcurrent, "most claude processes running at once")
 	str(&cfg.DataDir, "data-dir", "MERIDIAN_DATA_DIR", defaultDataDir(env), "where Meridian keeps its state")
 	// --api-key was this flag's name while MERIDIAN_API_KEY was its twin,

@@ -38,6 +38,7 @@ func DecodeMessagesRequest(body []byte) (*MessagesRequest, error) {
 	if req.Messages, err = decodeMessages(top["messages"]); err != nil {
 		return nil, err
 	}
+	req.MediaAt = firstMedia(req.Messages)
 	if req.System, err = decodeSystem(top["system"]); err != nil {
 		return nil, err
 	}

@@ -46,6 +46,10 @@ type MessagesRequest struct {
 	// Format is the structured output the answer must be
 	// (output_config.format), nil for free text.
 	Format *OutputFormat
+	// MediaAt is where the request's first audio or video part is, in
+	// the client's own terms ("" for none): a backend that cannot adapt
+	// media refuses the request there.
+	MediaAt string
 }
 
 // OutputFormat asks for an answer that is one JSON value fitting Schema.

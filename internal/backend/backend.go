@@ -54,6 +54,13 @@ type SchemaEnforcer interface {
 	EnforcesSchema()
 }
 
+// MediaAdapter is a Backend that takes audio and video (document blocks
+// of those media types) and adapts them for its CLI; any other gets a
+// request refused before it runs.
+type MediaAdapter interface {
+	AdaptsMedia()
+}
+
 // WebSearcher is a Backend that can search the web itself, under the
 // rules StartOptions.WebSearch gives.
 type WebSearcher interface {

@@ -142,6 +142,9 @@ func (g *Gateway) Messages(ctx context.Context, req Request, id string, out Outp
 	if perr != nil {
 		return perr
 	}
+	if err := g.takesMedia(req.Body); err != nil {
+		return err
+	}
 	tools, _ := toolsOf(req.Body)
 	opts.Tools, opts.WebSearch = tools.list, g.webSearch(req.Body)
 	opts = g.withFormat(opts, req.Body.Format)

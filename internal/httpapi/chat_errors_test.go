@@ -59,8 +59,8 @@ func TestChatBadRequestsNameTheField(t *testing.T) {
 			"messages.2.tool_call_id", `"call_9" answers no open tool call`, 400},
 		{"n 2", `{"model":"m","n":2,"messages":[` + user + `]}`, "n", "only n: 1", 400},
 		{"logprobs", `{"model":"m","logprobs":true,"messages":[` + user + `]}`, "logprobs", "not available", 400},
-		{"audio part", `{"model":"m","messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{"data":"x","format":"wav"}}]}]}`,
-			"messages.0.content.0.type", "input_audio parts are not supported", 400},
+		{"audio part", `{"model":"m","messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{"data":"UklGRg==","format":"wav"}}]}]}`,
+			"messages.0.content.0", "taken by the Antigravity backend", 400},
 		{"too large", `{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("x", 5000) + `"}]}`, "", "exceeds 4096 bytes", 413},
 	}
 	for _, c := range cases {

@@ -29,7 +29,9 @@ const (
 type ChatRequest struct {
 	Model    string
 	Messages []ChatMessage
-	Tools    []Function
+	// MediaAt is where the first audio or video part is ("" for none).
+	MediaAt string
+	Tools   []Function
 	// MaxTokens is max_completion_tokens, else max_tokens; 0 when absent.
 	// MaxTokensField names the one it came from.
 	MaxTokens      int

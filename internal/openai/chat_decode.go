@@ -3,9 +3,11 @@ package openai
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/meridian-gw/meridian/internal/anthropic"
 	"github.com/meridian-gw/meridian/internal/jsonbody"
 )
 
@@ -37,6 +39,7 @@ func DecodeChatRequest(body []byte) (*ChatRequest, error) {
 	if req.Messages, err = decodeMessages(top["messages"]); err != nil {
 		return nil, err
 	}
+	req.MediaAt = mediaAt("messages", req.Messages, func(m ChatMessage) []Part { return m.Parts })
 	if v, ok := jsonbody.Present(top, "tools"); ok {
 		if req.Tools, err = decodeTools(v); err != nil {
 			return nil, err
@@ -220,10 +223,52 @@ func decodeParts(path string, raw json.RawMessage, images bool) ([]Part, error) 
 			}
 			return decodeFile(p+".file", fo)
 		case typ == "input_audio":
-			return Part{}, jsonbody.Errorf(p+".type", "%s parts are not supported: the gateway takes text, images and files", typ)
+			return decodeAudio(p, obj)
 		}
 		return Part{}, jsonbody.Errorf(p+".type", "unsupported content part %q here", typ)
 	})
+}
+
+// decodeAudio reads an input_audio part: base64 data in a format (wav or
+// mp3), a document of that audio type for a backend that adapts media.
+func decodeAudio(path string, obj jsonbody.Object) (Part, error) {
+	v, ok := jsonbody.Present(obj, "input_audio")
+	if !ok {
+		return Part{}, jsonbody.Errorf(path+".input_audio", "Field required")
+	}
+	ao, err := jsonbody.DecodeObject(path+".input_audio", v)
+	if err != nil {
+		return Part{}, err
+	}
+	data, err := jsonbody.RequiredString(ao, path+".input_audio", "data")
+	if err != nil {
+		return Part{}, err
+	}
+	format, err := jsonbody.RequiredString(ao, path+".input_audio", "format")
+	if err != nil {
+		return Part{}, err
+	}
+	mediaType := map[string]string{"wav": "audio/wav", "mp3": "audio/mpeg"}[format]
+	if mediaType == "" {
+		return Part{}, jsonbody.Errorf(path+".input_audio.format", "must be wav or mp3")
+	}
+	if _, err := base64.StdEncoding.DecodeString(data); err != nil {
+		return Part{}, jsonbody.Errorf(path+".input_audio.data", "the audio is not valid base64")
+	}
+	return Part{Type: PartDocument, MediaType: mediaType, Data: data}, nil
+}
+
+// mediaAt is the path of the first audio or video part of items' parts,
+// named by prefix and index ("" for none).
+func mediaAt[T any](prefix string, items []T, parts func(T) []Part) string {
+	for i, it := range items {
+		for j, p := range parts(it) {
+			if p.Type == PartDocument && anthropic.MediaKind(p.MediaType) != "" {
+				return fmt.Sprintf("%s.%d.content.%d", prefix, i, j)
+			}
+		}
+	}
+	return ""
 }
 
 // decodeImage reads an image_url part: a base64 data URL becomes an image
@@ -252,9 +297,10 @@ func decodeImage(path string, obj jsonbody.Object) (Part, error) {
 	return imageURL(path+".image_url.url", url)
 }
 
-// documentType reports a file type a request may attach.
+// documentType reports a file type a request may attach: a document, or
+// audio or video for a backend that adapts them.
 func documentType(mediaType string) bool {
-	return mediaType == "application/pdf" || mediaType == "text/plain"
+	return mediaType == "application/pdf" || mediaType == "text/plain" || anthropic.MediaKind(mediaType) != ""
 }
 
 // decodeFile reads an attached file: its data as a base64 data URL
@@ -282,7 +328,7 @@ func decodeFile(path string, obj jsonbody.Object) (Part, error) {
 	}
 	mediaType = strings.ToLower(mediaType)
 	if !documentType(mediaType) {
-		return Part{}, jsonbody.Errorf(path+".file_data", "file type %q is not supported; use application/pdf or text/plain", mediaType)
+		return Part{}, jsonbody.Errorf(path+".file_data", "file type %q is not supported; use application/pdf, text/plain, or an audio or video type", mediaType)
 	}
 	if _, err := base64.StdEncoding.DecodeString(b64); err != nil {
 		return Part{}, jsonbody.Errorf(path+".file_data", "the data URL is not valid base64")

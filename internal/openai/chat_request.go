@@ -52,6 +52,7 @@ func (r *ChatRequest) Anthropic() *anthropic.MessagesRequest {
 		leading = false
 	}
 	out.Format = r.Format.anthropic()
+	out.MediaAt = r.MediaAt
 	for _, f := range r.Tools {
 		out.Tools = append(out.Tools, toolJSON(f))
 	}

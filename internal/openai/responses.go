@@ -22,6 +22,9 @@ type ResponsesRequest struct {
 	Model        string
 	Instructions string
 	Input        []Item
+	// MediaAt is where the input's first audio or video part is ("" for
+	// none).
+	MediaAt string
 	// Tools are the client's functions, a namespace's flattened into
 	// names the model can use (see FlatName). RawTools and RawToolChoice
 	// are the request's own, for the response object to repeat.

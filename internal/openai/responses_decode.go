@@ -33,6 +33,7 @@ func DecodeResponsesRequest(body []byte) (*ResponsesRequest, error) {
 	if req.Input, err = decodeInput(top["input"]); err != nil {
 		return nil, err
 	}
+	req.MediaAt = mediaAt("input", req.Input, func(it Item) []Part { return it.Parts })
 	if req.Instructions, err = jsonbody.OptionalString(top, "", "instructions"); err != nil {
 		return nil, err
 	}
@@ -201,8 +202,8 @@ func decodeInputParts(path string, raw json.RawMessage, assistant bool) ([]Part,
 			return imageURL(p+".image_url", url)
 		case typ == "input_file" && !assistant:
 			return decodeFile(p, obj)
-		case typ == "input_audio":
-			return Part{}, jsonbody.Errorf(p+".type", "%s parts are not supported: the gateway takes text, images and files", typ)
+		case typ == "input_audio" && !assistant:
+			return decodeAudio(p, obj)
 		}
 		return Part{}, jsonbody.Errorf(p+".type", "unsupported content part %q here", typ)
 	})

@@ -45,7 +45,7 @@ func (r *ResponsesRequest) Anthropic(h History) (*anthropic.MessagesRequest, err
 	if err := checkTurns(h.Items, input); err != nil {
 		return nil, err
 	}
-	out := &anthropic.MessagesRequest{Model: r.Model, MaxTokens: r.MaxTokens, Stream: r.Stream}
+	out := &anthropic.MessagesRequest{Model: r.Model, MaxTokens: r.MaxTokens, Stream: r.Stream, MediaAt: r.MediaAt}
 	if r.Instructions != "" {
 		out.System = append(out.System, r.Instructions)
 	}

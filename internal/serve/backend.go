@@ -133,7 +133,7 @@ func antigravityCLI(cfg Config, tools *agy.Endpoints, log *slog.Logger) (*cli, e
 	}
 	newDriver := func(env []string) *agy.Driver {
 		return agy.New(agy.Config{Path: cfg.AgyPath, Env: env, SessionRoot: filepath.Join(cfg.DataDir, "agy-sessions"),
-			Endpoints: tools, GateCommand: gate, Download: download, Logger: log.With("component", "agy")})
+			Endpoints: tools, GateCommand: gate, Download: download, Transcriber: cfg.Transcriber, Logger: log.With("component", "agy")})
 	}
 	return &cli{
 		names: gateway.CLI{Name: "agy", Backend: BackendAntigravity, LoginHint: "sign in once by running `agy` in a terminal",

@@ -54,6 +54,8 @@ type Config struct {
 	Backend   string
 	AgyPath   string
 	CodexPath string
+	// Transcriber turns audio into text for agy (agy.Config.Transcriber).
+	Transcriber string
 	// TestDownloads, for tests only, names a file that points the agy
 	// backend's image downloads at a local server (agy.TestDownloader).
 	TestDownloads string

@@ -53,10 +53,25 @@ func extension(mediaType string) string {
 func (s *Session) prompt(ctx context.Context, content []json.RawMessage) (string, error) {
 	var parts []string
 	total := 0
-	for _, raw := range content {
+	for n, raw := range content {
 		var b backend.Block
 		if err := json.Unmarshal(raw, &b); err != nil {
 			return "", fmt.Errorf("a content block is not JSON: %w", err)
+		}
+		if b.Type == "document" && mediaKind(b.Source.MediaType) != "" {
+			data, err := mediaData(b, n)
+			if err != nil {
+				return "", err
+			}
+			if total += len(data); total > maxTurnAttachments {
+				return "", fmt.Errorf("the message's attachments come to more than %d MiB, the most one message may attach", maxTurnAttachments>>20)
+			}
+			text, err := s.media(ctx, b, n, data)
+			if err != nil {
+				return "", err
+			}
+			parts = append(parts, text)
+			continue
 		}
 		switch b.Type {
 		case "text":
@@ -82,7 +97,7 @@ func (s *Session) prompt(ctx context.Context, content []json.RawMessage) (string
 			}
 			parts = append(parts, fmt.Sprintf("[Attached %s (%s): %s — read it with %s.]", name, mediaType, path, viewFile))
 		default:
-			return "", fmt.Errorf("the Antigravity backend takes text, images and documents; a %s block cannot be sent to agy", b.Type)
+			return "", fmt.Errorf("the Antigravity backend takes text, images, documents, audio and video; a %s block cannot be sent to agy", b.Type)
 		}
 	}
 	return strings.Join(parts, "\n\n"), nil
@@ -116,6 +131,27 @@ func attachmentData(b backend.Block) ([]byte, string, error) {
 	return data, src.MediaType, nil
 }
 
+// mediaData is the bytes an audio or video block carries, within the
+// bound of one attachment.
+func mediaData(b backend.Block, n int) ([]byte, error) {
+	kind := mediaKind(b.Source.MediaType)
+	tooLarge := fmt.Errorf("the %s part (content block %d) is larger than %d MiB, the most one attachment may be", kind, n, maxAttachment>>20)
+	switch {
+	case b.Source.Type != "base64":
+		return nil, fmt.Errorf("the %s part (content block %d) given by its %s source cannot be sent to agy; send it as base64", kind, n, b.Source.Type)
+	case base64.StdEncoding.DecodedLen(len(b.Source.Data)) > maxAttachment+3:
+		return nil, tooLarge
+	}
+	data, err := base64.StdEncoding.DecodeString(b.Source.Data)
+	if err != nil {
+		return nil, fmt.Errorf("the %s part (content block %d)'s base64 data does not decode: %w", kind, n, err)
+	}
+	if len(data) > maxAttachment {
+		return nil, tooLarge
+	}
+	return data, nil
+}
+
 // attach writes data into the session folder's attachments and lets the
 // gate allow reading it; it returns the file's path.
 func (s *Session) attach(data []byte, ext string) (string, error) {
@@ -124,21 +160,29 @@ func (s *Session) attach(data []byte, ext string) (string, error) {
 		return "", fmt.Errorf("agy attachment: %w", err)
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	path := filepath.Join(dir, "attachment-"+strconv.Itoa(len(s.attached)+1)+ext)
+	s.mu.Unlock()
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		return "", fmt.Errorf("agy attachment: %w", err)
 	}
+	return path, s.allowRead(path)
+}
+
+// allowRead adds a file of the session's folder to those the gate lets
+// view_file read.
+func (s *Session) allowRead(path string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.attached = append(s.attached, path)
 	list, _ := json.Marshal(s.attached)
 	// Written whole under another name and renamed: the gate never reads
 	// half a list.
 	tmp := filepath.Join(s.dir, ".agents", attachmentsFile+".tmp")
 	if err := os.WriteFile(tmp, list, 0o600); err != nil {
-		return "", fmt.Errorf("agy attachment: %w", err)
+		return fmt.Errorf("agy attachment: %w", err)
 	}
 	if err := os.Rename(tmp, filepath.Join(s.dir, ".agents", attachmentsFile)); err != nil {
-		return "", fmt.Errorf("agy attachment: %w", err)
+		return fmt.Errorf("agy attachment: %w", err)
 	}
-	return path, nil
+	return nil
 }

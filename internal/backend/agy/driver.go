@@ -68,6 +68,12 @@ type Config struct {
 	GateCommand string
 	// Download fetches the images requests give by URL.
 	Download Downloader
+	// Transcriber is the shell command that turns a 16 kHz mono WAV file
+	// (its last argument) into text on stdout: how audio reaches agy. ""
+	// refuses audio. FFmpeg and FFprobe adapt audio and video ("ffmpeg"
+	// and "ffprobe" on PATH by default).
+	Transcriber     string
+	FFmpeg, FFprobe string
 }
 
 // What the driver and its sessions are, checked by the compiler: a
@@ -81,6 +87,7 @@ var (
 	_ backend.NoOutputLimit  = (*Driver)(nil)
 	_ backend.ModelResolver  = (*Driver)(nil)
 	_ backend.SchemaEnforcer = (*Driver)(nil)
+	_ backend.MediaAdapter   = (*Driver)(nil)
 	_ backend.Closer         = (*Driver)(nil)
 	_ backend.Session        = (*Session)(nil)
 )
@@ -114,6 +121,12 @@ func New(cfg Config) *Driver {
 	if cfg.TurnTimeout <= 0 {
 		cfg.TurnTimeout = DefaultTurnTimeout
 	}
+	if cfg.FFmpeg == "" {
+		cfg.FFmpeg = "ffmpeg"
+	}
+	if cfg.FFprobe == "" {
+		cfg.FFprobe = "ffprobe"
+	}
 	if cfg.ProbeTimeout <= 0 {
 		cfg.ProbeTimeout = DefaultProbeTimeout
 	}
@@ -141,6 +154,10 @@ func (d *Driver) IgnoresOutputLimit() {}
 // makes a session's answers fit the schema, checked by agy, and its result
 // carries the value.
 func (d *Driver) EnforcesSchema() {}
+
+// AdaptsMedia implements backend.MediaAdapter: audio reaches agy as a
+// transcript, video as frames (see media.go).
+func (d *Driver) AdaptsMedia() {}
 
 // Locate finds the binary, or returns an error wrapping
 // backend.ErrUnavailable that says how to install it.

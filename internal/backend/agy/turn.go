@@ -49,7 +49,10 @@ func (s *Session) Turn(ctx context.Context, in backend.Input, emit func(*backend
 	default:
 		prompt, err := s.prompt(ctx, in.Content)
 		if err != nil {
-			return &backend.Result{Failure: &backend.Failure{Kind: backend.FailUpstream, Status: 400, Type: "invalid_request_error", Message: err.Error()}}, nil
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return &backend.Result{Failure: promptFailure(err)}, nil
 		}
 		if f, err := s.awaitInit(ctx); err != nil || f != nil {
 			return &backend.Result{SessionID: s.ID(), Failure: f}, err

@@ -464,7 +464,7 @@ func olderThan(v, than string) bool {
 }
 
 // attachedFile finds a file Meridian attached, in a prompt.
-var attachedFile = regexp.MustCompile(`\[Attached [^\]]*?: (\S+) — read it`)
+var attachedFile = regexp.MustCompile(`\[Attached [^\]]*?: ([^\s,]+)[^\]]*? — read (?:it|them)`)
 
 // attachmentParams fills {{attachment}} in a tool step's parameters with
 // the path of the first file the prompt says was attached.

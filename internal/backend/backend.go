@@ -340,6 +340,9 @@ type Result struct {
 	CostUSD float64
 	// WebSearches is how many web searches the backend ran in the turn.
 	WebSearches int
+	// NativeWork lists what the CLI's own tools did in the turn, each as
+	// "tool: ran|denied|failed", for a CLI whose tools are gated (agy).
+	NativeWork []string
 	// Structured is the answer as the value StartOptions.JSONSchema asked
 	// for, checked by the backend; nil when the model gave none.
 	Structured json.RawMessage

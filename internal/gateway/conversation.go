@@ -312,6 +312,9 @@ func (t *turn) run(ctx context.Context, id string, out Output) error {
 		g.log.Warn("turn failed", append(logAttrs, "error", err.Error())...)
 		return err
 	}
+	if len(res.NativeWork) > 0 {
+		logAttrs = append(logAttrs, "native_work", strings.Join(res.NativeWork, "; "))
+	}
 	g.log.Info("turn done", append(logAttrs, "stop", res.StopReason, "input_bytes", res.InputBytes,
 		"input_tokens", res.Usage.InputTokens, "output_tokens", res.Usage.OutputTokens,
 		"cache_read", res.Usage.CacheReadInputTokens, "cache_write", res.Usage.CacheCreationInputTokens)...)

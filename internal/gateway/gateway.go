@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -329,9 +330,13 @@ func (g *Gateway) oneShot(ctx context.Context, req *anthropic.MessagesRequest, o
 		return e
 	}
 	tr.Answered(r.start.Model, tokensOf(usageOf(res.Usage)))
-	g.log.Info("turn done", "session", res.SessionID, "model", r.start.Model, "stop", res.StopReason, "took", g.cfg.Now().Sub(began),
+	attrs := []any{"session", res.SessionID, "model", r.start.Model, "stop", res.StopReason, "took", g.cfg.Now().Sub(began),
 		"input_tokens", res.Usage.InputTokens, "output_tokens", res.Usage.OutputTokens,
-		"cache_read", res.Usage.CacheReadInputTokens, "cache_write", res.Usage.CacheCreationInputTokens)
+		"cache_read", res.Usage.CacheReadInputTokens, "cache_write", res.Usage.CacheCreationInputTokens}
+	if len(res.NativeWork) > 0 {
+		attrs = append(attrs, "native_work", strings.Join(res.NativeWork, "; "))
+	}
+	g.log.Info("turn done", attrs...)
 	return r.finish(res)
 }
 

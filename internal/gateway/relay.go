@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 
 	"github.com/meridian-gw/meridian/internal/anthropic"
 	"github.com/meridian-gw/meridian/internal/backend"
@@ -63,6 +64,9 @@ type Finish struct {
 	// not be saved ("" when it was): the next turn resumes from the last
 	// saved state, or replays. Outputs tell the client.
 	Unsaved string
+	// NativeWork says what the CLI's own tools did ("tool: ran; …"), for
+	// a CLI whose tools are gated; "" for none. Outputs tell the client.
+	NativeWork string
 }
 
 // errEnough ends a turn early: a stop sequence matched or the output limit
@@ -345,7 +349,8 @@ func (r *relay) finish(res *backend.Result) error {
 		stop = anthropic.StopEndTurn
 	}
 	u := withSearches(minus(usageOf(res.Usage), r.reported), res.WebSearches)
-	return r.out.Finish(Finish{StopReason: stop, Usage: u, SessionID: res.SessionID, Content: r.reply.content(), Unsaved: r.unsaved})
+	return r.out.Finish(Finish{StopReason: stop, Usage: u, SessionID: res.SessionID, Content: r.reply.content(), Unsaved: r.unsaved,
+		NativeWork: strings.Join(res.NativeWork, "; ")})
 }
 
 // finishPaused ends a response whose turn waits for client tool results.

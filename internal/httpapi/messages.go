@@ -16,7 +16,11 @@ const (
 	// headerUnsaved says why the conversation's state after an answer
 	// could not be saved: its next turn resumes from the last saved
 	// state, or replays. A stream carries it as a trailer.
-	headerUnsaved       = "X-Meridian-Unsaved"
+	headerUnsaved = "X-Meridian-Unsaved"
+	// headerNativeWork says what the CLI's own tools did in the turn
+	// (agy's browser or subagents, when granted, or denied); a stream
+	// carries it as a trailer.
+	headerNativeWork    = "X-Meridian-Native-Work"
 	headerIgnored       = "X-Meridian-Ignored-Params"
 	headerTokenEstimate = "X-Meridian-Token-Estimate"
 )
@@ -99,6 +103,9 @@ func sessionHeaders(w http.ResponseWriter, out *collected) {
 	}
 	if out.finish.Unsaved != "" {
 		w.Header().Set(headerUnsaved, out.finish.Unsaved)
+	}
+	if out.finish.NativeWork != "" {
+		w.Header().Set(headerNativeWork, out.finish.NativeWork)
 	}
 }
 

@@ -194,6 +194,9 @@ func (o *sseWriter) Finish(f gateway.Finish) error {
 	if f.Unsaved != "" {
 		o.w.Header().Set(http.TrailerPrefix+headerUnsaved, f.Unsaved)
 	}
+	if f.NativeWork != "" {
+		o.w.Header().Set(http.TrailerPrefix+headerNativeWork, f.NativeWork)
+	}
 	// The answer is complete, and saved for its retries, before its last
 	// frames go out; even if their write fails.
 	answered(o.w, f.Content, o.buf)

@@ -131,9 +131,22 @@ func antigravityCLI(cfg Config, tools *agy.Endpoints, log *slog.Logger) (*cli, e
 	if err != nil {
 		return nil, err
 	}
+	var allow []string
+	for a := range strings.SplitSeq(cfg.AgyAllow, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			allow = append(allow, a)
+		}
+	}
+	if err := agy.CheckGrants(allow); err != nil {
+		return nil, err
+	}
+	if len(allow) > 0 {
+		log.Warn("agy's own tools are granted: they act on this machine as agy decides", "agy_allow", allow)
+	}
 	newDriver := func(env []string) *agy.Driver {
 		return agy.New(agy.Config{Path: cfg.AgyPath, Env: env, SessionRoot: filepath.Join(cfg.DataDir, "agy-sessions"),
-			Endpoints: tools, GateCommand: gate, Download: download, Transcriber: cfg.Transcriber, Logger: log.With("component", "agy")})
+			Endpoints: tools, GateCommand: gate, Download: download, Transcriber: cfg.Transcriber,
+			Allow: allow, BrowserHome: filepath.Join(cfg.DataDir, "agy-browser"), Logger: log.With("component", "agy")})
 	}
 	return &cli{
 		names: gateway.CLI{Name: "agy", Backend: BackendAntigravity, LoginHint: "sign in once by running `agy` in a terminal",

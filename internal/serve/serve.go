@@ -56,6 +56,9 @@ type Config struct {
 	CodexPath string
 	// Transcriber turns audio into text for agy (agy.Config.Transcriber).
 	Transcriber string
+	// AgyAllow grants agy's own browser and subagents, comma-separated
+	// (agy.Config.Allow).
+	AgyAllow string
 	// TestDownloads, for tests only, names a file that points the agy
 	// backend's image downloads at a local server (agy.TestDownloader).
 	TestDownloads string

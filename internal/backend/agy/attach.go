@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -166,6 +167,20 @@ func (s *Session) attach(data []byte, ext string) (string, error) {
 		return "", fmt.Errorf("agy attachment: %w", err)
 	}
 	return path, s.allowRead(path)
+}
+
+// readsAttached reports view_file parameters naming a file the session
+// attached.
+func (s *Session) readsAttached(params json.RawMessage) bool {
+	var p struct {
+		AbsolutePath string `json:"AbsolutePath"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Contains(s.attached, p.AbsolutePath)
 }
 
 // allowRead adds a file of the session's folder to those the gate lets

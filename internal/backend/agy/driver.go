@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -74,6 +75,11 @@ type Config struct {
 	// and "ffprobe" on PATH by default).
 	Transcriber     string
 	FFmpeg, FFprobe string
+	// Allow grants agy's own browser and subagents (GrantBrowser,
+	// GrantSubagents); every other tool of agy's stays denied. The
+	// browser's profile is kept under BrowserHome, never the user's.
+	Allow       []string
+	BrowserHome string
 }
 
 // What the driver and its sessions are, checked by the compiler: a
@@ -120,6 +126,9 @@ func New(cfg Config) *Driver {
 	}
 	if cfg.TurnTimeout <= 0 {
 		cfg.TurnTimeout = DefaultTurnTimeout
+	}
+	if cfg.BrowserHome == "" {
+		cfg.BrowserHome = cfg.SessionRoot + "-browser"
 	}
 	if cfg.FFmpeg == "" {
 		cfg.FFmpeg = "ffmpeg"
@@ -236,6 +245,24 @@ func (d *Driver) run(ctx context.Context, args ...string) (stdout, stderr []byte
 // agy and must not reach its tools), the self-updater off.
 func (d *Driver) env() []string {
 	return append(backend.StripForeignEnv(d.cfg.Env), "AGY_CLI_DISABLE_AUTO_UPDATE=true")
+}
+
+// sessionEnv is a session's environment: with the browser granted, the
+// folders a browser keeps its profile in point under BrowserHome, so the
+// browser agy starts never opens the user's.
+func (d *Driver) sessionEnv() ([]string, error) {
+	env := d.env()
+	if !slices.Contains(d.cfg.Allow, GrantBrowser) {
+		return env, nil
+	}
+	home := d.cfg.BrowserHome
+	for _, sub := range []string{"config", "cache", "data"} {
+		if err := os.MkdirAll(filepath.Join(home, sub), 0o700); err != nil {
+			return nil, fmt.Errorf("agy browser profile: %w", err)
+		}
+	}
+	return append(env, "CHROME_CONFIG_HOME="+filepath.Join(home, "config"), "XDG_CONFIG_HOME="+filepath.Join(home, "config"),
+		"XDG_CACHE_HOME="+filepath.Join(home, "cache"), "XDG_DATA_HOME="+filepath.Join(home, "data")), nil
 }
 
 // olderThan compares dotted versions numerically.

@@ -107,11 +107,14 @@ func RunGate(ctx context.Context, dir string, stdin io.Reader, stdout io.Writer)
 	dec := unreachable
 	payload, err := io.ReadAll(io.LimitReader(stdin, 4<<20))
 	_, noGate := os.Stat(filepath.Join(dir, gateFile))
+	native, decided := nativeDecision(dir, payload)
 	// The reason reaches the model, so it names no address or path.
 	switch {
 	case err != nil:
 	case readsAttachment(dir, payload):
 		dec = decision{Decision: "allow"}
+	case decided:
+		dec = native
 	case noGate != nil:
 		dec = decision{Decision: "deny", Reason: "this session runs no tools of its own; it may read only the files attached to its messages"}
 	default:

@@ -117,11 +117,16 @@ func (d *Driver) launch(opts backend.StartOptions) (*Session, error) {
 		_ = wd.Remove()
 		return nil, err
 	}
+	env, err := d.sessionEnv()
+	if err != nil {
+		_ = wd.Remove()
+		return nil, err
+	}
 	s := &Session{d: d, wd: wd, dir: dir, resume: opts.Resume, model: opts.Model, tools: tools,
 		lines: make(chan []byte, 64), stopping: make(chan struct{}), agyErrorSeen: make(chan struct{}, 1)}
 	// agy inherits the folder's lock: a gateway killed -9 leaves the
 	// folder held until agy and what it started are gone too.
-	s.sp, err = subproc.Start(d.cfg.Launcher, subproc.Spec{Path: path, Args: d.args(opts, dir, d.cfg.GateCommand != ""), Env: d.env(), Dir: opts.Dir,
+	s.sp, err = subproc.Start(d.cfg.Launcher, subproc.Spec{Path: path, Args: d.args(opts, dir, d.cfg.GateCommand != ""), Env: env, Dir: opts.Dir,
 		Inherit: []*os.File{wd.Lock()}},
 		subproc.Options{Name: "agy", ExitGrace: d.cfg.ExitGrace, KillGrace: d.cfg.KillGrace, Log: d.log,
 			Line: s.stdoutLine, StdoutEnd: func() { close(s.lines) }, Stderr: s.stderrLine})
@@ -213,6 +218,9 @@ func (d *Driver) sessionFiles(dir string, opts backend.StartOptions) (*endpoint,
 	}
 	if err := os.WriteFile(filepath.Join(agents, "hooks.json"), hooks, 0o600); err != nil {
 		return nil, fmt.Errorf("agy session gate: %w", err)
+	}
+	if err := writeGrants(dir, d.cfg.Allow, nonEmpty(dir, opts.Dir)); err != nil {
+		return nil, err
 	}
 	system := opts.System
 	if e != nil {
@@ -402,4 +410,9 @@ func truncate(b []byte, n int) string {
 		return string(b)
 	}
 	return string(b[:n]) + "…"
+}
+
+// nonEmpty is its arguments without the empty ones.
+func nonEmpty(v ...string) []string {
+	return slices.DeleteFunc(v, func(s string) bool { return s == "" })
 }

@@ -139,7 +139,7 @@ func (s *Session) finish(r *relay) (*backend.Result, error) {
 		o.Failure = s.withAGYError(o.Failure)
 	}
 	res := &backend.Result{SessionID: s.ID(), StopReason: "end_turn", Usage: o.Usage.BackendUsage(), Model: s.model, Text: o.Text, Failure: o.Failure,
-		Structured: o.Structured,
+		Structured: o.Structured, NativeWork: nativeWork(o.Tools, s.readsAttached),
 		// agy continues only where a conversation ends; the pin names that
 		// end by its turn count.
 		Pin: fmt.Sprintf("%s#%d", s.ID(), turn.Turns())}

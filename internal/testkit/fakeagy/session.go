@@ -222,8 +222,8 @@ func (s *session) turn(prompt string) int {
 			s.invocations++
 			s.respond(st, &answer, &turnUsage)
 		case "tool":
-			st.Params = attachmentParams(st.Params, prompt)
-			st.Args = attachmentParams(st.Args, prompt)
+			st.Params = attachmentParams(cwdParams(st.Params), prompt)
+			st.Args = attachmentParams(cwdParams(st.Args), prompt)
 			if !s.tool(st) {
 				denied = true
 			}
@@ -385,6 +385,20 @@ func (s *session) tool(st step) bool {
 		s.lastOutput = out
 		info.Output = &out
 		settle("DONE")
+	case st.Output == nil && (st.Tool == "open_browser_url" || strings.HasPrefix(st.Tool, "browser_")):
+		out := s.openBrowser(params)
+		s.lastOutput, info.Output = out, &out
+		settle("DONE")
+	case st.Output == nil && st.Tool == "invoke_subagent":
+		var p struct{ Subagents []struct{ Prompt, Workspace string } }
+		_ = json.Unmarshal(params, &p)
+		var ran []string
+		for _, a := range p.Subagents {
+			ran = append(ran, fmt.Sprintf("a subagent did %q in %s", a.Prompt, a.Workspace))
+		}
+		out := strings.Join(ran, "; ")
+		s.lastOutput, info.Output = out, &out
+		settle("DONE")
 	default:
 		info.Output = st.Output
 		if st.Output != nil {
@@ -393,6 +407,27 @@ func (s *session) tool(st step) bool {
 		settle("DONE")
 	}
 	return true
+}
+
+// openBrowser stands in for agy's browser: it keeps its profile where a
+// Chromium started by agy would (CHROME_CONFIG_HOME, else
+// XDG_CONFIG_HOME, else ~/.config), and says where.
+func (s *session) openBrowser(params json.RawMessage) string {
+	base := os.Getenv("CHROME_CONFIG_HOME")
+	if base == "" {
+		base = os.Getenv("XDG_CONFIG_HOME")
+	}
+	if base == "" {
+		base = filepath.Join(os.Getenv("HOME"), ".config")
+	}
+	profile := filepath.Join(base, "google-chrome")
+	if err := os.MkdirAll(filepath.Join(profile, "Default"), 0o700); err == nil {
+		_ = os.WriteFile(filepath.Join(profile, "Default", "Preferences"), []byte(`{"fakeagy":true}`), 0o600)
+	}
+	s.log.write(map[string]any{"browser_profile": profile})
+	var p struct{ Url string }
+	_ = json.Unmarshal(params, &p)
+	return fmt.Sprintf("opened %s in the browser", p.Url)
 }
 
 // step writes a step at the next index.
@@ -519,4 +554,14 @@ func (s *session) schema() json.RawMessage {
 		return nil
 	}
 	return out.Bytes()
+}
+
+// cwdParams fills {{cwd}} in a tool step's parameters with the process's
+// working folder (the session's project).
+func cwdParams(params json.RawMessage) json.RawMessage {
+	if !bytes.Contains(params, []byte("{{cwd}}")) {
+		return params
+	}
+	dir, _ := json.Marshal(cwd())
+	return bytes.ReplaceAll(params, []byte("{{cwd}}"), dir[1:len(dir)-1])
 }

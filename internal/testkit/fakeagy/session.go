@@ -390,7 +390,9 @@ func (s *session) tool(st step) bool {
 		s.lastOutput, info.Output = out, &out
 		settle("DONE")
 	case st.Output == nil && st.Tool == "invoke_subagent":
-		var p struct{ Subagents []struct{ Prompt, Workspace string } }
+		var p struct {
+			Subagents []struct{ Prompt, Workspace string }
+		}
 		_ = json.Unmarshal(params, &p)
 		var ran []string
 		for _, a := range p.Subagents {

@@ -36,7 +36,8 @@ func makeMedia(t *testing.T, name string, args ...string) []byte {
 // configured transcriber printed for it, converted to 16 kHz mono first;
 // a 2-second MP4 (a file part) as two frames, which agy's view_file may
 // read. A 2-hour video, a file over the bound and a malformed one are 400s
-// naming the part, and agy is given nothing.
+// naming the part (a playlist posing as a video among them: ffmpeg reads
+// a part only as its own type), and agy is given nothing.
 func TestAntigravityAudioAndVideo(t *testing.T) {
 	t.Parallel()
 	g := newAgyGateway(t, map[string]any{"turns": []map[string]any{
@@ -100,6 +101,10 @@ func TestAntigravityAudioAndVideo(t *testing.T) {
 	refused("a file over the bound", err, "the audio part (content block 1) is larger than 20 MiB")
 	_, err = ask(file("video/mp4", []byte("this is not a video at all")))
 	refused("a malformed video", err, "the video part (content block 1) could not be read as mov")
+	// A playlist that names another file does not parse as the type it
+	// claims: ffmpeg never follows it.
+	_, err = ask(file("video/mp4", []byte("#EXTM3U\n#EXTINF:1,\nfile:///etc/hostname\n#EXT-X-ENDLIST\n")))
+	refused("a playlist posing as a video", err, "could not be read as mov")
 	// Responses takes the same parts (input_file).
 	_, err = c.Responses.New(ctx, responses.ResponseNewParams{Model: "gemini-3.8-flash-low", Input: responses.ResponseNewParamsInputUnion{
 		OfInputItemList: responses.ResponseInputParam{responses.ResponseInputItemParamOfMessage(responses.ResponseInputMessageContentListParam{

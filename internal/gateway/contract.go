@@ -96,7 +96,7 @@ func (t *turn) adoptTools(ctx context.Context, live *pool.Live, want []string, t
 	defer cancel()
 	if err := setter.SetTools(ctx, tools); err != nil {
 		if !errors.Is(err, backend.ErrToolsFixed) {
-			g.log.Warn("a live process did not take the added tools; the turn resumes in a new one", "conversation", live.Key, "err", err)
+			g.log.WarnContext(ctx, "a live process did not take the added tools; the turn resumes in a new one", "conversation", live.Key, "err", err)
 		}
 		return false
 	}

@@ -150,13 +150,13 @@ func (g *Gateway) converse(ctx context.Context, greq Request, ident adapter.Iden
 	case errors.Is(err, errStaleSession):
 		// The stored session is gone from the CLI's disk: start over with
 		// the whole conversation.
-		g.log.Warn("stored "+g.cfg.CLI.Name+" session could not be resumed; replaying the conversation", "conversation", ident.Key, "session", t.mapping.SessionID)
+		g.log.WarnContext(ctx, "stored "+g.cfg.CLI.Name+" session could not be resumed; replaying the conversation", "conversation", ident.Key, "session", t.mapping.SessionID)
 		t.verdict, t.pending, t.replayed = lineage.Verdict{Kind: lineage.Diverged}, nil, true
 		err = t.run(ctx, id, out)
 	case errors.Is(err, errLiveDied):
 		// The live process died before it answered: resume the stored
 		// session in a new one.
-		g.log.Warn("live "+g.cfg.CLI.Name+" process died before answering; resuming its conversation", "conversation", ident.Key)
+		g.log.WarnContext(ctx, "live "+g.cfg.CLI.Name+" process died before answering; resuming its conversation", "conversation", ident.Key)
 		err = t.run(ctx, id, out)
 	}
 	return err
@@ -263,7 +263,7 @@ func (t *turn) run(ctx context.Context, id string, out Output) error {
 	}
 	switch {
 	case err == nil && res.Paused:
-		g.log.Info("turn handed client tool calls", append(logAttrs, "calls", len(r.calls))...)
+		g.log.InfoContext(ctx, "turn handed client tool calls", append(logAttrs, "calls", len(r.calls))...)
 		// Published before the response ends: a client that sends its
 		// results the moment it has the calls must find them recorded.
 		r.closeMessageUsage()
@@ -278,7 +278,7 @@ func (t *turn) run(ctx context.Context, id string, out Output) error {
 		// turn's tool results, which hold records).
 		g.pool.Return(t.live, pool.Broken)
 		t.hold(ctx, sess, in)
-		g.log.Info("turn cut short", append(logAttrs, "stop_sequence", r.stopAt)...)
+		g.log.InfoContext(ctx, "turn cut short", append(logAttrs, "stop_sequence", r.stopAt)...)
 		return r.finishEarly()
 	case err != nil:
 		g.pool.Return(t.live, pool.Broken)
@@ -301,7 +301,7 @@ func (t *turn) run(ctx context.Context, id string, out Output) error {
 		}
 		t.hold(ctx, sess, in)
 		e := g.failed(ctx, r, res.Failure)
-		g.log.Warn("turn failed", append(logAttrs, "status", e.Status, "type", e.Type,
+		g.log.WarnContext(ctx, "turn failed", append(logAttrs, "status", e.Status, "type", e.Type,
 			"retry_after", e.RetryAfter, "wait_source", e.WaitSource, "error", res.Failure.Message)...)
 		return e
 	}
@@ -309,13 +309,13 @@ func (t *turn) run(ctx context.Context, id string, out Output) error {
 		// The session holds an answer the client does not get: it is not
 		// kept, and the conversation stays where it was.
 		g.pool.Return(t.live, pool.Broken)
-		g.log.Warn("turn failed", append(logAttrs, "error", err.Error())...)
+		g.log.WarnContext(ctx, "turn failed", append(logAttrs, "error", err.Error())...)
 		return err
 	}
 	if len(res.NativeWork) > 0 {
 		logAttrs = append(logAttrs, "native_work", strings.Join(res.NativeWork, "; "))
 	}
-	g.log.Info("turn done", append(logAttrs, "stop", res.StopReason, "input_bytes", res.InputBytes,
+	g.log.InfoContext(ctx, "turn done", append(logAttrs, "stop", res.StopReason, "input_bytes", res.InputBytes,
 		"input_tokens", res.Usage.InputTokens, "output_tokens", res.Usage.OutputTokens,
 		"cache_read", res.Usage.CacheReadInputTokens, "cache_write", res.Usage.CacheCreationInputTokens)...)
 	tr.Answered(r.start.Model, tokensOf(usageOf(res.Usage)))
@@ -371,7 +371,7 @@ func (t *turn) start(ctx context.Context) (backend.Session, backend.StartOptions
 	if t.verdict.Kind != lineage.Diverged && g.pool.Rewound(t.ident.Key, m.SessionID) {
 		// A new one-off took its process and rewound the session past
 		// it: the CLI would refuse to resume there.
-		g.log.Info("the conversation's "+g.cfg.CLI.Name+" session served another conversation since; replaying it", "conversation", t.ident.Key)
+		g.log.InfoContext(ctx, "the conversation's "+g.cfg.CLI.Name+" session served another conversation since; replaying it", "conversation", t.ident.Key)
 		t.verdict, t.replayed = lineage.Verdict{Kind: lineage.Diverged}, true
 	}
 	opts := t.opts
@@ -385,7 +385,7 @@ func (t *turn) start(ctx context.Context) (backend.Session, backend.StartOptions
 			// Another host made the session: its working directory, and
 			// the transcript the CLI keeps under it, are not here. The
 			// conversation starts over with its whole history.
-			g.log.Info("the conversation's "+g.cfg.CLI.Name+" session was made on another host; replaying it here", "conversation", t.ident.Key)
+			g.log.InfoContext(ctx, "the conversation's "+g.cfg.CLI.Name+" session was made on another host; replaying it here", "conversation", t.ident.Key)
 			t.verdict, t.replayed = lineage.Verdict{Kind: lineage.Diverged}, true
 		}
 	}
@@ -413,7 +413,7 @@ func (t *turn) resumeDir(ctx context.Context) (string, bool) {
 		}
 		restored, err := g.cfg.Transcripts.Restore(ctx, t.ident.Key, m.SessionID, here)
 		if err != nil {
-			g.log.Warn("could not write the conversation's shared transcript here; replaying it", "conversation", t.ident.Key, "err", err)
+			g.log.WarnContext(ctx, "could not write the conversation's shared transcript here; replaying it", "conversation", t.ident.Key, "err", err)
 		}
 		switch {
 		case restored:
@@ -436,7 +436,7 @@ func (t *turn) resumeDir(ctx context.Context) (string, bool) {
 func (t *turn) publish(ctx context.Context, sess backend.Session, res *backend.Result, r *reply, pin string) string {
 	g := t.g
 	if t.leaseLost() {
-		g.log.Warn("the turn's lease was taken over: nothing is published and its process is closed", "conversation", t.ident.Key)
+		g.log.WarnContext(ctx, "the turn's lease was taken over: nothing is published and its process is closed", "conversation", t.ident.Key)
 		g.pool.Return(t.live, pool.Broken)
 		return "another turn of the conversation took over"
 	}
@@ -453,7 +453,7 @@ func (t *turn) publish(ctx context.Context, sess backend.Session, res *backend.R
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
 	defer cancel()
 	if pin == "" {
-		g.log.Warn("the CLI named no message to resume at: nothing is published and its process is closed", "conversation", t.ident.Key)
+		g.log.WarnContext(ctx, "the CLI named no message to resume at: nothing is published and its process is closed", "conversation", t.ident.Key)
 		g.pool.Return(t.live, pool.Broken)
 		return "the CLI did not say where the answer ends"
 	}
@@ -462,15 +462,15 @@ func (t *turn) publish(ctx context.Context, sess backend.Session, res *backend.R
 	version, err := g.cfg.Sessions.Publish(pctx, next, t.mapping.Version, t.verdict.Kind, session.Turn{Lease: t.lease, Delivered: t.delivered})
 	switch {
 	case version == 0 && errors.Is(err, session.ErrConflict):
-		g.log.Warn("the conversation moved on while this turn ran; its process is closed", "conversation", t.ident.Key)
+		g.log.WarnContext(ctx, "the conversation moved on while this turn ran; its process is closed", "conversation", t.ident.Key)
 		g.pool.Return(t.live, pool.Broken)
 		return "the conversation moved on elsewhere while this turn ran"
 	case version == 0:
-		g.log.Error("store: could not publish the conversation; its process is closed", "conversation", t.ident.Key, "err", err)
+		g.log.ErrorContext(ctx, "store: could not publish the conversation; its process is closed", "conversation", t.ident.Key, "err", err)
 		g.pool.Return(t.live, pool.Broken)
 		return "the store could not save it"
 	case err != nil:
-		g.log.Warn("store: the conversation was published but the clean-up after it failed", "conversation", t.ident.Key, "err", err)
+		g.log.WarnContext(ctx, "store: the conversation was published but the clean-up after it failed", "conversation", t.ident.Key, "err", err)
 	}
 	if g.cfg.Transcripts != nil {
 		// Another host resumes from it once this one is gone or drains.
@@ -528,10 +528,10 @@ func (t *turn) hold(ctx context.Context, sess backend.Session, in backend.Input)
 	// The results are not marked consumed: nothing answered them yet, and
 	// the request sent again as it was runs them again (a replay).
 	if version, err := g.cfg.Sessions.Publish(pctx, next, t.mapping.Version, t.verdict.Kind, session.Turn{Lease: t.lease}); version == 0 {
-		g.log.Warn("could not record the tool results the CLI took before the turn was cut", "conversation", t.ident.Key, "err", err)
+		g.log.WarnContext(ctx, "could not record the tool results the CLI took before the turn was cut", "conversation", t.ident.Key, "err", err)
 		return
 	}
-	g.log.Info("the turn was cut after the CLI took its tool results: the conversation resumes there", "conversation", t.ident.Key, "pin", pin)
+	g.log.InfoContext(ctx, "the turn was cut after the CLI took its tool results: the conversation resumes there", "conversation", t.ident.Key, "pin", pin)
 }
 
 // sendFrom returns the messages the session lacks under a verdict; for a

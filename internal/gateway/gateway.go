@@ -173,7 +173,7 @@ func (g *Gateway) Messages(ctx context.Context, req Request, id string, out Outp
 		return err
 	}
 	wide, until := g.long.Put(refusal, ident.Key, g.cfg.Now(), ge.RetryAfter)
-	g.log.Warn("the extended-context model was refused: retrying on the standard model", "model", req.Body.Model,
+	g.log.WarnContext(ctx, "the extended-context model was refused: retrying on the standard model", "model", req.Body.Model,
 		"why", ge.Message, "profile_wide", wide, "conversation", ident.Key, "until", until)
 	req, opts = standardContext(req, opts)
 	return g.messages(ctx, req, ident, opts, tools, id, out)
@@ -311,12 +311,12 @@ func (g *Gateway) oneShot(ctx context.Context, req *anthropic.MessagesRequest, o
 	case err == nil && res.Paused:
 		// Nobody can continue this turn (the request has no identity): the
 		// client's results will come with a request that replays it all.
-		g.log.Info("turn handed client tool calls", "session", sess.ID(), "calls", len(r.calls))
+		g.log.InfoContext(ctx, "turn handed client tool calls", "session", sess.ID(), "calls", len(r.calls))
 		tr.Answered(r.start.Model, tokensOf(r.usage))
 		return r.finishPaused(res)
 	case errors.Is(err, errEnough):
 		err = r.finishEarly()
-		g.log.Info("turn cut short", "session", sess.ID(), "stop_sequence", r.stopAt, "took", g.cfg.Now().Sub(began))
+		g.log.InfoContext(ctx, "turn cut short", "session", sess.ID(), "stop_sequence", r.stopAt, "took", g.cfg.Now().Sub(began))
 		return err
 	case err != nil:
 		if ctx.Err() != nil {
@@ -325,7 +325,7 @@ func (g *Gateway) oneShot(ctx context.Context, req *anthropic.MessagesRequest, o
 		return err // the output refused a write: the client is gone
 	case res.Failure != nil:
 		e := g.failed(ctx, r, res.Failure)
-		g.log.Warn("turn failed", "session", res.SessionID, "status", e.Status, "type", e.Type,
+		g.log.WarnContext(ctx, "turn failed", "session", res.SessionID, "status", e.Status, "type", e.Type,
 			"retry_after", e.RetryAfter, "wait_source", e.WaitSource, "error", res.Failure.Message)
 		return e
 	}
@@ -336,7 +336,7 @@ func (g *Gateway) oneShot(ctx context.Context, req *anthropic.MessagesRequest, o
 	if len(res.NativeWork) > 0 {
 		attrs = append(attrs, "native_work", strings.Join(res.NativeWork, "; "))
 	}
-	g.log.Info("turn done", attrs...)
+	g.log.InfoContext(ctx, "turn done", attrs...)
 	return r.finish(res)
 }
 
@@ -373,7 +373,7 @@ func (g *Gateway) startError(ctx context.Context, err error) error {
 		}
 		return newError(http.StatusServiceUnavailable, anthropic.ErrAPI, err.Error(), facts)
 	}
-	g.log.Error("backend start failed", "err", err)
+	g.log.ErrorContext(ctx, "backend start failed", "err", err)
 	return &Error{Status: http.StatusInternalServerError, Type: anthropic.ErrAPI, Message: "could not start the " + g.cfg.CLI.Name + " CLI: " + redact(err.Error())}
 }
 

@@ -52,7 +52,7 @@ func (g *Gateway) Plan(ctx context.Context) *PlanReading {
 		defer cancel()
 		u, err := reader.PlanUsage(ctx)
 		if err != nil {
-			g.log.Warn("could not read the plan's limits", "profile", g.cfg.Profile, "err", err)
+			g.log.WarnContext(ctx, "could not read the plan's limits", "profile", g.cfg.Profile, "err", err)
 			return u, planFailTTL, err
 		}
 		g.plans.mu.Lock()

@@ -53,7 +53,7 @@ func (g *Gateway) turn(ctx context.Context, sess backend.Session, in backend.Inp
 	}
 	tracing.Fail(span, err)
 	if err != nil && errors.Is(context.Cause(ctx), errStalled) {
-		g.log.Warn(g.cfg.CLI.Name+" went silent: its turn is stopped and its process closed", "silent_for", g.cfg.StallTimeout, "session", sess.ID())
+		g.log.WarnContext(ctx, g.cfg.CLI.Name+" went silent: its turn is stopped and its process closed", "silent_for", g.cfg.StallTimeout, "session", sess.ID())
 		return res, &Error{Status: http.StatusGatewayTimeout, Type: anthropic.ErrTimeout, Message: fmt.Sprintf(
 			"%s produced no output for %s and was stopped; nothing of this turn was kept, send the request again", g.cfg.CLI.Name, g.cfg.StallTimeout)}
 	}

@@ -34,7 +34,7 @@ func (g *Gateway) enterTree(ctx context.Context, ident adapter.Identity, out Out
 		if context.Cause(ctx) == context.Canceled && !tracked.finishing.Load() { // the client left early
 			below := g.tree.CancelBelow(ident.Key)
 			if len(below) > 0 {
-				g.log.Info("the client went away: cancelled the conversations below it", "conversation", ident.Key, "cancelled", below)
+				g.log.InfoContext(ctx, "the client went away: cancelled the conversations below it", "conversation", ident.Key, "cancelled", below)
 			}
 			g.spread(ident.Key, false, below)
 		}

@@ -99,7 +99,7 @@ func (s *access) authenticate(w http.ResponseWriter, r *http.Request) (*http.Req
 		now := time.Now()
 		k, found, exist, err := s.keys.Lookup(r.Context(), presented, now)
 		if err != nil {
-			s.log.Error("store: could not read the API keys", "err", err)
+			s.log.ErrorContext(r.Context(), "store: could not read the API keys", "err", err)
 			writeError(w, r, gateway.Unavailable("could not check the API key: the store is not answering; send it again"))
 			return nil, false
 		}
@@ -196,7 +196,7 @@ func (s *access) admitKey(w http.ResponseWriter, r *http.Request, model string) 
 	}
 	release, verdict, err := s.admission.Admit(r.Context(), *k, time.Now())
 	if err != nil {
-		s.log.Error("store: could not count a request of an API key", "key", k.Name, "err", err)
+		s.log.ErrorContext(r.Context(), "store: could not count a request of an API key", "key", k.Name, "err", err)
 		writeError(w, r, gateway.Unavailable("could not check the API key's limits: the store is not answering; send it again"))
 		return nil, false
 	}

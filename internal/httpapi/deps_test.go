@@ -31,6 +31,7 @@ func TestImportsFlowDownward(t *testing.T) {
 		"internal/modelalias",
 		"internal/openai",
 		"internal/pricing",
+		"internal/reqid",
 		"internal/responses",
 		"internal/retryafter",
 		"internal/suggest",

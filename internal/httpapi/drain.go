@@ -110,7 +110,7 @@ func (s *Server) track(next http.Handler) http.Handler {
 			return
 		}
 		if !s.gate.enter(r) {
-			s.log.Info("refused while draining", "method", r.Method, "path", r.URL.Path)
+			s.log.InfoContext(r.Context(), "refused while draining", "method", r.Method, "path", r.URL.Path)
 			w.Header().Set("Connection", "close")
 			e := gateway.Unavailable("meridian is shutting down: it finishes the requests it has and takes no new ones; retry shortly")
 			e.RetryAfter = drainRetry

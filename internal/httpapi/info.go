@@ -133,7 +133,7 @@ func (s *infoRoutes) listModels(w http.ResponseWriter, r *http.Request) {
 		for _, other := range s.backends.mounted {
 			more, err := other.Models(r.Context())
 			if err != nil {
-				s.log.Warn("a mounted backend could not list its models; /v1/models leaves them out", "cli", other.CLI().Name, "err", err)
+				s.log.WarnContext(r.Context(), "a mounted backend could not list its models; /v1/models leaves them out", "cli", other.CLI().Name, "err", err)
 				continue
 			}
 			models = append(slices.Clip(models), more...)

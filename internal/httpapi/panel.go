@@ -46,7 +46,7 @@ func (s *Server) panel(w http.ResponseWriter, r *http.Request) {
 		if recs, err := h.Page(ctx, history.Filter{Status: "error"}, 0, panelRows); err == nil {
 			p.Errors = recs
 		} else {
-			s.log.Warn("store: could not read the latest errors for the panel", "err", err)
+			s.log.WarnContext(r.Context(), "store: could not read the latest errors for the panel", "err", err)
 		}
 	}
 	p.Builder = builder(r)

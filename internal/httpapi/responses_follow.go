@@ -40,7 +40,7 @@ func (s *storedResponses) storedResponse(w http.ResponseWriter, r *http.Request)
 		writeError(w, r, &gateway.Error{Status: http.StatusNotFound, Type: anthropic.ErrNotFound, Message: "response " + strconv.Quote(id) + " not found"})
 		return rec, false
 	case err != nil:
-		s.log.Error("store: could not read a stored response", "err", err)
+		s.log.ErrorContext(r.Context(), "store: could not read a stored response", "err", err)
 		failWith(s.log, w, r, gateway.StoreUnavailable("read the response"))
 		return rec, false
 	}
@@ -75,7 +75,7 @@ func (s *storedResponses) getResponse(w http.ResponseWriter, r *http.Request) {
 		case errors.Is(err, responses.ErrNoLog):
 			writeError(w, r, gateway.InvalidRequest("response "+strconv.Quote(rec.ID)+" has no events kept: GET it without stream for the result"))
 		case err != nil:
-			s.log.Error("store: could not read a background response's events", "err", err)
+			s.log.ErrorContext(r.Context(), "store: could not read a background response's events", "err", err)
 			failWith(s.log, w, r, gateway.StoreUnavailable("read the response's events"))
 		case !kept:
 			writeError(w, r, gateway.InvalidRequest("the events after "+strconv.Itoa(after)+" are no longer kept (the event log is bounded); GET the response without stream for the result"))
@@ -143,11 +143,11 @@ func (s *storedResponses) deleteResponse(w http.ResponseWriter, r *http.Request)
 	}
 	if !openai.Finished(rec.Status) {
 		if _, err := s.jobs.Cancel(r.Context(), rec.Scope, rec.ID); err != nil {
-			s.log.Warn("could not cancel a response before deleting it", "response", rec.ID, "err", err)
+			s.log.WarnContext(r.Context(), "could not cancel a response before deleting it", "response", rec.ID, "err", err)
 		}
 	}
 	if err := s.store.Delete(r.Context(), rec.Scope, rec.ID); err != nil && !errors.Is(err, responses.ErrNotFound) {
-		s.log.Error("store: could not delete a stored response", "err", err)
+		s.log.ErrorContext(r.Context(), "store: could not delete a stored response", "err", err)
 		failWith(s.log, w, r, gateway.StoreUnavailable("delete the response"))
 		return
 	}
@@ -171,7 +171,7 @@ func (s *storedResponses) cancelResponse(w http.ResponseWriter, r *http.Request)
 			if r.Context().Err() != nil {
 				return
 			}
-			s.log.Error("store: could not cancel a background response", "response", rec.ID, "err", err)
+			s.log.ErrorContext(r.Context(), "store: could not cancel a background response", "response", rec.ID, "err", err)
 			failWith(s.log, w, r, gateway.StoreUnavailable("cancel the response"))
 			return
 		}
@@ -206,6 +206,6 @@ func (s *storedResponses) streamFrames(w http.ResponseWriter, r *http.Request, f
 		return
 	}
 	if err := follow(r.Context(), o.writeFrames); err != nil && r.Context().Err() == nil {
-		s.log.Debug("background stream ended early", "err", err)
+		s.log.DebugContext(r.Context(), "background stream ended early", "err", err)
 	}
 }

@@ -132,7 +132,7 @@ func (s *Server) background(w http.ResponseWriter, r *http.Request, c *responseC
 		case errors.Is(err, context.Canceled):
 			ge = overloaded("meridian is shutting down")
 		case !errors.Is(err, responses.ErrBusy):
-			s.log.Error("store: could not begin a background response's event log", "err", err)
+			s.log.ErrorContext(r.Context(), "store: could not begin a background response's event log", "err", err)
 			ge = gateway.StoreUnavailable("begin the background response")
 		}
 		s.storeEnd(r.Context(), c, c.meta.Failed(nil, ge.Status, ge.Message, ge.RetryAfterSeconds()))

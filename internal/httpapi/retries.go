@@ -58,7 +58,7 @@ func (s *Server) once(w http.ResponseWriter, r *http.Request, raw []byte, req *a
 	case err != nil:
 		return // the client left while it waited
 	case saved != nil:
-		s.log.Info("answered from a saved answer: the request was a retry", "path", r.URL.Path, "bytes", len(saved.Body))
+		s.log.InfoContext(r.Context(), "answered from a saved answer: the request was a retry", "path", r.URL.Path, "bytes", len(saved.Body))
 		tr := telemetry.From(r.Context())
 		tr.Request(req.Model, req.Stream)
 		tr.Replayed()

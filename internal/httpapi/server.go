@@ -27,6 +27,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/modelalias"
 	"github.com/meridian-gw/meridian/internal/openai"
 	"github.com/meridian-gw/meridian/internal/pricing"
+	"github.com/meridian-gw/meridian/internal/reqid"
 	"github.com/meridian-gw/meridian/internal/responses"
 	"github.com/meridian-gw/meridian/internal/telemetry"
 	"github.com/meridian-gw/meridian/internal/telemetry/history"
@@ -478,6 +479,13 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 			// was forwarded to.
 			w.Header().Set(headerServedByHost, s.cfg.Hosts.Host)
 		}
+		// The request's id: on its log lines, in its answer, and passed on
+		// to the host a request is forwarded to.
+		id := reqid.Take(r.Header.Get(reqid.Header))
+		r.Header.Set(reqid.Header, id)
+		w.Header().Set(reqid.Header, id)
+		w.Header().Set(reqid.AnthropicHeader, id)
+		r = r.WithContext(reqid.With(r.Context(), id))
 		sw := &statusWriter{ResponseWriter: w}
 		if api := modelAPI(r); api != "" {
 			tr := telemetry.NewTrace(api, start)
@@ -516,7 +524,7 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				s.log.Error("handler panic", "panic", v, "path", r.URL.Path)
+				s.log.ErrorContext(r.Context(), "handler panic", "panic", v, "path", r.URL.Path)
 				writeError(w, r, &gateway.Error{Status: http.StatusInternalServerError, Type: "api_error", Message: "internal error"})
 			}
 		}()

@@ -35,6 +35,7 @@ func TestImportsFlowDownward(t *testing.T) {
 		"internal/modelalias",
 		"internal/openai",
 		"internal/pricing",
+		"internal/reqid",
 		"internal/probe",
 		"internal/procmem",
 		"internal/apikeys",

@@ -35,6 +35,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/openai"
 	"github.com/meridian-gw/meridian/internal/procmem"
 	"github.com/meridian-gw/meridian/internal/profile"
+	"github.com/meridian-gw/meridian/internal/reqid"
 	"github.com/meridian-gw/meridian/internal/responses"
 	"github.com/meridian-gw/meridian/internal/session"
 	"github.com/meridian-gw/meridian/internal/sessiontree"
@@ -548,13 +549,17 @@ func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
 	}
 	opts := &slog.HandlerOptions{Level: l}
+	var h slog.Handler
 	switch format {
 	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
+		h = slog.NewTextHandler(w, opts)
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
+		h = slog.NewJSONHandler(w, opts)
 	case "terminal":
-		return slog.New(termlog.New(w, opts)), nil
+		h = termlog.New(w, opts)
+	default:
+		return nil, fmt.Errorf("--log-format %q: want text, json or terminal", format)
 	}
-	return nil, fmt.Errorf("--log-format %q: want text, json or terminal", format)
+	// A request's lines carry its id (reqid), when logged with its context.
+	return slog.New(reqid.Handler{Handler: h}), nil
 }

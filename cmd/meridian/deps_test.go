@@ -15,6 +15,6 @@ func TestImportsFlowDownward(t *testing.T) {
 		"internal/apikeys", "internal/backend", "internal/backend/agy", "internal/clientsetup", "internal/config", "internal/gateway", "internal/httpapi",
 		"internal/launch", "internal/pool", "internal/probe", "internal/profile", "internal/responses",
 		"internal/serve", "internal/service", "internal/spawn", "internal/spawn/lead", "internal/spawn/registry",
-		"internal/spawn/runner", "internal/spawn/statusline", "internal/telemetry/history", "internal/transcripts",
+		"internal/spawn/runner", "internal/spawn/statusline", "internal/telemetry/history", "internal/transcripts", "internal/updatecheck",
 	)
 }

@@ -116,14 +116,7 @@ estimates (see docs/configuration.md).`,
 		}
 		return nil
 	}
-	versionCmd := &cobra.Command{
-		Use:   "version",
-		Short: "Print the version",
-		Args:  cobra.NoArgs,
-		Run: func(cmd *cobra.Command, _ []string) {
-			fmt.Fprintln(cmd.OutOrStdout(), "meridian", version())
-		},
-	}
+	versionCmd := newVersionCommand(env)
 	status, service := newStatusCommand(env), newServiceCommand(env)
 	status.GroupID, service.GroupID = groupGateway, groupGateway
 	setup, key, prof, alert := newSetupCommand(env, environ), newKeyCommand(env), newProfileCommand(env, environ), newAlertCommand(env)

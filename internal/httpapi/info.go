@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -27,10 +28,17 @@ type infoRoutes struct {
 	log           *slog.Logger
 }
 
-// root serves GET and HEAD / (Claude Code probes it when it starts).
+// root serves GET and HEAD / (Claude Code probes it when it starts): the
+// landing page for a browser, its plain-text summary for curl and the
+// like, and what this is as JSON for a program.
 func (s *infoRoutes) root(w http.ResponseWriter, r *http.Request) {
-	if wantsHTML(r) {
+	switch {
+	case wantsHTML(r):
 		s.site.landing(w, r)
+		return
+	case wantsText(r):
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, landingText(s.version, "http://"+r.Host, s.site.landingData(r)))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{

@@ -147,6 +147,12 @@ func landingBackend(id, prefix string, cli gateway.CLI, h gateway.CLIHealth) web
 
 // landing is GET / for a browser.
 func (s *pageRoutes) landing(w http.ResponseWriter, r *http.Request) {
+	l := s.landingData(r)
+	s.page(w, r, http.StatusOK, func(b *bytes.Buffer) error { return s.pages.RenderLanding(b, s.version, l) })
+}
+
+// landingData is what the landing page shows, in either form.
+func (s *pageRoutes) landingData(r *http.Request) web.Landing {
 	h := s.backends.dispatch.Default().Health(r.Context())
 	l := web.Landing{Status: h.Status, Processes: s.backends.load(), ProcessesLabel: s.backends.label(), CostToday: "$0",
 		KeyRequired: s.access.hasAdmin || s.access.anyKeyInForce(r)}
@@ -195,7 +201,7 @@ func (s *pageRoutes) landing(w http.ResponseWriter, r *http.Request) {
 		web.Hint{Client: "Anything reading the usual variables", Setting: "eval \"$(meridian setup env --print" + where + ")\""},
 		web.Hint{Client: "Anthropic SDKs", Setting: `base_url="` + base + `"`},
 		web.Hint{Client: "OpenAI SDKs", Setting: `base_url="` + base + `/v1"`})
-	s.page(w, r, http.StatusOK, func(b *bytes.Buffer) error { return s.pages.RenderLanding(b, s.version, l) })
+	return l
 }
 
 // providersStatus is GET /providers/status.

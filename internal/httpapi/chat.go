@@ -36,6 +36,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		created := time.Now().Unix()
 		if creq.Stream {
 			enc := openai.NewChunkEncoder(id, created, creq.IncludeUsage, creq.Format)
+			enc.Custom(creq.Customs())
 			if searches {
 				enc.Cite()
 			}
@@ -48,7 +49,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		}
 		c, err := openai.NewCompletion(openai.Answer{
 			ID: id, Model: out.start.Model, Created: created,
-			Content: out.finish.Content, StopReason: out.finish.StopReason, Usage: out.finish.Usage,
+			Content: out.finish.Content, StopReason: out.finish.StopReason, Usage: out.finish.Usage, Custom: creq.Customs(),
 		}, creq.Format)
 		if err != nil {
 			s.fail(w, r, formatMismatch(err))

@@ -87,6 +87,9 @@ type ToolCall struct {
 	ID        string
 	Name      string
 	Arguments string // a JSON object, as text
+	// Custom marks a custom tool's call: Arguments hold its input as
+	// {"input": text}.
+	Custom bool
 }
 
 // Function is a tool the client offers. Name is what the model calls it;
@@ -98,6 +101,9 @@ type Function struct {
 	Parameters  []byte // a JSON Schema object; nil when absent
 	Namespace   string
 	Local       string
+	// Custom marks a custom (freeform) tool: Parameters are its one text
+	// input, {"input": string} (see custom.go).
+	Custom bool
 }
 
 // ResponseFormat asks for a JSON answer: any JSON object (json_object), or

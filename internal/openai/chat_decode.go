@@ -382,10 +382,19 @@ func decodeToolCalls(path string, raw json.RawMessage) ([]ToolCall, error) {
 		if slices.ContainsFunc(calls, func(o ToolCall) bool { return o.ID == c.ID }) {
 			return nil, jsonbody.Errorf(p+".id", "%q is used by another call of this message", c.ID)
 		}
-		if typ, err := jsonbody.OptionalString(obj, p, "type"); err != nil {
+		typ, err := jsonbody.OptionalString(obj, p, "type")
+		if err != nil {
 			return nil, err
-		} else if typ != "" && typ != "function" {
-			return nil, jsonbody.Errorf(p+".type", "only function calls are supported, got %q", typ)
+		}
+		if typ == "custom" {
+			if err := decodeCustomCall(p, obj, &c); err != nil {
+				return nil, err
+			}
+			calls = append(calls, c)
+			continue
+		}
+		if typ != "" && typ != "function" {
+			return nil, jsonbody.Errorf(p+".type", "only function and custom calls are supported, got %q", typ)
 		}
 		fn, name, err := function(p, obj)
 		if err != nil {
@@ -418,8 +427,24 @@ func decodeTools(raw json.RawMessage) ([]Function, error) {
 		if err != nil {
 			return nil, err
 		}
+		if typ == "custom" {
+			cv, ok := jsonbody.Present(obj, "custom")
+			if !ok {
+				return nil, jsonbody.Errorf(p+".custom", "Field required")
+			}
+			co, err := jsonbody.DecodeObject(p+".custom", cv)
+			if err != nil {
+				return nil, err
+			}
+			f, err := decodeCustomTool(p+".custom", co)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, f)
+			continue
+		}
 		if typ != "function" {
-			return nil, jsonbody.Errorf(p+".type", "only function tools are supported, got %q", typ)
+			return nil, jsonbody.Errorf(p+".type", "only function and custom tools are supported, got %q", typ)
 		}
 		fn, name, err := function(p, obj)
 		if err != nil {

@@ -82,6 +82,10 @@ func (r *ChatRequest) Echo(m anthropic.Message) anthropic.Message {
 		case anthropic.BlockText:
 			text.WriteString(b.Text)
 		case anthropic.BlockToolUse:
+			if r.Customs()[b.Name] {
+				// The client echoes a custom call's input alone.
+				b = toolUseBlock(b.ID, b.Name, customArguments(customInput(b.Input)))
+			}
 			calls = append(calls, b)
 		}
 	}

@@ -41,9 +41,16 @@ type AssistantMessage struct {
 
 // ToolCallJSON is a call as the completion shows it.
 type ToolCallJSON struct {
-	ID       string       `json:"id"`
-	Type     string       `json:"type"`
-	Function FunctionCall `json:"function"`
+	ID       string        `json:"id"`
+	Type     string        `json:"type"`
+	Function *FunctionCall `json:"function,omitempty"`
+	Custom   *CustomCall   `json:"custom,omitempty"`
+}
+
+// CustomCall names a custom tool and its input, free text.
+type CustomCall struct {
+	Name  string `json:"name"`
+	Input string `json:"input"`
 }
 
 // FunctionCall names the function and its arguments, a JSON object as text.
@@ -99,6 +106,9 @@ type Answer struct {
 	Content    []json.RawMessage
 	StopReason string
 	Usage      anthropic.Usage
+	// Custom names the request's custom tools, whose calls are rendered
+	// as custom calls.
+	Custom map[string]bool
 }
 
 // answerBlock is one content block of an answer as the gateway gives it
@@ -138,7 +148,11 @@ func NewCompletion(a Answer, format *ResponseFormat) (Completion, error) {
 			if args == "" {
 				args = "{}"
 			}
-			msg.ToolCalls = append(msg.ToolCalls, ToolCallJSON{ID: b.ID, Type: "function", Function: FunctionCall{Name: b.Name, Arguments: args}})
+			if a.Custom[b.Name] {
+				msg.ToolCalls = append(msg.ToolCalls, ToolCallJSON{ID: b.ID, Type: "custom", Custom: &CustomCall{Name: b.Name, Input: customInput(b.Input)}})
+				continue
+			}
+			msg.ToolCalls = append(msg.ToolCalls, ToolCallJSON{ID: b.ID, Type: "function", Function: &FunctionCall{Name: b.Name, Arguments: args}})
 		}
 	}
 	finish := FinishReason(a.StopReason)

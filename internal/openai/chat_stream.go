@@ -29,7 +29,13 @@ type ChunkEncoder struct {
 	cite  bool
 	text  strings.Builder
 	pages []SearchPage
+	// custom names the custom tools, whose calls carry text input.
+	custom map[string]bool
 }
+
+// Custom names the request's custom tools: their calls are streamed as
+// custom calls, each input whole when the call is complete.
+func (e *ChunkEncoder) Custom(names map[string]bool) { e.custom = names }
 
 // Cite makes the encoder keep the answer's text and end it with the
 // citations of the pages a web search found that the text names.
@@ -39,6 +45,9 @@ type chunkBlock struct {
 	kind string
 	call int  // tool call index
 	args bool // arguments were sent
+	// A custom tool's call gathers its arguments, to send its input whole.
+	custom bool
+	input  *strings.Builder
 }
 
 // NewChunkEncoder starts a response's encoder. With a format, text is held
@@ -82,6 +91,17 @@ func (e *ChunkEncoder) BlockStart(dst []byte, index int, block json.RawMessage) 
 	call := e.calls
 	e.calls++
 	e.blocks[index].call = call
+	var name string
+	if json.Unmarshal(b.Name, &name) == nil && e.custom[name] {
+		e.blocks[index].custom, e.blocks[index].input = true, &strings.Builder{}
+		delta := e.toolCallHead(call)
+		delta = append(delta, `,"id":`...)
+		delta = append(delta, rawOr(b.ID, `""`)...)
+		delta = append(delta, `,"type":"custom","custom":{"name":`...)
+		delta = append(delta, b.Name...)
+		delta = append(delta, `,"input":""}}]}`...)
+		return e.chunk(dst, delta, "")
+	}
 	delta := e.toolCallHead(call)
 	delta = append(delta, `,"id":`...)
 	delta = append(delta, rawOr(b.ID, `""`)...)
@@ -136,6 +156,12 @@ func (e *ChunkEncoder) BlockDelta(dst []byte, index int, delta json.RawMessage) 
 		}
 		b := &e.blocks[index]
 		b.args = true
+		if b.custom {
+			var piece string
+			_ = json.Unmarshal(d.PartialJSON, &piece)
+			b.input.WriteString(piece)
+			return dst
+		}
 		return e.arguments(dst, b.call, d.PartialJSON)
 	}
 	return dst
@@ -148,6 +174,13 @@ func (e *ChunkEncoder) BlockStop(dst []byte, index int) []byte {
 		return dst
 	}
 	b := &e.blocks[index]
+	if b.custom {
+		delta := e.toolCallHead(b.call)
+		delta = append(delta, `,"custom":{"input":`...)
+		delta = anthropic.AppendString(delta, customInput([]byte(b.input.String())))
+		delta = append(delta, `}}]}`...)
+		return e.chunk(dst, delta, "")
+	}
 	if b.kind == anthropic.BlockToolUse && !b.args {
 		b.args = true
 		return e.arguments(dst, b.call, json.RawMessage(`"{}"`))

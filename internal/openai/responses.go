@@ -15,6 +15,10 @@ const (
 	ItemReasoning          = "reasoning"
 	ItemReference          = "item_reference"
 	ItemWebSearchCall      = "web_search_call"
+	// A custom tool's call and its output: read as a function call (and
+	// its output) marked Custom, given back under these types.
+	ItemCustomToolCall       = "custom_tool_call"
+	ItemCustomToolCallOutput = "custom_tool_call_output"
 )
 
 // ResponsesRequest is a decoded and validated POST /v1/responses body.
@@ -81,6 +85,9 @@ type Item struct {
 	Summary   []string
 	Encrypted string
 	Ref       string
+	// Custom marks a custom tool's call (Arguments {"input": text}) or
+	// its output.
+	Custom bool
 }
 
 // namespaceSep joins a namespace and a function name into one tool name
@@ -104,8 +111,24 @@ func ItemsJSON(items []Item, idPrefix string) json.RawMessage {
 		if id == "" {
 			id = idPrefix + "_" + strconv.Itoa(i)
 		}
-		switch it.Type {
-		case ItemFunctionCall:
+		switch {
+		case it.Type == ItemFunctionCall && it.Custom:
+			out[i] = struct {
+				Type   string `json:"type"`
+				ID     string `json:"id"`
+				Status string `json:"status"`
+				CallID string `json:"call_id"`
+				Name   string `json:"name"`
+				Input  string `json:"input"`
+			}{ItemCustomToolCall, id, StatusCompleted, it.CallID, it.Name, customInput([]byte(it.Arguments))}
+		case it.Type == ItemFunctionCallOutput && it.Custom:
+			out[i] = struct {
+				Type   string `json:"type"`
+				ID     string `json:"id"`
+				CallID string `json:"call_id"`
+				Output []any  `json:"output"`
+			}{ItemCustomToolCallOutput, id, it.CallID, partsJSON(it.Parts, false)}
+		case it.Type == ItemFunctionCall:
 			out[i] = struct {
 				Type      string `json:"type"`
 				ID        string `json:"id"`
@@ -115,14 +138,14 @@ func ItemsJSON(items []Item, idPrefix string) json.RawMessage {
 				Namespace string `json:"namespace,omitempty"`
 				Arguments string `json:"arguments"`
 			}{it.Type, id, StatusCompleted, it.CallID, it.Name, it.Namespace, it.Arguments}
-		case ItemFunctionCallOutput:
+		case it.Type == ItemFunctionCallOutput:
 			out[i] = struct {
 				Type   string `json:"type"`
 				ID     string `json:"id"`
 				CallID string `json:"call_id"`
 				Output []any  `json:"output"`
 			}{it.Type, id, it.CallID, partsJSON(it.Parts, false)}
-		case ItemReasoning:
+		case it.Type == ItemReasoning:
 			summary := make([]any, len(it.Summary))
 			for j, s := range it.Summary {
 				summary[j] = summaryText(s)

@@ -128,7 +128,21 @@ func decodeItem(path string, raw json.RawMessage) (Item, error) {
 		if _, err := jsonbody.DecodeObject(path+".arguments", json.RawMessage(it.Arguments)); err != nil {
 			return it, jsonbody.Errorf(path+".arguments", "must be a JSON object as text")
 		}
-	case ItemFunctionCallOutput:
+	case ItemCustomToolCall:
+		it.Type, it.Custom = ItemFunctionCall, true
+		if it.CallID, err = requiredID(obj, path, "call_id"); err != nil {
+			return it, err
+		}
+		if it.Name, err = jsonbody.RequiredString(obj, path, "name"); err != nil {
+			return it, err
+		}
+		input, err := jsonbody.OptionalString(obj, path, "input")
+		if err != nil {
+			return it, err
+		}
+		it.Arguments = customArguments(input)
+	case ItemFunctionCallOutput, ItemCustomToolCallOutput:
+		it.Custom, it.Type = it.Type == ItemCustomToolCallOutput, ItemFunctionCallOutput
 		if it.CallID, err = requiredID(obj, path, "call_id"); err != nil {
 			return it, err
 		}
@@ -147,7 +161,7 @@ func decodeItem(path string, raw json.RawMessage) (Item, error) {
 		// A search this gateway ran, sent back: its results live on in
 		// the answer's text, so it adds nothing to the history.
 	default:
-		return it, jsonbody.Errorf(path+".type", "unsupported input item type %q; this gateway takes message, function_call, function_call_output, reasoning, web_search_call and item_reference", it.Type)
+		return it, jsonbody.Errorf(path+".type", "unsupported input item type %q; this gateway takes message, function_call, function_call_output, custom_tool_call, custom_tool_call_output, reasoning, web_search_call and item_reference", it.Type)
 	}
 	return it, err
 }
@@ -258,6 +272,14 @@ func decodeResponseTools(raw json.RawMessage, req *ResponsesRequest) ([]Function
 		switch typ {
 		case "function":
 			f, err := decodeFlatFunction(p, obj)
+			if err != nil {
+				return nil, err
+			}
+			if err := add(p, f); err != nil {
+				return nil, err
+			}
+		case "custom":
+			f, err := decodeCustomTool(p, obj)
 			if err != nil {
 				return nil, err
 			}

@@ -182,6 +182,10 @@ func (r *ResponsesRequest) Echo(m anthropic.Message) anthropic.Message {
 			}
 			b = textBlock(text)
 		}
+		if b.Type == anthropic.BlockToolUse && customs(r.Tools)[b.Name] {
+			// The client echoes a custom call's input alone.
+			b = toolUseBlock(b.ID, b.Name, customArguments(customInput(b.Input)))
+		}
 		out.Content = append(out.Content, b)
 	}
 	return out

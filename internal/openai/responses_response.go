@@ -260,6 +260,7 @@ type outItem struct {
 	callID    string
 	name      string
 	namespace string
+	custom    bool // a custom tool's call: its text is its arguments, {"input": …}
 	thought   Thought
 	sealed    string // the thought, sealed once so every rendering agrees
 }
@@ -276,6 +277,9 @@ func (m ResponseMeta) call(it *outItem, id, modelName string) {
 	for _, f := range m.req.Tools {
 		if f.Name == modelName && f.Namespace != "" {
 			it.name, it.namespace = f.Local, f.Namespace
+		}
+		if f.Name == modelName && f.Custom {
+			it.custom = true
 		}
 	}
 }
@@ -311,6 +315,21 @@ func (m ResponseMeta) json(it *outItem) json.RawMessage {
 			Content []any  `json:"content"`
 		}{it.id, ItemMessage, status, RoleAssistant, content}
 	case ItemFunctionCall:
+		if it.custom {
+			input := ""
+			if it.done {
+				input = customInput(it.text)
+			}
+			v = struct {
+				ID     string `json:"id"`
+				Type   string `json:"type"`
+				Status string `json:"status"`
+				CallID string `json:"call_id"`
+				Name   string `json:"name"`
+				Input  string `json:"input"`
+			}{it.id, ItemCustomToolCall, status, it.callID, it.name, input}
+			break
+		}
 		args := string(it.text)
 		if it.done && args == "" {
 			args = "{}"

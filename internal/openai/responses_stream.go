@@ -221,8 +221,8 @@ func (e *ResponseEncoder) BlockDelta(dst []byte, index int, delta json.RawMessag
 			return dst
 		}
 		it.text = append(it.text, s...)
-		if it.kind == ItemWebSearchCall {
-			return dst
+		if it.kind == ItemWebSearchCall || it.custom {
+			return dst // a custom call's input goes whole when the call is complete
 		}
 		return e.event(dst, "response.function_call_arguments.delta", map[string]any{"item_id": it.id, "output_index": at, "delta": s})
 	}
@@ -274,6 +274,12 @@ func (e *ResponseEncoder) close(dst []byte, it *outItem, at int) []byte {
 	case ItemFunctionCall:
 		if text == "" {
 			it.text = []byte("{}")
+		}
+		if it.custom {
+			input := customInput(it.text)
+			dst = e.event(dst, "response.custom_tool_call_input.delta", map[string]any{"item_id": it.id, "output_index": at, "delta": input})
+			dst = e.event(dst, "response.custom_tool_call_input.done", map[string]any{"item_id": it.id, "output_index": at, "input": input})
+			break
 		}
 		dst = e.event(dst, "response.function_call_arguments.done", map[string]any{"item_id": it.id, "output_index": at, "name": it.name, "arguments": string(it.text)})
 	case ItemReasoning:

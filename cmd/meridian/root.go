@@ -287,6 +287,9 @@ func bindServeFlags(fs *pflag.FlagSet, cfg *serve.Config, env map[string]string)
 	str(&cfg.ClusterKey, "cluster-key", "MERIDIAN_CLUSTER_KEY", "", "the secret the hosts sharing a store forward requests to each other with (the same on every host; prefer the environment): set, each conversation's turns go to the host that holds its process")
 	str(&cfg.TestDownloads, "test-downloads", "MERIDIAN_TEST_DOWNLOADS", "", "tests only: a JSON file pointing the Antigravity backend's image downloads at a local server")
 	_ = fs.MarkHidden("test-downloads")
+	str(&cfg.CrashDSN, "crash-dsn", "MERIDIAN_CRASH_DSN", "", "opt in to crash reports: a Sentry or GlitchTip DSN that each panic's kind, stack and version are sent to (never a prompt, key or path)")
+	fs.BoolVar(&cfg.TestPanic, "test-panic", false, "tests only: serve GET /test/panic, which panics")
+	_ = fs.MarkHidden("test-panic")
 	str(&cfg.Advertise, "advertise", "MERIDIAN_ADVERTISE", "", "the URL the other hosts sharing the store reach this one at (default: where it listens; required with PostgreSQL beyond loopback)")
 	return firstErr
 }

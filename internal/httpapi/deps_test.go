@@ -32,6 +32,7 @@ func TestImportsFlowDownward(t *testing.T) {
 		"internal/openai",
 		"internal/pricing",
 		"internal/reqid",
+		"internal/crashreport",
 		"internal/responses",
 		"internal/retryafter",
 		"internal/suggest",

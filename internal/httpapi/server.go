@@ -12,12 +12,15 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/answers"
 	"github.com/meridian-gw/meridian/internal/apikeys"
 	"github.com/meridian-gw/meridian/internal/capture"
 	"github.com/meridian-gw/meridian/internal/console"
+	"github.com/meridian-gw/meridian/internal/crashreport"
 	"github.com/meridian-gw/meridian/internal/dispatch"
 	"github.com/meridian-gw/meridian/internal/forward"
 	"github.com/meridian-gw/meridian/internal/gateway"
@@ -148,6 +151,10 @@ type Telemetry struct {
 	Capture   string
 	// Tracer sends each model request's trace (nil: none).
 	Tracer tracing.Provider
+	// Crashes reports a handler's panic (nil: none are sent); TestPanic,
+	// for tests only, serves GET /test/panic, which panics.
+	Crashes   *crashreport.Reporter
+	TestPanic bool
 }
 
 // Mount is another server's handler under Prefix ("/antigravity"): a
@@ -425,6 +432,11 @@ func (s *Server) routes() http.Handler {
 	for _, m := range s.cfg.Mounts {
 		mux.Handle(m.Prefix+"/", http.StripPrefix(m.Prefix, m.Handler))
 	}
+	if s.cfg.Telemetry.TestPanic {
+		mux.HandleFunc("GET /test/panic", func(http.ResponseWriter, *http.Request) {
+			panic(fmt.Sprintf("a test panic holding a prompt %q and a path %s", "PROMPT-TEXT-NOT-TO-REPORT", os.TempDir()))
+		})
+	}
 	mux.HandleFunc("/", s.notFound)
 	h := s.track(s.recoverer(s.logRequests(s.guard(s.paused.hold(s.backends.chooseProfile(s.byModel(mux)))))))
 	if len(s.cfg.Open) == 0 {
@@ -525,6 +537,7 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 					panic(v)
 				}
 				s.log.ErrorContext(r.Context(), "handler panic", "panic", v, "path", r.URL.Path)
+				s.cfg.Telemetry.Crashes.Panic(v, debug.Stack())
 				writeError(w, r, &gateway.Error{Status: http.StatusInternalServerError, Type: "api_error", Message: "internal error"})
 			}
 		}()

@@ -26,6 +26,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/capture"
 	"github.com/meridian-gw/meridian/internal/cluster"
 	"github.com/meridian-gw/meridian/internal/config"
+	"github.com/meridian-gw/meridian/internal/crashreport"
 	"github.com/meridian-gw/meridian/internal/dispatch"
 	"github.com/meridian-gw/meridian/internal/gateway"
 	"github.com/meridian-gw/meridian/internal/httpapi"
@@ -60,6 +61,11 @@ type Config struct {
 	// AgyAllow grants agy's own browser and subagents, comma-separated
 	// (agy.Config.Allow).
 	AgyAllow string
+	// CrashDSN, when set, sends each handler panic to that Sentry or
+	// GlitchTip project (crashreport); TestPanic, for tests only, serves
+	// a route that panics.
+	CrashDSN  string
+	TestPanic bool
 	// TestDownloads, for tests only, names a file that points the agy
 	// backend's image downloads at a local server (agy.TestDownloader).
 	TestDownloads string
@@ -435,6 +441,11 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	captures := inspector.Open(inspector.Config{Store: db.Captures, Host: host, MaxAge: cfg.CaptureMaxAge, MaxBytes: int64(cfg.CaptureMaxMiB) << 20,
 		Redactor: capture.NewRedactor(cfg.APIKey, cfg.ClusterKey), Logger: log.With("component", "inspector")})
 	defer captures.Close() // after the server: the last captures are written
+	crashes, err := crashreport.New(cfg.CrashDSN, cfg.Version, log.With("component", "crashreport"))
+	if err != nil {
+		return err
+	}
+	defer crashes.Close() // after the server: reports being sent finish
 	// What both servers on this listener share: the listener's settings,
 	// who may call, the hosts and the telemetry. Each has its own
 	// dispatcher (saved answers, journal) and background jobs.
@@ -444,7 +455,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		Access: httpapi.Access{AdminKey: cfg.APIKey, Keys: db.Keys, BudgetCrossed: budgetAlerts(notifier)},
 		Hosts:  httpapi.Hosts{Host: host, Cluster: hosts, StoreEngine: db.Engine, StoreAt: db.Where},
 		Telemetry: httpapi.Telemetry{History: tel.history, Metrics: tel.metrics, Prices: tel.prices, Logs: logs, Alerts: notifier,
-			Inspector: captures, Capture: cfg.Capture, Tracer: tracer},
+			Inspector: captures, Capture: cfg.Capture, Tracer: tracer, Crashes: crashes, TestPanic: cfg.TestPanic},
 	}
 	models := func(def *gateway.Gateway, profiles []httpapi.Profile, failover bool, peers dispatch.Hosts, watch dispatch.Watcher, log *slog.Logger) httpapi.Models {
 		return httpapi.Models{AnswerBytes: lim.EntryBytes, Aliases: aliases, Dispatch: dispatch.New(dispatch.Config{Default: def, Profiles: profiles,

@@ -281,6 +281,9 @@ func New(cfg Config) (*Server, error) {
 	s.inspector = inspectorRoutes{inspector: tel.Inspector, mode: cmp.Or(tel.Capture, capture.Off), site: &s.site, log: cfg.Logger}
 	s.info = infoRoutes{version: l.Version, host: h.Host, backends: &s.backends, cluster: &s.cluster, site: &s.site, aliases: s.aliases, log: cfg.Logger}
 	s.sessions = sessionRoutes{profiles: s.dispatch, mounted: s.backends.mounted, host: h.Host, store: s.cluster.storeHealth, log: cfg.Logger}
+	s.telemetry.tree = func() gateway.TreeGauges {
+		return gateway.MergeInflight(append(s.sessions.profiles.Gateways(), s.sessions.mounted...)).Tree
+	}
 	s.handler = s.routes()
 	return s, nil
 }

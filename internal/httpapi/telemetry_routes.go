@@ -22,6 +22,7 @@ type telemetryRoutes struct {
 	logs    *logring.Ring
 	log     *slog.Logger
 	load    func() gateway.BackendLoad // the processes' load now
+	tree    func() gateway.TreeGauges  // the session tree's gauges now
 }
 
 // summaryWindow bounds the window a summary may ask for.
@@ -40,6 +41,9 @@ type telemetrySummary struct {
 		Since *time.Time `json:"since,omitempty"`
 	} `json:"cumulative"`
 	Processes gateway.BackendLoad `json:"processes"`
+	// Tree is the session tree now, as /inflight's session_tree: requests
+	// running, those linked below another, cancellations so far.
+	Tree gateway.TreeGauges `json:"session_tree"`
 	// CostNote says what the cost figures are.
 	CostNote string `json:"cost_note"`
 	Dropped  int64  `json:"records_dropped"`
@@ -72,6 +76,9 @@ func (t *telemetryRoutes) summary(w http.ResponseWriter, r *http.Request) {
 		out.Cumulative.Since = &since
 	}
 	out.Processes = t.load()
+	if t.tree != nil {
+		out.Tree = t.tree()
+	}
 	out.CostNote, out.Dropped = costNote, t.history.Dropped()
 	writeJSON(w, http.StatusOK, out)
 }

@@ -28,7 +28,7 @@ type family struct {
 
 func startFamily(t *testing.T, session string) *family {
 	t.Helper()
-	s := newStack(t, stackOptions{sessions: true, maxConcurrent: 4})
+	s := newStack(t, stackOptions{sessions: true, maxConcurrent: 4, telemetry: true})
 	s.Upstream.Respond(testkit.When("quick child", testkit.Reply{Text: "child done"}, testkit.Reply{Hang: true}))
 	f := &family{s: s, lead: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -141,6 +141,17 @@ func TestFinishedSubagentLeavesItsLead(t *testing.T) {
 	}
 	if in.Backends["claude"].Running != 3 || in.Conversations["tree-3"] != 1 || in.SessionTree.LiveRequests != 3 || in.SessionTree.LinkedRequests != 2 {
 		t.Fatalf("inflight: %s", body)
+	}
+	// The dashboard's summary carries the same gauges.
+	resp, body = get(t, f.s, "/telemetry/summary")
+	var sum struct {
+		SessionTree struct {
+			LiveRequests   int `json:"live_requests"`
+			LinkedRequests int `json:"linked_requests"`
+		} `json:"session_tree"`
+	}
+	if err := json.Unmarshal([]byte(body), &sum); err != nil || resp.StatusCode != 200 || sum.SessionTree.LiveRequests != 3 || sum.SessionTree.LinkedRequests != 2 {
+		t.Fatalf("summary: %d %s", resp.StatusCode, body)
 	}
 	f.cancelLead()
 	f.childrenCancelled(t, 3*time.Second, 1) // the finished child's idle process

@@ -45,17 +45,33 @@ func (s *Server) guard(next http.Handler) http.Handler {
 // pages of other origins, answering the request; it reports whether the
 // request may go on.
 func (s *Server) allowedSource(w http.ResponseWriter, r *http.Request, loopback bool) bool {
-	if loopback && r.Host != "" && !isLoopbackHost(hostOnly(r.Host)) {
+	if loopback && r.Host != "" && !isLoopbackHost(hostOnly(r.Host)) && !s.allowedHost(hostOnly(r.Host)) {
 		writeError(w, r, &gateway.Error{Status: http.StatusForbidden, Type: anthropic.ErrPermission,
-			Message: fmt.Sprintf("host %q is not this machine: Meridian listens on loopback and answers only loopback host names", r.Host)})
+			Message: fmt.Sprintf("host %q is not this machine: Meridian listens on loopback and answers only loopback host names and those --allowed-hosts names", r.Host)})
 		return false
 	}
-	if origin := r.Header.Get("Origin"); origin != "" && !loopbackOrigin(origin) {
+	if origin := r.Header.Get("Origin"); origin != "" && !loopbackOrigin(origin) && !s.allowedOrigin(origin) {
 		writeError(w, r, &gateway.Error{Status: http.StatusForbidden, Type: anthropic.ErrPermission,
-			Message: fmt.Sprintf("requests from web pages of other origins (%s) are refused", origin)})
+			Message: fmt.Sprintf("requests from web pages of other origins (%s) are refused; --allowed-hosts names the hosts whose pages may call", origin)})
 		return false
 	}
 	return true
+}
+
+// allowedHost reports a host name the operator allowed (--allowed-hosts).
+func (s *Server) allowedHost(host string) bool {
+	for _, h := range s.cfg.Listen.AllowedHosts {
+		if strings.EqualFold(strings.TrimSuffix(h, "."), strings.TrimSuffix(host, ".")) {
+			return true
+		}
+	}
+	return false
+}
+
+// allowedOrigin reports a page's origin on an allowed host.
+func (s *Server) allowedOrigin(origin string) bool {
+	u, err := url.Parse(origin)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && s.allowedHost(u.Hostname())
 }
 
 // localOnly lets through, to a handler that checks its own callers, only

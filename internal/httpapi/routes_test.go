@@ -303,6 +303,31 @@ func TestBrowserOriginsAndForeignHostsAreRefused(t *testing.T) {
 	}
 }
 
+// Host names the operator allows (--allowed-hosts) are taken on a
+// loopback listener, and their pages' origins too; others still are not.
+func TestAllowedHostsAreTaken(t *testing.T) {
+	t.Parallel()
+	path, scriptEnv := testkit.FakeClaude(t)
+	s := newStack(t, stackOptions{claudePath: path, env: []string{scriptEnv}, allowedHosts: []string{"meridian.internal"}})
+	for host, want := range map[string]int{"meridian.internal:3456": 200, "MERIDIAN.internal.": 200, "rebound.example": 403} {
+		req, _ := http.NewRequest(http.MethodGet, s.URL+"/health", nil)
+		req.Host = host
+		r, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+		if r.StatusCode != want {
+			t.Fatalf("host %s: %d, want %d", host, r.StatusCode, want)
+		}
+	}
+	for origin, want := range map[string]int{"https://meridian.internal": 200, "https://evil.example": 403} {
+		if resp, _ := do(t, http.MethodGet, s.URL+"/health", "", map[string]string{"Origin": origin}); resp.StatusCode != want {
+			t.Fatalf("origin %s: %d, want %d", origin, resp.StatusCode, want)
+		}
+	}
+}
+
 func TestNonLoopbackNeedsAPIKey(t *testing.T) {
 	t.Parallel()
 	gw := gateway.New(gateway.Config{})

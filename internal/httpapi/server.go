@@ -79,6 +79,10 @@ type Listen struct {
 	Hurry        <-chan struct{}
 	// Version is reported by GET / and the pages.
 	Version string
+	// AllowedHosts are host names taken besides loopback ones on a
+	// loopback listener (a name a reverse proxy or /etc/hosts gives this
+	// machine), and whose pages' origins are taken too.
+	AllowedHosts []string
 }
 
 // Access is who may call.

@@ -56,6 +56,8 @@ type stackOptions struct {
 	queueTimeout  time.Duration
 	maxBodyBytes  int64
 	pingInterval  time.Duration
+	// allowedHosts are host names taken besides loopback ones.
+	allowedHosts []string
 	drainTimeout  time.Duration
 	stallTimeout  time.Duration
 	spares        int
@@ -141,7 +143,7 @@ func newStack(t testing.TB, o stackOptions) *stack {
 	gw := gateway.New(cfg)
 	hcfg := httpapi.Config{
 		Listen: httpapi.Listen{Addr: "127.0.0.1:0", MaxBodyBytes: o.maxBodyBytes, PingInterval: o.pingInterval,
-			DrainTimeout: o.drainTimeout, Version: "test"},
+			DrainTimeout: o.drainTimeout, Version: "test", AllowedHosts: o.allowedHosts},
 		Access: httpapi.Access{AdminKey: o.apiKey},
 		Hosts:  httpapi.Hosts{Host: "test-host"},
 		Logger: log,

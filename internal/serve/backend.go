@@ -131,12 +131,7 @@ func antigravityCLI(cfg Config, tools *agy.Endpoints, log *slog.Logger) (*cli, e
 	if err != nil {
 		return nil, err
 	}
-	var allow []string
-	for a := range strings.SplitSeq(cfg.AgyAllow, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			allow = append(allow, a)
-		}
-	}
+	allow := splitList(cfg.AgyAllow)
 	if err := agy.CheckGrants(allow); err != nil {
 		return nil, err
 	}

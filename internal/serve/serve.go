@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -61,6 +62,9 @@ type Config struct {
 	// AgyAllow grants agy's own browser and subagents, comma-separated
 	// (agy.Config.Allow).
 	AgyAllow string
+	// AllowedHosts are host names, comma-separated, taken besides loopback
+	// ones (httpapi.Listen.AllowedHosts).
+	AllowedHosts string
 	// CrashDSN, when set, sends each handler panic to that Sentry or
 	// GlitchTip project (crashreport); TestPanic, for tests only, serves
 	// a route that panics.
@@ -451,7 +455,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	// dispatcher (saved answers, journal) and background jobs.
 	base := httpapi.Config{
 		Listen: httpapi.Listen{Addr: addr, MaxBodyBytes: cfg.MaxBodyBytes, BodyTimeout: cfg.BodyTimeout, DrainTimeout: cfg.DrainTimeout,
-			PingInterval: cfg.PingInterval, Hurry: cfg.Hurry, Version: cfg.Version},
+			PingInterval: cfg.PingInterval, Hurry: cfg.Hurry, Version: cfg.Version, AllowedHosts: splitList(cfg.AllowedHosts)},
 		Access: httpapi.Access{AdminKey: cfg.APIKey, Keys: db.Keys, BudgetCrossed: budgetAlerts(notifier)},
 		Hosts:  httpapi.Hosts{Host: host, Cluster: hosts, StoreEngine: db.Engine, StoreAt: db.Where},
 		Telemetry: httpapi.Telemetry{History: tel.history, Metrics: tel.metrics, Prices: tel.prices, Logs: logs, Alerts: notifier,
@@ -573,4 +577,16 @@ func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
 	}
 	// A request's lines carry its id (reqid), when logged with its context.
 	return slog.New(reqid.Handler{Handler: h}), nil
+}
+
+// splitList reads a comma-separated setting: its items, trimmed, without
+// empty ones.
+func splitList(v string) []string {
+	var out []string
+	for item := range strings.SplitSeq(v, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }

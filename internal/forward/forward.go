@@ -8,6 +8,7 @@ package forward
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -45,10 +46,17 @@ type Forwarder struct {
 	// could not be reached.
 	Peers dispatch.Hosts
 	// Ping is the client's ping interval while the holder is quiet.
-	Ping   time.Duration
+	Ping time.Duration
+	// Stall is how long a holder that still beats may send nothing at
+	// all once its answer began (it pings a quiet stream every Ping)
+	// before the forward is cut as stalled (0: DefaultStall).
+	Stall  time.Duration
 	Log    *slog.Logger
 	client *http.Client
 }
+
+// DefaultStall is Forwarder.Stall's default.
+const DefaultStall = 60 * time.Second
 
 // New returns a Forwarder with its own client.
 func New(key, host string, peers dispatch.Hosts, ping time.Duration, log *slog.Logger) *Forwarder {
@@ -167,6 +175,12 @@ func (s *Forwarder) Forward(w http.ResponseWriter, r *http.Request, raw []byte, 
 		}
 	case errors.Is(err, errClientGone) || r.Context().Err() != nil:
 		// The client left: its context ends the forward.
+	case errors.Is(context.Cause(ctx), errHolderStalled):
+		// It beats but does not answer: stuck, not gone. Its own error,
+		// so the client and the log can tell the two apart.
+		s.Log.Warn("cluster: the host answering stalled in the middle of its answer; the client is told", "holder", t.Host,
+			"silent_for", cmp.Or(s.Stall, DefaultStall))
+		rl.cut(StallError(t.Host, cmp.Or(s.Stall, DefaultStall), c.Named))
 	default:
 		s.Peers.Unreachable(context.WithoutCancel(r.Context()), t.Owner)
 		s.Log.Warn("cluster: the forwarded answer was cut; the client is told", "holder", t.Host, "err", err,
@@ -177,8 +191,12 @@ func (s *Forwarder) Forward(w http.ResponseWriter, r *http.Request, raw []byte, 
 }
 
 // errHolderGone ends a forward whose holder's heartbeat expired while it
-// had no answer under way, or stopped sending one.
-var errHolderGone = errors.New("forward: the holder's heartbeat expired")
+// had no answer under way, or stopped sending one; errHolderStalled one
+// whose holder still beats but sent nothing, not even a ping, for Stall.
+var (
+	errHolderGone    = errors.New("forward: the holder's heartbeat expired")
+	errHolderStalled = errors.New("forward: the holder stalled")
+)
 
 // holderCheck is how often a forward looks at its holder's heartbeat.
 const holderCheck = time.Second
@@ -197,7 +215,12 @@ func (s *Forwarder) watchHolder(ctx context.Context, cancel context.CancelCauseF
 			return
 		case <-tick.C:
 		}
-		if quiet := silent(time.Now()); quiet > 0 && quiet < s.Ping {
+		quiet := silent(time.Now())
+		if stall := cmp.Or(s.Stall, DefaultStall); quiet >= stall {
+			cancel(errHolderStalled)
+			return
+		}
+		if quiet > 0 && quiet < s.Ping {
 			continue
 		}
 		if _, alive, err := s.Peers.Host(ctx, t.Owner); err == nil && !alive {

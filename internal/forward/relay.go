@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"sync"
@@ -334,6 +335,19 @@ func (p *responsesRelay) fail(dst []byte, e *gateway.Error) ([]byte, bool) {
 	}
 	out, err := openai.AppendFailedAfter(dst, p.snapshot, p.next, e.Status, e.Message, e.RetryAfterSeconds())
 	return out, err == nil
+}
+
+// StallError is what the client of a forward hears when the host
+// answering it still beats but sent nothing for stall: a 504, its own,
+// saying so.
+func StallError(host string, stall time.Duration, named bool) *gateway.Error {
+	msg := fmt.Sprintf("the host answering this conversation (%s) stalled: it is alive but sent nothing for %s in the middle of its answer; ", host, stall)
+	if named {
+		msg += "its outcome is unknown and it is not run a second time under the same request id: send it with a new request id to run it again"
+	} else {
+		msg += "send it again"
+	}
+	return &gateway.Error{Status: http.StatusGatewayTimeout, Type: anthropic.ErrTimeout, Message: msg}
 }
 
 // CutError is what the client of a relayed answer hears when its

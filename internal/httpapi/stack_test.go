@@ -58,12 +58,12 @@ type stackOptions struct {
 	pingInterval  time.Duration
 	// allowedHosts are host names taken besides loopback ones.
 	allowedHosts []string
-	drainTimeout  time.Duration
-	stallTimeout  time.Duration
-	spares        int
-	sparesMax     int // more spares after a burst (at least spares)
-	launcher      claude.Launcher
-	graces        claude.Config // InterruptGrace, ExitGrace, KillGrace
+	drainTimeout time.Duration
+	stallTimeout time.Duration
+	spares       int
+	sparesMax    int // more spares after a burst (at least spares)
+	launcher     claude.Launcher
+	graces       claude.Config // InterruptGrace, ExitGrace, KillGrace
 
 	// sessions makes conversations durable (SQLite in the data dir).
 	sessions bool

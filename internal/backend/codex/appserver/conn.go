@@ -140,6 +140,11 @@ func (c *Conn) Err() error {
 // decoded). ctx bounds the wait, not the request: codex has no cancel
 // of a request (a turn is interrupted by its own method).
 func (c *Conn) Call(ctx context.Context, method string, params, result any) error {
+	// A call whose context already ended is not sent: its answer could
+	// come back before the wait below sees the end, and win.
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	c.mu.Lock()
 	if c.err != nil {
 		c.mu.Unlock()

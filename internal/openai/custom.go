@@ -123,3 +123,14 @@ func decodeCustomCall(path string, obj jsonbody.Object, c *ToolCall) error {
 
 // Customs names the request's custom tools (nil for none).
 func (r *ChatRequest) Customs() map[string]bool { return customs(r.Tools) }
+
+// customCallItem is a custom_tool_call item as the Responses API shows it,
+// in a response's output and in its input items.
+type customCallItem struct {
+	Type   string `json:"type"`
+	ID     string `json:"id"`
+	Status string `json:"status"`
+	CallID string `json:"call_id"`
+	Name   string `json:"name"`
+	Input  string `json:"input"`
+}

@@ -113,14 +113,7 @@ func ItemsJSON(items []Item, idPrefix string) json.RawMessage {
 		}
 		switch {
 		case it.Type == ItemFunctionCall && it.Custom:
-			out[i] = struct {
-				Type   string `json:"type"`
-				ID     string `json:"id"`
-				Status string `json:"status"`
-				CallID string `json:"call_id"`
-				Name   string `json:"name"`
-				Input  string `json:"input"`
-			}{ItemCustomToolCall, id, StatusCompleted, it.CallID, it.Name, customInput([]byte(it.Arguments))}
+			out[i] = customCallItem{ItemCustomToolCall, id, StatusCompleted, it.CallID, it.Name, customInput([]byte(it.Arguments))}
 		case it.Type == ItemFunctionCallOutput && it.Custom:
 			out[i] = struct {
 				Type   string `json:"type"`

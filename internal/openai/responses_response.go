@@ -320,14 +320,7 @@ func (m ResponseMeta) json(it *outItem) json.RawMessage {
 			if it.done {
 				input = customInput(it.text)
 			}
-			v = struct {
-				ID     string `json:"id"`
-				Type   string `json:"type"`
-				Status string `json:"status"`
-				CallID string `json:"call_id"`
-				Name   string `json:"name"`
-				Input  string `json:"input"`
-			}{it.id, ItemCustomToolCall, status, it.callID, it.name, input}
+			v = customCallItem{ItemCustomToolCall, it.id, status, it.callID, it.name, input}
 			break
 		}
 		args := string(it.text)

@@ -81,3 +81,25 @@ func TestReportsAreRateLimited(t *testing.T) {
 		}
 	}
 }
+
+// A crash's output: the runtime's own message is kept, a panic value of
+// the program's is not; the crashing goroutine's frames, a "created by"
+// frame named by its function.
+func TestParseCrashOutput(t *testing.T) {
+	out := "panic: assignment to entry in nil map\n\ngoroutine 35 [running]:\n" +
+		"github.com/meridian-gw/meridian/internal/httpapi.(*Server).routes.func2.1()\n\t/home/someone/src/meridian/internal/httpapi/server.go:450 +0x2e\n" +
+		"created by github.com/meridian-gw/meridian/internal/httpapi.(*Server).routes.func2 in goroutine 34\n\t/home/someone/src/meridian/internal/httpapi/server.go:448 +0x1a\n\n" +
+		"goroutine 1 [IO wait]:\nmain.main()\n\t/x/main.go:1 +0x1\n"
+	typ, value, stack := parseCrash([]byte(out))
+	fs := frames(stack)
+	if typ != "runtime.Error" || value != "assignment to entry in nil map" || len(fs) != 2 ||
+		fs[0].Function != "github.com/meridian-gw/meridian/internal/httpapi.(*Server).routes.func2" || fs[0].Filename != "github.com/meridian-gw/meridian/internal/httpapi/server.go" {
+		t.Fatalf("%s %s %+v", typ, value, fs)
+	}
+	if typ, value, _ := parseCrash([]byte("panic: the user's prompt was SECRET\n\ngoroutine 1 [running]:\n")); typ != "fatal panic" || strings.Contains(value, "SECRET") {
+		t.Fatalf("%s %s", typ, value)
+	}
+	if typ, value, _ := parseCrash([]byte("fatal error: concurrent map writes\n")); typ != "fatal error" || value != "concurrent map writes" {
+		t.Fatalf("%s %s", typ, value)
+	}
+}

@@ -52,8 +52,10 @@ func frames(stack []byte) []Frame {
 			i-- // a line out of step: resynchronise on the next
 			continue
 		}
-		if j := strings.LastIndex(fn, "("); j > 0 {
-			fn = fn[:j]
+		if creator, ok := strings.CutPrefix(fn, "created by "); ok {
+			fn, _, _ = strings.Cut(creator, " in goroutine ")
+		} else if j := strings.LastIndex(fn, "("); j > 0 && strings.HasSuffix(fn, ")") {
+			fn = fn[:j] // the arguments
 		}
 		if strings.HasPrefix(fn, "runtime/debug.Stack") || strings.HasPrefix(fn, "panic") {
 			continue

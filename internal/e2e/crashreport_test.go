@@ -78,3 +78,54 @@ func TestAPanicIsReportedOnceWithoutPromptOrPath(t *testing.T) {
 		}
 	}
 }
+
+// A panic that ends the process (on a goroutine of its own) is reported
+// at the next start, from the crash output the last run left in the data
+// dir: the runtime's message and the frames, no path.
+func TestAFatalCrashIsReportedAtTheNextStart(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var bodies []string
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, string(b))
+		mu.Unlock()
+	}))
+	defer receiver.Close()
+	g := newAgyGateway(t, map[string]any{})
+	dsn := strings.Replace(receiver.URL, "http://", "http://publickey123@", 1) + "/42"
+	args := []string{"--backend", "antigravity", "--agy-path", g.agy, "--crash-dsn", dsn, "--test-panic"}
+	g.gatewayProc.start(args...)
+	if resp, err := http.Get(g.url + "/test/crash"); err == nil {
+		resp.Body.Close()
+		t.Fatal("the crash route answered")
+	}
+	_ = g.cmd.Wait()
+	mu.Lock()
+	n := len(bodies)
+	mu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d reports before the restart", n)
+	}
+	g.gatewayProc.start(args...)
+	if err := testkit.WaitFor(10*time.Second, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(bodies) == 0 {
+			return io.EOF
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("the crash was not reported at the next start\n%s", g.log.String())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	body := bodies[0]
+	if len(bodies) != 1 || !strings.Contains(body, "assignment to entry in nil map") || !strings.Contains(body, "github.com/meridian-gw/meridian/internal/httpapi") {
+		t.Fatalf("%d reports:\n%s", len(bodies), body)
+	}
+	if strings.Contains(body, os.TempDir()) || strings.Contains(body, g.dataDir) || strings.Contains(body, "/work/") {
+		t.Fatalf("the report names a local path:\n%s", body)
+	}
+}

@@ -443,6 +443,14 @@ func (s *Server) routes() http.Handler {
 		mux.HandleFunc("GET /test/panic", func(http.ResponseWriter, *http.Request) {
 			panic(fmt.Sprintf("a test panic holding a prompt %q and a path %s", "PROMPT-TEXT-NOT-TO-REPORT", os.TempDir()))
 		})
+		// A panic on a goroutine of its own ends the process.
+		mux.HandleFunc("GET /test/crash", func(http.ResponseWriter, *http.Request) {
+			go func() {
+				var m map[string]int
+				m[os.TempDir()]++
+			}()
+			select {}
+		})
 	}
 	mux.HandleFunc("/", s.notFound)
 	h := s.track(s.recoverer(s.logRequests(s.guard(s.paused.hold(s.backends.chooseProfile(s.byModel(mux)))))))

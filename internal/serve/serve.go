@@ -450,6 +450,9 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		return err
 	}
 	defer crashes.Close() // after the server: reports being sent finish
+	if err := crashes.WatchFatal(filepath.Join(cfg.DataDir, "crash-output.txt")); err != nil {
+		log.Warn("a fatal crash of this run will not be reported", "err", err)
+	}
 	// What both servers on this listener share: the listener's settings,
 	// who may call, the hosts and the telemetry. Each has its own
 	// dispatcher (saved answers, journal) and background jobs.

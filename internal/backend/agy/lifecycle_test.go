@@ -224,7 +224,7 @@ func TestATimedOutProbeIsRetriedOnce(t *testing.T) {
 	t.Parallel()
 	for _, stall := range []int{1, 2} {
 		path, env, calls := testkit.FakeAgy(t, map[string]any{"models_stall": stall})
-		d := agy.New(agy.Config{Path: path, Env: env, SessionRoot: t.TempDir(), ProbeTimeout: time.Second})
+		d := agy.New(agy.Config{Path: path, Env: env, SessionRoot: t.TempDir(), ProbeTimeout: 2 * time.Second})
 		s, err := d.Start(context.Background(), backend.StartOptions{Dir: t.TempDir()})
 		switch {
 		case stall == 1 && err != nil:

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
 
@@ -31,7 +30,7 @@ func newVersionCommand(env map[string]string) *cobra.Command {
 			if !updatecheck.Enabled(func(k string) string { return env[k] }, noCheck, ok && profile.IsTerminal(f)) {
 				return
 			}
-			c := &updatecheck.Checker{URL: env[updatecheck.EnvURL], Cache: filepath.Join(cacheDir(env), "update-check.json")}
+			c := &updatecheck.Checker{URL: env[updatecheck.EnvURL], Cache: updatecheck.CacheFile(func(k string) string { return env[k] })}
 			latest, err := c.Latest(context.Background())
 			if err == nil && updatecheck.Newer(releaseVersion, latest) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "a newer release is out: %s (this is %s); update as you installed it: your package manager, `go install github.com/meridian-gw/meridian/cmd/meridian@latest`, or the release page\n", latest, releaseVersion)
@@ -41,17 +40,6 @@ func newVersionCommand(env map[string]string) *cobra.Command {
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "also say how this binary was built: commit, its date, Go, target, build flags")
 	cmd.Flags().BoolVar(&noCheck, "no-update-check", false, "do not ask which release is newest ("+updatecheck.EnvCheck+"=off does the same; never asked in CI)")
 	return cmd
-}
-
-// cacheDir is meridian's folder in the user's cache.
-func cacheDir(env map[string]string) string {
-	if d := env["XDG_CACHE_HOME"]; d != "" {
-		return filepath.Join(d, "meridian")
-	}
-	if home := env["HOME"]; home != "" {
-		return filepath.Join(home, ".cache", "meridian")
-	}
-	return filepath.Join(os.TempDir(), "meridian-cache")
 }
 
 // provenance says how the binary was built, from what Go recorded in it.

@@ -28,6 +28,9 @@ func wantsText(r *http.Request) bool {
 func landingText(version, base string, l web.Landing) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Meridian %s at %s: %s\n", version, base, l.Status)
+	if l.NewerRelease != "" {
+		fmt.Fprintf(&b, "  a newer release is out: %s\n", l.NewerRelease)
+	}
 	for _, c := range l.Backends {
 		where := ""
 		if c.Prefix != "" {

@@ -33,6 +33,7 @@ type pageRoutes struct {
 	history  *history.History // nil: telemetry is not kept
 	logs     *logring.Ring
 	alerts   AlertLog // nil: none listed
+	newer    func() string
 }
 
 // maxSignInBytes bounds the sign-in form: a key and a path.
@@ -156,6 +157,9 @@ func (s *pageRoutes) landingData(r *http.Request) web.Landing {
 	h := s.backends.dispatch.Default().Health(r.Context())
 	l := web.Landing{Status: h.Status, Processes: s.backends.load(), ProcessesLabel: s.backends.label(), CostToday: "$0",
 		KeyRequired: s.access.hasAdmin || s.access.anyKeyInForce(r)}
+	if s.newer != nil {
+		l.NewerRelease = s.newer()
+	}
 	l.Backends = append(l.Backends, landingBackend("cli", "", s.backends.dispatch.Default().CLI(), h.CLI()))
 	for _, m := range s.mounts {
 		if m.Gateway != nil {

@@ -79,6 +79,9 @@ type Listen struct {
 	Hurry        <-chan struct{}
 	// Version is reported by GET / and the pages.
 	Version string
+	// NewerRelease names a newer release than this one, for the landing
+	// page ("" or nil: none known).
+	NewerRelease func() string
 	// AllowedHosts are host names taken besides loopback ones on a
 	// loopback listener (a name a reverse proxy or /etc/hosts gives this
 	// machine), and whose pages' origins are taken too.
@@ -256,7 +259,7 @@ func New(cfg Config) (*Server, error) {
 	s.backends = backends{dispatch: s.dispatch, mounted: mountedGateways(cfg.Mounts)}
 	s.access = access{log: cfg.Logger}
 	tel := cfg.Telemetry
-	s.site = pageRoutes{pages: pages, version: l.Version, log: cfg.Logger, access: &s.access, backends: &s.backends,
+	s.site = pageRoutes{pages: pages, version: l.Version, newer: l.NewerRelease, log: cfg.Logger, access: &s.access, backends: &s.backends,
 		mounts: cfg.Mounts, history: tel.History, logs: tel.Logs, alerts: tel.Alerts}
 	s.access.signInPage = s.site.signInPage
 	s.usage = usageRoutes{keys: cfg.Access.Keys, access: &s.access, history: tel.History, telemetry: &s.telemetry, site: &s.site,

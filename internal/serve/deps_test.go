@@ -36,6 +36,7 @@ func TestImportsFlowDownward(t *testing.T) {
 		"internal/openai",
 		"internal/pricing",
 		"internal/reqid",
+		"internal/updatecheck",
 		"internal/crashreport",
 		"internal/probe",
 		"internal/procmem",

@@ -453,12 +453,14 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	if err := crashes.WatchFatal(filepath.Join(cfg.DataDir, "crash-output.txt")); err != nil {
 		log.Warn("a fatal crash of this run will not be reported", "err", err)
 	}
+	newer, waitNewer := newerRelease(ctx, cfg, environ, log)
+	defer waitNewer()
 	// What both servers on this listener share: the listener's settings,
 	// who may call, the hosts and the telemetry. Each has its own
 	// dispatcher (saved answers, journal) and background jobs.
 	base := httpapi.Config{
 		Listen: httpapi.Listen{Addr: addr, MaxBodyBytes: cfg.MaxBodyBytes, BodyTimeout: cfg.BodyTimeout, DrainTimeout: cfg.DrainTimeout,
-			PingInterval: cfg.PingInterval, Hurry: cfg.Hurry, Version: cfg.Version, AllowedHosts: splitList(cfg.AllowedHosts)},
+			PingInterval: cfg.PingInterval, Hurry: cfg.Hurry, Version: cfg.Version, AllowedHosts: splitList(cfg.AllowedHosts), NewerRelease: newer},
 		Access: httpapi.Access{AdminKey: cfg.APIKey, Keys: db.Keys, BudgetCrossed: budgetAlerts(notifier)},
 		Hosts:  httpapi.Hosts{Host: host, Cluster: hosts, StoreEngine: db.Engine, StoreAt: db.Where},
 		Telemetry: httpapi.Telemetry{History: tel.history, Metrics: tel.metrics, Prices: tel.prices, Logs: logs, Alerts: notifier,

@@ -163,3 +163,17 @@ func parse(v string) ([3]int, bool) {
 	}
 	return out, true
 }
+
+// CacheFile is where the answer is kept: meridian's folder in the user's
+// cache (XDG_CACHE_HOME, else ~/.cache).
+func CacheFile(getenv func(string) string) string {
+	dir := getenv("XDG_CACHE_HOME")
+	if dir == "" {
+		if home := getenv("HOME"); home != "" {
+			dir = filepath.Join(home, ".cache")
+		} else {
+			dir = os.TempDir()
+		}
+	}
+	return filepath.Join(dir, "meridian", "update-check.json")
+}

@@ -174,6 +174,9 @@ type Landing struct {
 	CostToday                      string
 	Hints                          []Hint
 	KeyRequired                    bool
+	// NewerRelease names a newer release than the one running ("" when
+	// none is known: the check is off, or found none).
+	NewerRelease string
 }
 
 // LandingBackend is one CLI that answers on the listener.

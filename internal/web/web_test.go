@@ -84,3 +84,20 @@ func TestNiceMax(t *testing.T) {
 		}
 	}
 }
+
+// The landing page names a newer release when one is known.
+func TestLandingNamesANewerRelease(t *testing.T) {
+	p, err := Parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for newer, want := range map[string]bool{"v9.1.0": true, "": false} {
+		var b bytes.Buffer
+		if err := p.RenderLanding(&b, "v1.0.0", Landing{Status: "ok", NewerRelease: newer}); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(b.String(), `id="newer-release">A newer release is out: v9.1.0.`); got != want {
+			t.Fatalf("newer %q: shown %v", newer, got)
+		}
+	}
+}

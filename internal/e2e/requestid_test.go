@@ -2,11 +2,14 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/meridian-gw/meridian/internal/testkit"
 )
 
 // Every answer names its request (request-id, x-request-id), and every
@@ -25,14 +28,21 @@ func TestRequestIDOnTheAnswerAndItsLogLines(t *testing.T) {
 	if !strings.HasPrefix(id, "req_") || resp.Header.Get("X-Request-Id") != id {
 		t.Fatalf("request ids %q and %q", id, resp.Header.Get("X-Request-Id"))
 	}
-	var lines []string
-	for line := range strings.SplitSeq(g.log.String(), "\n") {
-		if strings.Contains(line, "request_id="+id) {
-			lines = append(lines, line)
+	// The access line is written once the answer is: it may follow it.
+	var joined string
+	if err := testkit.WaitFor(5*time.Second, func() error {
+		var lines []string
+		for line := range strings.SplitSeq(g.log.String(), "\n") {
+			if strings.Contains(line, "request_id="+id) {
+				lines = append(lines, line)
+			}
 		}
-	}
-	joined := strings.Join(lines, "\n")
-	if !strings.Contains(joined, `msg="turn done"`) || !strings.Contains(joined, "msg=request ") {
+		joined = strings.Join(lines, "\n")
+		if !strings.Contains(joined, `msg="turn done"`) || !strings.Contains(joined, "msg=request ") {
+			return errors.New("not yet")
+		}
+		return nil
+	}); err != nil {
 		t.Fatalf("the request's lines carrying its id:\n%s\nall:\n%s", joined, g.log.String())
 	}
 	for brought, kept := range map[string]bool{"client-trace-0001": true, "bad id; level=ERROR": false} {

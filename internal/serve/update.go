@@ -16,12 +16,7 @@ import (
 // when turned off). It returns what to show ("" for nothing known) and
 // how to wait for the question to end.
 func newerRelease(ctx context.Context, cfg Config, environ []string, log *slog.Logger) (func() string, func()) {
-	env := map[string]string{}
-	for _, kv := range environ {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			env[k] = v
-		}
-	}
+	env := envMap(environ)
 	getenv := func(k string) string { return env[k] }
 	var found atomic.Pointer[string]
 	show := func() string {

@@ -27,6 +27,29 @@ type Config struct {
 	// that answers it, on this host; `meridian alias add` keeps them for
 	// every host instead.
 	Aliases map[string]Alias `toml:"aliases"`
+	// Hooks are the operator's request hooks, run in this order on each
+	// model request ([[hooks]] tables).
+	Hooks []Hook `toml:"hooks"`
+}
+
+// Hook is one request hook of the settings file: a command or a
+// WebAssembly module that observes or transforms requests or answers.
+type Hook struct {
+	Name  string `toml:"name"`
+	Stage string `toml:"stage"`
+	Mode  string `toml:"mode"`
+	// Command is the program and its arguments; Wasm a WASI module's
+	// file, run with Args.
+	Command []string `toml:"command"`
+	Wasm    string   `toml:"wasm"`
+	Args    []string `toml:"args"`
+	Env     []string `toml:"env"`
+	APIs    []string `toml:"apis"`
+	// Timeout is a Go duration ("2s").
+	Timeout    string `toml:"timeout"`
+	MaxBytes   int    `toml:"max_bytes"`
+	Concurrent int    `toml:"concurrent"`
+	MemoryMiB  int    `toml:"memory_mib"`
 }
 
 // Alias is one model alias of the settings file.

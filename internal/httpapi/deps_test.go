@@ -23,6 +23,7 @@ func TestImportsFlowDownward(t *testing.T) {
 		"internal/dispatch",
 		"internal/forward",
 		"internal/gateway",
+		"internal/hooks",
 		"internal/inspector",
 		"internal/keyrule",
 		"internal/jsonbody",

@@ -24,6 +24,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/dispatch"
 	"github.com/meridian-gw/meridian/internal/forward"
 	"github.com/meridian-gw/meridian/internal/gateway"
+	"github.com/meridian-gw/meridian/internal/hooks"
 	"github.com/meridian-gw/meridian/internal/inspector"
 	"github.com/meridian-gw/meridian/internal/logring"
 	"github.com/meridian-gw/meridian/internal/metrics"
@@ -55,6 +56,9 @@ type Config struct {
 	// paths hold the secret) and are not drained (agy holds a stream open
 	// on them for as long as it runs).
 	Open []Mount
+	// Hooks are the operator's request hooks, run on each model request
+	// and its answer (nil: none).
+	Hooks *hooks.Hooks
 	// Console makes the operator's changes from the console's pages and
 	// the admin JSON routes; nil: those answer 404.
 	Console *console.Console
@@ -456,7 +460,7 @@ func (s *Server) routes() http.Handler {
 		})
 	}
 	mux.HandleFunc("/", s.notFound)
-	h := s.track(s.recoverer(s.logRequests(s.guard(s.paused.hold(s.backends.chooseProfile(s.byModel(mux)))))))
+	h := s.track(s.recoverer(s.logRequests(s.guard(s.withHooks(s.paused.hold(s.backends.chooseProfile(s.byModel(mux))))))))
 	if len(s.cfg.Open) == 0 {
 		return s.boundUnreadBody(h)
 	}

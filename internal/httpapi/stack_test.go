@@ -19,6 +19,7 @@ import (
 	"github.com/meridian-gw/meridian/internal/cluster"
 	"github.com/meridian-gw/meridian/internal/dispatch"
 	"github.com/meridian-gw/meridian/internal/gateway"
+	"github.com/meridian-gw/meridian/internal/hooks"
 	"github.com/meridian-gw/meridian/internal/httpapi"
 	"github.com/meridian-gw/meridian/internal/inspector"
 	"github.com/meridian-gw/meridian/internal/journal"
@@ -94,6 +95,8 @@ type stackOptions struct {
 	// console wires the operator's console over the store's keys and the
 	// data dir's profiles.
 	console bool
+	// hooks are the operator's request hooks.
+	hooks []hooks.Spec
 }
 
 func newStack(t testing.TB, o stackOptions) *stack {
@@ -183,6 +186,14 @@ func newStack(t testing.TB, o stackOptions) *stack {
 		in := inspector.Open(inspector.Config{Store: st.Captures, Host: "test-host"})
 		t.Cleanup(in.Close)
 		hcfg.Telemetry.Inspector, hcfg.Telemetry.Capture = in, o.capture
+	}
+	if len(o.hooks) > 0 {
+		h, err := hooks.Open(context.Background(), hooks.Config{Specs: o.hooks, Environ: os.Environ(), Logger: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = h.Close(context.Background()) }) // after the server has stopped
+		hcfg.Hooks = h
 	}
 	srv, err := httpapi.New(hcfg)
 	if err != nil {

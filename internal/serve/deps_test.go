@@ -23,6 +23,7 @@ func TestImportsFlowDownward(t *testing.T) {
 		"internal/config",
 		"internal/dispatch",
 		"internal/gateway",
+		"internal/hooks",
 		"internal/httpapi",
 		"internal/journal",
 		"internal/logring",

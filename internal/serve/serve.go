@@ -420,6 +420,12 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	if err != nil {
 		return err
 	}
+	requestHooks, err := openHooks(ctx, settings.Hooks, cfg.DataDir, environ, log.With("component", "hooks"))
+	if err != nil {
+		return err
+	}
+	// After the server: observers of the last streams finish.
+	defer func() { _ = requestHooks.Close(context.WithoutCancel(ctx)) }()
 	tel, err := openTelemetry(db, st.local, hosts, host, cfg, settings, gateways, log)
 	if err != nil {
 		return err
@@ -462,6 +468,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		Listen: httpapi.Listen{Addr: addr, MaxBodyBytes: cfg.MaxBodyBytes, BodyTimeout: cfg.BodyTimeout, DrainTimeout: cfg.DrainTimeout,
 			PingInterval: cfg.PingInterval, Hurry: cfg.Hurry, Version: cfg.Version, AllowedHosts: splitList(cfg.AllowedHosts), NewerRelease: newer},
 		Access: httpapi.Access{AdminKey: cfg.APIKey, Keys: db.Keys, BudgetCrossed: budgetAlerts(notifier)},
+		Hooks:  requestHooks,
 		Hosts:  httpapi.Hosts{Host: host, Cluster: hosts, StoreEngine: db.Engine, StoreAt: db.Where},
 		Telemetry: httpapi.Telemetry{History: tel.history, Metrics: tel.metrics, Prices: tel.prices, Logs: logs, Alerts: notifier,
 			Inspector: captures, Capture: cfg.Capture, Tracer: tracer, Crashes: crashes, TestPanic: cfg.TestPanic},

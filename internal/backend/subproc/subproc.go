@@ -123,29 +123,68 @@ func closeAll(fs ...*os.File) {
 // and once it exited (whatever it left behind); it is always joined. A
 // command killed by ctx reports ctx's error.
 func Run(ctx context.Context, l Launcher, s Spec) (stdout, stderr []byte, err error) {
+	return exchange(ctx, l, s, nil, 1<<20, false)
+}
+
+// ErrOutputTooLarge is the error of an Exchange whose command wrote more
+// than its bound: it was killed then, not waited for.
+var ErrOutputTooLarge = errors.New("its output went past its bound")
+
+// Exchange runs a short command that reads in on its stdin and answers on
+// its stdout, as Run does, except that stdout past max bytes kills the
+// command's group at once and reports ErrOutputTooLarge: a filter's
+// answer is whole or it is nothing.
+func Exchange(ctx context.Context, l Launcher, s Spec, in []byte, max int) (stdout, stderr []byte, err error) {
+	return exchange(ctx, l, s, in, max, true)
+}
+
+func exchange(ctx context.Context, l Launcher, s Spec, in []byte, max int, strict bool) (stdout, stderr []byte, err error) {
 	proc, err := l.Launch(s)
 	if err != nil {
 		return nil, nil, err
 	}
-	_ = proc.Stdin().Close()
-	stop := context.AfterFunc(ctx, func() { _ = proc.Signal(syscall.SIGKILL) })
+	kill := func() { _ = proc.Signal(syscall.SIGKILL) }
+	stop := context.AfterFunc(ctx, kill)
+	// A command that stops reading its input (it exited, or answers
+	// first) fails the write; its answer says what happened.
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		if len(in) > 0 {
+			_, _ = proc.Stdin().Write(in)
+		}
+		_ = proc.Stdin().Close()
+	}()
 	errDone := make(chan []byte, 1)
 	go func() {
 		b, _ := io.ReadAll(io.LimitReader(proc.Stderr(), 64<<10))
 		_, _ = io.Copy(io.Discard, proc.Stderr())
 		errDone <- b
 	}()
-	stdout, readErr := io.ReadAll(io.LimitReader(proc.Stdout(), 1<<20))
+	stdout, readErr := io.ReadAll(io.LimitReader(proc.Stdout(), int64(max)+1))
+	over := len(stdout) > max
+	if over {
+		stdout = stdout[:max]
+		if strict {
+			kill()
+		}
+	}
 	_, _ = io.Copy(io.Discard, proc.Stdout())
 	stderr = <-errDone
 	waitErr := proc.Wait()
 	stop()
-	_ = proc.Signal(syscall.SIGKILL)
+	kill()
+	// A write still blocked (the input's reader left the group) ends
+	// when its pipe closes.
+	_ = proc.Stdin().Close()
+	<-written
 	_ = proc.Stdout().Close()
 	_ = proc.Stderr().Close()
 	switch {
 	case ctx.Err() != nil:
 		return stdout, stderr, ctx.Err()
+	case over && strict:
+		return stdout, stderr, ErrOutputTooLarge
 	case readErr != nil:
 		return stdout, stderr, readErr
 	}

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -47,7 +46,7 @@ func newSpawnWorld(t *testing.T, bin, claudePath string, extraEnv ...string) *sp
 		})
 		if pids := testkit.Processes(marker); len(pids) > 0 {
 			for _, pid := range pids {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
+				testkit.Kill(pid)
 			}
 			t.Errorf("processes left behind: %v", pids)
 		}

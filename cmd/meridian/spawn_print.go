@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
+	"github.com/meridian-gw/meridian/internal/profile"
 	"github.com/meridian-gw/meridian/internal/spawn"
 	"github.com/meridian-gw/meridian/internal/spawn/lead"
 	"github.com/meridian-gw/meridian/internal/spawn/registry"
@@ -190,9 +190,6 @@ func terminalOf(w io.Writer) (bool, int) {
 	if !ok {
 		return false, 0
 	}
-	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
-	if err != nil {
-		return false, 0
-	}
-	return true, int(ws.Col)
+	cols, ok := profile.TerminalWidth(f)
+	return ok, cols
 }

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -246,9 +245,7 @@ func TestSpawnReaper(t *testing.T) {
 	if worker.Status != "running" || worker.RunnerPID == 0 {
 		t.Fatalf("before the kill: %+v", worker)
 	}
-	if err := syscall.Kill(worker.RunnerPID, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Kill(worker.RunnerPID)
 
 	// A dead worker whose report was written in full.
 	s := w.seeder()

@@ -11,5 +11,5 @@ import (
 // process of its own, not an import.
 func TestImportsFlowDownward(t *testing.T) {
 	testkit.CheckImports(t, "internal/atomicfile", "internal/clientsetup", "internal/glance", "internal/keeper", "internal/look",
-		"internal/notice", "internal/panelwindow", "internal/tray")
+		"internal/notice", "internal/panelwindow", "internal/procgroup", "internal/tray")
 }

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/meridian-gw/meridian/internal/procgroup"
+
 	"github.com/meridian-gw/meridian/internal/panelwindow"
 )
 
@@ -31,7 +33,7 @@ func PanelProcess(bin string) func(ctx context.Context, origin, cookie string) e
 		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 		cmd.WaitDelay = 5 * time.Second
 		// A companion killed outright takes its window with it.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+		procgroup.DieWithParent(cmd, syscall.SIGTERM)
 		err := cmd.Run()
 		var exit *exec.ExitError
 		switch {
@@ -90,7 +92,7 @@ func (c *clipboard) copy(text string) error {
 	c.close() // one holder at a time: the new text replaces the old
 	cmd := exec.Command(c.holder, "--copy")
 	cmd.Stdin = strings.NewReader(text)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	procgroup.DieWithParent(cmd, syscall.SIGTERM)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("copy: %w", err)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -151,7 +150,7 @@ func (g *agyGateway) noneLeft(t *testing.T, when string) {
 			return fmt.Errorf("agy processes %v %s", left, when)
 		}
 		for _, c := range g.calls() {
-			if pid, ok := c["grandchild"].(float64); ok && syscall.Kill(int(pid), 0) == nil {
+			if pid, ok := c["grandchild"].(float64); ok && testkit.Alive(int(pid)) {
 				return fmt.Errorf("agy's child %d %s", int(pid), when)
 			}
 		}

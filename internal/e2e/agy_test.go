@@ -41,7 +41,7 @@ func newAgyGateway(t *testing.T, scenario map[string]any) *agyGateway {
 			_ = g.cmd.Wait()
 		}
 		for _, pid := range g.agys() {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+			testkit.Kill(pid)
 		}
 	})
 	return g

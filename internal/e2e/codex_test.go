@@ -49,7 +49,7 @@ func unstartedCodexGateway(t testing.TB) *codexGateway {
 			_ = g.cmd.Wait()
 		}
 		for _, pid := range g.codexes() {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+			testkit.Kill(pid)
 		}
 	})
 	return g
@@ -272,7 +272,7 @@ func TestCodexKilledMidTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, pid := range g.codexes() {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
+		testkit.Kill(pid)
 	}
 	var apiErr *sdk.Error
 	select {

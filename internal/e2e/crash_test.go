@@ -54,7 +54,7 @@ func newGateway(t testing.TB) *gatewayProc {
 			_ = g.cmd.Wait()
 		}
 		for _, pid := range testkit.Processes(marker) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+			testkit.Kill(pid)
 		}
 		noSecretLogged(t, g.log.String())
 	})

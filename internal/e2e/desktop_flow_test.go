@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -190,14 +189,14 @@ func desktopOwned(t *testing.T, d *testkit.Desktop, bin string) {
 		return pid != 0 && answers(url) && strings.Contains(c.log.String(), "started the gateway")
 	})
 	for i := range 3 {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
+		testkit.Kill(pid)
 		old := pid
 		waitTrue(t, 60*time.Second, fmt.Sprintf("restart %d", i+1), func() bool {
 			pid = c.servePID()
 			return pid != 0 && pid != old && answers(url) && strings.Count(c.log.String(), "the gateway was restarted") == i+1
 		})
 	}
-	_ = syscall.Kill(pid, syscall.SIGKILL)
+	testkit.Kill(pid)
 	var critical testkit.Notification
 	defer func() {
 		if t.Failed() {
@@ -248,7 +247,7 @@ func desktopOwned(t *testing.T, d *testkit.Desktop, bin string) {
 	if got := <-result; !strings.HasPrefix(got, "200 ") || !strings.Contains(got, "finished in the drain") {
 		t.Fatalf("the turn running at quit: %s", got)
 	}
-	if syscall.Kill(child, 0) == nil || answers(url) {
+	if testkit.Alive(child) || answers(url) {
 		t.Fatalf("the drained child %d is still there", child)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/godbus/dbus/v5"
 
+	"github.com/meridian-gw/meridian/internal/procgroup"
 	"github.com/meridian-gw/meridian/internal/testkit"
 )
 
@@ -49,14 +50,14 @@ func startCompanion(t *testing.T, d *testkit.Desktop, bin string, env []string, 
 	c.cmd.Env = env
 	c.cmd.Stdout, c.cmd.Stderr = &c.log, &c.log
 	// Its own group, so that a failed test ends whatever it started.
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	procgroup.Prepare(c.cmd)
 	c.cmd.WaitDelay = 10 * time.Second
 	if err := c.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		if c.cmd.ProcessState == nil {
-			_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+			_ = procgroup.SignalGroup(c.cmd.Process.Pid, syscall.SIGKILL)
 			_ = c.cmd.Wait()
 		}
 		if t.Failed() {

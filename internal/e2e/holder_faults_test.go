@@ -5,7 +5,6 @@ import (
 	"context"
 	"net/http"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	oaioption "github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 
+	"github.com/meridian-gw/meridian/internal/procgroup"
 	"github.com/meridian-gw/meridian/internal/testkit"
 )
 
@@ -155,7 +155,7 @@ func TestARelayedStreamWhoseHolderPausesEndsInAnError(t *testing.T) {
 	if got := resp.Header.Get("X-Meridian-Host"); got != hostID(t, a) {
 		t.Fatalf("turn 2 was answered by %q, not the holder", got)
 	}
-	t.Cleanup(func() { _ = a.cmd.Process.Signal(syscall.SIGCONT) })
+	t.Cleanup(func() { _ = procgroup.Signal(a.cmd.Process.Pid, procgroup.Thaw) })
 	var stopped time.Time
 	var pings int
 	var last string
@@ -164,7 +164,7 @@ func TestARelayedStreamWhoseHolderPausesEndsInAnError(t *testing.T) {
 		line := lines.Text()
 		switch {
 		case strings.Contains(line, `"text":"time "`) && stopped.IsZero():
-			if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			if err := procgroup.Signal(a.cmd.Process.Pid, procgroup.Freeze); err != nil {
 				t.Fatal(err)
 			}
 			stopped = time.Now()

@@ -9,12 +9,12 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/meridian-gw/meridian/internal/procgroup"
 	"github.com/meridian-gw/meridian/internal/testkit"
 )
 
@@ -252,10 +252,10 @@ func TestStoppedHolderIsPassedOver(t *testing.T) {
 		t.Fatalf("turn 1 on a: %v %s", err, body)
 	}
 	waitShared(t, db, "paused", "answer to question 1")
-	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	if err := procgroup.Signal(a.cmd.Process.Pid, procgroup.Freeze); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = a.cmd.Process.Signal(syscall.SIGCONT) })
+	t.Cleanup(func() { _ = procgroup.Signal(a.cmd.Process.Pid, procgroup.Thaw) })
 	stopped := time.Now()
 	resp, body, err := b.post(turnBody("question", 2), "X-Claude-Code-Session-Id", "paused")
 	if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(body, "answer to question 2") {

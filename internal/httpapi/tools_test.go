@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -341,7 +340,7 @@ func TestToolResultAfterTheProcessDiedReplays(t *testing.T) {
 		history: []sdk.MessageParam{userMessage("what does k.go say?")}}
 	l.send()
 	for _, pid := range testkit.Processes(s.Marker) {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
+		testkit.Kill(pid)
 	}
 	testkit.WaitNoProcesses(t, s.Marker, 3*time.Second)
 	l.history = append(l.history, sdk.NewUserMessage(sdk.NewToolResultBlock("toolu_k", "the file body", false)))

@@ -8,5 +8,5 @@ import (
 
 // The keeper asks the gateway only through the probe.
 func TestImportsFlowDownward(t *testing.T) {
-	testkit.CheckImports(t, "internal/probe")
+	testkit.CheckImports(t, "internal/probe", "internal/procgroup")
 }

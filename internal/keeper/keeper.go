@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/meridian-gw/meridian/internal/procgroup"
+
 	"github.com/meridian-gw/meridian/internal/probe"
 )
 
@@ -180,7 +182,7 @@ func (k *Keeper) spawn(ctx context.Context) error {
 	cmd.Stdout, cmd.Stderr = k.cfg.Output, k.cfg.Output
 	// Its own group: a terminal's interrupt to the companion does not
 	// reach it; the keeper drains it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	procgroup.Prepare(cmd)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start meridian: %w", err)
 	}
@@ -202,7 +204,7 @@ func (k *Keeper) spawn(ctx context.Context) error {
 			exit <- err // the watch reads it too
 			return fmt.Errorf("meridian exited before it served: %v", err)
 		case <-ctx.Done():
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = procgroup.SignalGroup(cmd.Process.Pid, syscall.SIGKILL)
 			return fmt.Errorf("meridian did not answer on %s within %s", k.cfg.Addr, k.cfg.Ready)
 		case <-tick.C:
 		}
@@ -310,12 +312,12 @@ func (k *Keeper) set(m Mode) {
 // it, and kills its group past the bound.
 func (k *Keeper) drain(exit chan error) {
 	pid := k.pid()
-	_ = syscall.Kill(pid, syscall.SIGTERM)
+	_ = procgroup.Signal(pid, syscall.SIGTERM)
 	select {
 	case <-exit:
 	case <-time.After(k.cfg.Drain):
 		k.cfg.Log.Warn("desktop: the gateway did not drain in time; killing it", "pid", pid, "after", k.cfg.Drain)
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		_ = procgroup.SignalGroup(pid, syscall.SIGKILL)
 		<-exit
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -53,8 +52,6 @@ func (w testWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-func alive(pid int) bool { return pid > 0 && syscall.Kill(pid, 0) == nil }
-
 // An owned child killed with SIGKILL comes back on the same address with
 // a new pid, three times; the fourth crash exhausts recovery: no more
 // restarts. Close then joins everything.
@@ -72,13 +69,11 @@ func TestOwnedChildIsRestartedThreeTimes(t *testing.T) {
 	seen := map[int]bool{}
 	for i := range 4 {
 		pid := k.PID()
-		if seen[pid] || !alive(pid) {
+		if seen[pid] || !testkit.Alive(pid) {
 			t.Fatalf("crash %d: pid %d (seen before: %v)", i+1, pid, seen[pid])
 		}
 		seen[pid] = true
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
+		testkit.Kill(pid)
 		want := EventRestarted
 		if i == 3 {
 			want = EventExhausted
@@ -118,8 +113,8 @@ func TestCloseDrainsTheOwnedChild(t *testing.T) {
 	}
 	pid := k.PID()
 	k.Close()
-	if alive(pid) || k.Mode() != Stopped {
-		t.Fatalf("after Close: pid %d alive %v, mode %s", pid, alive(pid), k.Mode())
+	if testkit.Alive(pid) || k.Mode() != Stopped {
+		t.Fatalf("after Close: pid %d alive %v, mode %s", pid, testkit.Alive(pid), k.Mode())
 	}
 	if got := strings.Join(ev.kinds(), ","); got != "started,stopped" {
 		t.Fatalf("events %s", got)
@@ -144,7 +139,7 @@ func TestAttachesToARunningGateway(t *testing.T) {
 		t.Fatalf("mode %s pid %d", k.Mode(), k.PID())
 	}
 	k.Close()
-	if !alive(other.Process.Pid) || k.Mode() != Attached {
+	if !testkit.Alive(other.Process.Pid) || k.Mode() != Attached {
 		t.Fatal("closing an attached keeper stopped the gateway")
 	}
 	if got := strings.Join(ev.kinds(), ","); got != "attached,stopped" {

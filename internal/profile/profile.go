@@ -17,7 +17,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"syscall"
+
+	"github.com/meridian-gw/meridian/internal/filelock"
 
 	"github.com/meridian-gw/meridian/internal/atomicfile"
 )
@@ -380,13 +381,9 @@ func writeFile(path string, b []byte, mode os.FileMode) error {
 }
 
 func lock(path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	unlock, err := filelock.Lock(path)
 	if err != nil {
 		return nil, fmt.Errorf("profiles lock: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("profiles lock: %w", err)
-	}
-	return func() { f.Close() }, nil
+	return unlock, nil
 }

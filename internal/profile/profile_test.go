@@ -14,7 +14,7 @@ import (
 )
 
 func TestImportsFlowDownward(t *testing.T) {
-	testkit.CheckImports(t, "golang.org/x/sys/unix", "internal/atomicfile")
+	testkit.CheckImports(t, "golang.org/x/sys/unix", "golang.org/x/sys/windows", "internal/atomicfile", "internal/filelock")
 }
 
 func mode(t *testing.T, path string) os.FileMode {

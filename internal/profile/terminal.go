@@ -9,17 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-
-	"golang.org/x/sys/unix"
 )
 
 // ReadSecret reads a token or key from in: a line typed at a terminal
 // (prompted on prompt, not echoed), or everything piped in. A secret never
 // comes from the command line, where other users' ps would show it.
 func ReadSecret(in *os.File, prompt io.Writer, what string) (string, error) {
-	fd := int(in.Fd())
-	old, err := unix.IoctlGetTermios(fd, termiosGet)
-	if err != nil {
+	restore, err := hideTyping(in)
+	if errors.Is(err, errNotTerminal) {
 		// Not a terminal: the secret is piped in.
 		b, err := io.ReadAll(io.LimitReader(in, 64<<10))
 		if err != nil {
@@ -27,14 +24,12 @@ func ReadSecret(in *os.File, prompt io.Writer, what string) (string, error) {
 		}
 		return strings.TrimSpace(string(b)), nil
 	}
-	fmt.Fprintf(prompt, "Paste the %s, then Enter (it is not shown): ", what)
-	quiet := *old
-	quiet.Lflag &^= unix.ECHO
-	if err := unix.IoctlSetTermios(fd, termiosSet, &quiet); err != nil {
+	if err != nil {
 		return "", fmt.Errorf("terminal: %w", err)
 	}
+	fmt.Fprintf(prompt, "Paste the %s, then Enter (it is not shown): ", what)
 	defer func() {
-		_ = unix.IoctlSetTermios(fd, termiosSet, old)
+		restore()
 		fmt.Fprintln(prompt)
 	}()
 	line, err := bufio.NewReader(in).ReadString('\n')
@@ -60,10 +55,13 @@ func (s *Store) LoginCommand(ctx context.Context, p Profile, claudePath string, 
 }
 
 // IsTerminal reports whether f is a terminal.
-func IsTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), termiosGet)
-	return err == nil
-}
+func IsTerminal(f *os.File) bool { return isTerminal(f) }
+
+// TerminalWidth is the width in columns of the terminal f is, if it is one.
+func TerminalWidth(f *os.File) (int, bool) { return terminalWidth(f) }
+
+// errNotTerminal is hideTyping's answer for a file that is no terminal.
+var errNotTerminal = errors.New("not a terminal")
 
 // CodexLoginCommand is codex's own login in a codex profile's home: for
 // codex-login its sign-in flow, to run attached to the user's terminal;

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/meridian-gw/meridian/internal/procgroup"
 )
 
 // Balancer is a real load balancer in front of several hosts, on a free
@@ -107,7 +109,7 @@ func startBalancer(tb testing.TB, name, config string, backends []string,
 	cmd := exec.Command(bin, args(dir, cfg)...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	// Its own process group: nginx's workers go with their master.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	procgroup.Prepare(cmd)
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
@@ -120,7 +122,7 @@ func startBalancer(tb testing.TB, name, config string, backends []string,
 		select {
 		case <-exited:
 		case <-time.After(5 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = procgroup.SignalGroup(cmd.Process.Pid, syscall.SIGKILL)
 			<-exited
 		}
 	})

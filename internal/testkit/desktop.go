@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/meridian-gw/meridian/internal/procgroup"
 )
 
 // Desktop is a desktop session of the test's own: an X server (Xvfb), a
@@ -107,7 +109,7 @@ func (d *Desktop) start(t testing.TB, env []string, name string, args ...string)
 	t.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	procgroup.Prepare(cmd)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -119,13 +121,13 @@ func (d *Desktop) start(t testing.TB, env []string, name string, args ...string)
 func (d *Desktop) stop() {
 	for i := len(d.procs) - 1; i >= 0; i-- {
 		cmd := d.procs[i]
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		_ = procgroup.SignalGroup(cmd.Process.Pid, syscall.SIGTERM)
 		done := make(chan struct{})
 		go func() { _ = cmd.Wait(); close(done) }()
 		select {
 		case <-done:
 		case <-time.After(5 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = procgroup.SignalGroup(cmd.Process.Pid, syscall.SIGKILL)
 			<-done
 		}
 	}

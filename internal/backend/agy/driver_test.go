@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -253,7 +252,7 @@ func TestBadOutputAndProcessEnd(t *testing.T) {
 	err := testkit.WaitFor(2*time.Second, func() error {
 		for _, c := range s.calls() {
 			for _, key := range []string{"pid", "grandchild"} {
-				if pid, ok := c[key].(float64); ok && syscall.Kill(int(pid), 0) == nil {
+				if pid, ok := c[key].(float64); ok && testkit.Alive(int(pid)) {
 					return fmt.Errorf("%s %d outlived Close", key, int(pid))
 				}
 			}

@@ -9,13 +9,13 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/backend"
 	"github.com/meridian-gw/meridian/internal/backend/agy"
 	"github.com/meridian-gw/meridian/internal/backend/subproc"
+	"github.com/meridian-gw/meridian/internal/procgroup"
 	"github.com/meridian-gw/meridian/internal/testkit"
 )
 
@@ -68,10 +68,10 @@ func TestStdinWriteEndsWithTheContext(t *testing.T) {
 	// SIGSTOP: agy reads nothing more, so a prompt larger than the pipe
 	// blocks its write.
 	stopped := sess.(interface{ Pid() int }).Pid()
-	if err := syscall.Kill(stopped, syscall.SIGSTOP); err != nil {
+	if err := procgroup.Signal(stopped, procgroup.Freeze); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = syscall.Kill(stopped, syscall.SIGCONT) }()
+	defer func() { _ = procgroup.Signal(stopped, procgroup.Thaw) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	done := make(chan error, 1)

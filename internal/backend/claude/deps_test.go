@@ -9,5 +9,5 @@ import (
 // Dependencies flow downward: this package imports only what it owns
 // beyond the standard library.
 func TestImportsFlowDownward(t *testing.T) {
-	testkit.CheckImports(t, "internal/backend", "internal/backend/subproc", "internal/procmem")
+	testkit.CheckImports(t, "internal/backend", "internal/backend/subproc", "internal/procgroup", "internal/procmem")
 }

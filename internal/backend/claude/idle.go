@@ -3,8 +3,9 @@ package claude
 import (
 	"errors"
 	"fmt"
-	"syscall"
 	"time"
+
+	"github.com/meridian-gw/meridian/internal/procgroup"
 
 	"github.com/meridian-gw/meridian/internal/backend"
 )
@@ -18,7 +19,7 @@ func (p *Process) Freeze() error {
 	if p.inTurn || p.paused {
 		return errors.New("claude: a process in a turn is not frozen")
 	}
-	if err := p.proc.Signal(syscall.SIGSTOP); err != nil {
+	if err := p.proc.Signal(procgroup.Freeze); err != nil {
 		return fmt.Errorf("freeze claude: %w", err)
 	}
 	p.frozen = true
@@ -38,7 +39,7 @@ func (p *Process) Thaw() error {
 		return nil
 	}
 	p.frozen = false
-	if err := p.proc.Signal(syscall.SIGCONT); err != nil {
+	if err := p.proc.Signal(procgroup.Thaw); err != nil {
 		return fmt.Errorf("thaw claude: %w", err)
 	}
 	return nil

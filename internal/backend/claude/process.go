@@ -9,7 +9,8 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
-	"syscall"
+
+	"github.com/meridian-gw/meridian/internal/procgroup"
 
 	"github.com/meridian-gw/meridian/internal/backend"
 	"github.com/meridian-gw/meridian/internal/backend/subproc"
@@ -313,7 +314,7 @@ func (p *Process) Close() error {
 		p.mu.Unlock()
 		if frozen {
 			// A stopped process cannot read its closed stdin and exit.
-			_ = p.proc.Signal(syscall.SIGCONT)
+			_ = p.proc.Signal(procgroup.Thaw)
 		}
 		if paused {
 			// The CLI waits inside a turn for tool results that will not

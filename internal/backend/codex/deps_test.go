@@ -10,5 +10,5 @@ import (
 // lifecycle, the protocol's framing, the tool host and memory readings.
 func TestImportsFlowDownward(t *testing.T) {
 	testkit.CheckImports(t, "internal/backend", "internal/backend/codex/appserver", "internal/backend/subproc", "internal/backend/workdir",
-		"internal/backend/toolhost", "internal/procmem", "github.com/pelletier/go-toml/v2")
+		"internal/backend/toolhost", "internal/procgroup", "internal/procmem", "github.com/pelletier/go-toml/v2")
 }

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -304,7 +303,7 @@ func TestKillAndResume(t *testing.T) {
 	defer cancel()
 	res, err := s.Turn(ctx, text("second question"), func(ev *backend.Event) error {
 		if ev.Kind == backend.BlockDelta {
-			_ = syscall.Kill(s.(backend.Processor).Pid(), syscall.SIGKILL)
+			testkit.Kill(s.(backend.Processor).Pid())
 		}
 		return nil
 	})

@@ -10,8 +10,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
+
+	"github.com/meridian-gw/meridian/internal/procgroup"
 
 	"github.com/meridian-gw/meridian/internal/backend"
 	"github.com/meridian-gw/meridian/internal/backend/codex/appserver"
@@ -307,7 +308,7 @@ func (s *Session) Freeze() error {
 	if s.paused != nil {
 		return errors.New("codex: a session in a turn is not frozen")
 	}
-	if err := s.sp.Signal(syscall.SIGSTOP); err != nil {
+	if err := s.sp.Signal(procgroup.Freeze); err != nil {
 		return fmt.Errorf("freeze codex: %w", err)
 	}
 	s.frozen = true
@@ -322,7 +323,7 @@ func (s *Session) Thaw() error {
 		return nil
 	}
 	s.frozen = false
-	if err := s.sp.Signal(syscall.SIGCONT); err != nil {
+	if err := s.sp.Signal(procgroup.Thaw); err != nil {
 		return fmt.Errorf("thaw codex: %w", err)
 	}
 	return nil
@@ -357,7 +358,7 @@ func (s *Session) Close() error {
 			s.frozen = false
 			s.mu.Unlock()
 			if frozen {
-				_ = s.sp.Signal(syscall.SIGCONT)
+				_ = s.sp.Signal(procgroup.Thaw)
 			}
 			if held {
 				// A turn waits on client tools: released, codex would

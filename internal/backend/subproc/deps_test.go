@@ -6,4 +6,4 @@ import (
 	"github.com/meridian-gw/meridian/internal/testkit"
 )
 
-func TestImportsFlowDownward(t *testing.T) { testkit.CheckImports(t) }
+func TestImportsFlowDownward(t *testing.T) { testkit.CheckImports(t, "internal/procgroup") }

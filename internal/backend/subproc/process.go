@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/meridian-gw/meridian/internal/procgroup"
 )
 
 // Bounds of a process's output.
@@ -250,7 +252,7 @@ func (p *Process) Close(before func()) {
 // takes seconds to exit, even killed. Its group is its own.
 func (p *Process) Yield() {
 	if pid := p.proc.Pid(); pid > 0 {
-		_ = syscall.Setpriority(syscall.PRIO_PGRP, pid, 19)
+		procgroup.Lower(pid)
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/meridian-gw/meridian/internal/procgroup"
 )
 
 // pipeProc is a Proc over in-memory pipes: the test plays the CLI's side.
@@ -35,7 +37,7 @@ func (p *pipeProc) Wait() error           { return <-p.exit }
 
 // Signal: any signal but a stop ends the stand-in with that status.
 func (p *pipeProc) Signal(sig syscall.Signal) error {
-	if sig == syscall.SIGSTOP || sig == syscall.SIGCONT {
+	if sig == procgroup.Freeze || sig == procgroup.Thaw {
 		return nil
 	}
 	p.end(errors.New("signal: " + sig.String()))

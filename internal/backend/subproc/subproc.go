@@ -16,6 +16,8 @@ import (
 	"os/exec"
 	"runtime"
 	"syscall"
+
+	"github.com/meridian-gw/meridian/internal/procgroup"
 )
 
 // Spec is what a Launcher starts.
@@ -48,8 +50,9 @@ type Launcher interface {
 	Launch(Spec) (Proc, error)
 }
 
-// ExecLauncher runs the binary in its own process group, so that the whole
-// tree it starts can be signalled at once.
+// ExecLauncher runs the binary in a group of its own (a process group, on
+// Windows a job object), so that the whole tree it starts can be
+// signalled at once.
 type ExecLauncher struct{}
 
 // Launch implements Launcher.
@@ -76,8 +79,8 @@ func (ExecLauncher) Launch(s Spec) (Proc, error) {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	cmd.ExtraFiles = s.Inherit
 	// What the CLI itself starts stays in its group, which Signal reaches.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	dieWithParent(cmd.SysProcAttr)
+	procgroup.Prepare(cmd)
+	procgroup.DieWithParent(cmd, syscall.SIGKILL)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if err := cmd.Start(); err != nil {
@@ -86,11 +89,19 @@ func (ExecLauncher) Launch(s Spec) (Proc, error) {
 	}
 	// The child holds its own copies; ours would keep EOF from arriving.
 	closeAll(inR, outW, errW)
-	return &execProc{cmd: cmd, stdin: inW, stdout: outR, stderr: errR}, nil
+	group, err := procgroup.Attach(cmd.Process)
+	if err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		closeAll(inW, outR, errR)
+		return nil, err
+	}
+	return &execProc{cmd: cmd, group: group, stdin: inW, stdout: outR, stderr: errR}, nil
 }
 
 type execProc struct {
 	cmd    *exec.Cmd
+	group  *procgroup.Group
 	stdin  *os.File
 	stdout *os.File
 	stderr *os.File
@@ -101,16 +112,13 @@ func (p *execProc) Stdout() io.ReadCloser { return p.stdout }
 func (p *execProc) Stderr() io.ReadCloser { return p.stderr }
 func (p *execProc) Pid() int              { return p.cmd.Process.Pid }
 
-func (p *execProc) Signal(sig syscall.Signal) error {
-	// The group id is the leader's pid (Setpgid with Pgid 0).
-	err := syscall.Kill(-p.cmd.Process.Pid, sig)
-	if errors.Is(err, syscall.ESRCH) {
-		return nil
-	}
+func (p *execProc) Signal(sig syscall.Signal) error { return p.group.Signal(sig) }
+
+func (p *execProc) Wait() error {
+	err := p.cmd.Wait()
+	p.group.Release()
 	return err
 }
-
-func (p *execProc) Wait() error { return p.cmd.Wait() }
 
 func closeAll(fs ...*os.File) {
 	for _, f := range fs {

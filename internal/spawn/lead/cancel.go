@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"syscall"
 	"time"
+
+	"github.com/meridian-gw/meridian/internal/procgroup"
 
 	"github.com/meridian-gw/meridian/internal/procident"
 	"github.com/meridian-gw/meridian/internal/spawn"
@@ -51,7 +52,7 @@ func (l *Lead) Cancel(ctx context.Context, ids []string, observe bool) ([]Cancel
 			continue
 		}
 		if procident.Alive(row.RunnerPID, row.RunnerStart) {
-			if err := syscall.Kill(row.RunnerPID, syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) && !errors.Is(err, syscall.ESRCH) {
+			if err := procgroup.Signal(row.RunnerPID, syscall.SIGTERM); err != nil {
 				return nil, fmt.Errorf("signal %s's worker: %w", row.ID, err)
 			}
 		}

@@ -11,6 +11,7 @@ func TestImportsFlowDownward(t *testing.T) {
 	testkit.CheckImports(t,
 		"internal/spawn",
 		"internal/procident",
+		"internal/procgroup",
 		"internal/spawn/registry",
 		"internal/spawn/runner",
 		"internal/store/sqlite",

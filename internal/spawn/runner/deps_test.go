@@ -10,6 +10,7 @@ import (
 func TestImportsFlowDownward(t *testing.T) {
 	testkit.CheckImports(t,
 		"internal/anthropic",
+		"internal/procgroup",
 		"internal/backend",
 		"internal/backend/claude",
 		"internal/spawn",

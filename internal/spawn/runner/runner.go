@@ -16,8 +16,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"time"
+
+	"github.com/meridian-gw/meridian/internal/procgroup"
 
 	"github.com/meridian-gw/meridian/internal/anthropic"
 	"github.com/meridian-gw/meridian/internal/backend"
@@ -102,7 +103,7 @@ func Launch(self string, args []string, env []string, row registry.Row) (pid int
 	cmd.Env = env
 	cmd.Dir = row.Cwd
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	procgroup.Detach(cmd)
 	if err := cmd.Start(); err != nil {
 		return 0, err
 	}

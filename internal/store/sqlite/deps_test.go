@@ -9,5 +9,5 @@ import (
 // Dependencies flow downward: this package imports only what it owns
 // beyond the standard library.
 func TestImportsFlowDownward(t *testing.T) {
-	testkit.CheckImports(t, "modernc.org/sqlite", "internal/store", "internal/store/sqlstore")
+	testkit.CheckImports(t, "modernc.org/sqlite", "internal/store", "internal/store/sqlstore", "internal/filelock")
 }

@@ -15,7 +15,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
+
+	"github.com/meridian-gw/meridian/internal/filelock"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -90,17 +91,12 @@ func checkNotEmptied(path string) error {
 }
 
 // lock takes an exclusive advisory lock on a file, waiting for it.
-func lock(path string) (unlock func(), err error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+func lock(path string) (func(), error) {
+	unlock, err := filelock.Lock(path)
 	if err != nil {
 		return nil, fmt.Errorf("store lock: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("store lock: %w", err)
-	}
-	// Closing the file releases the lock.
-	return func() { _ = f.Close() }, nil
+	return unlock, nil
 }
 
 // migrations bring the schema from version i to i+1. Append only: a

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meridian-gw/meridian/internal/procgroup"
 	"github.com/meridian-gw/meridian/internal/testkit"
 )
 
@@ -186,7 +187,7 @@ func newCluster(t *testing.T) *cluster {
 		backends = append(backends, net.JoinHostPort(ip, strconv.Itoa(port)))
 		t.Cleanup(func() {
 			if h.running() {
-				_ = h.cmd.Process.Signal(syscall.SIGCONT)
+				_ = procgroup.Signal(h.cmd.Process.Pid, procgroup.Thaw)
 				_ = h.cmd.Process.Kill()
 				<-h.exited
 			}

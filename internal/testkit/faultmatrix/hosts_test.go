@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/meridian-gw/meridian/internal/procgroup"
 )
 
 // figures collects one line per probe for the summary at the end.
@@ -103,7 +105,7 @@ func holderPausedMidStream(t *testing.T, c *cluster, f *figures) {
 	_, lines, _ := stream(b.url(), "/v1/messages", messagesBody(true, "hello", "answer to hello", "tell me a long story"), func(line string) {
 		switch {
 		case strings.Contains(line, "time ") && stopped.IsZero():
-			a.signal(syscall.SIGSTOP)
+			a.signal(procgroup.Freeze)
 			stopped = time.Now()
 		case line == "event: ping" && !stopped.IsZero():
 			pings++
@@ -111,7 +113,7 @@ func holderPausedMidStream(t *testing.T, c *cluster, f *figures) {
 			errored = time.Now()
 		}
 	}, "X-Claude-Code-Session-Id", "paused")
-	a.signal(syscall.SIGCONT)
+	a.signal(procgroup.Thaw)
 	bound := hostExpiry + pingInterval + 2*time.Second
 	took := errored.Sub(stopped)
 	ok := !errored.IsZero() && pings >= 2 && took <= bound+2*time.Second && strings.Contains(strings.Join(lines, "\n"), "stopped in the middle")

@@ -13,6 +13,8 @@ const packages = {
   "linux-arm64": "@meridian-gw/meridian-linux-arm64",
   "darwin-x64": "@meridian-gw/meridian-darwin-x64",
   "darwin-arm64": "@meridian-gw/meridian-darwin-arm64",
+  "win32-x64": "@meridian-gw/meridian-win32-x64",
+  "win32-arm64": "@meridian-gw/meridian-win32-arm64",
 };
 
 const platform = `${process.platform}-${process.arch}`;
@@ -23,7 +25,7 @@ if (!pkg) {
 }
 let binary;
 try {
-  binary = require.resolve(`${pkg}/bin/meridian`);
+  binary = require.resolve(`${pkg}/bin/meridian${process.platform === "win32" ? ".exe" : ""}`);
 } catch {
   console.error(`meridian: ${pkg} is not installed: npm leaves optional dependencies out when told to (--omit=optional, --no-optional); install again without that`);
   process.exit(1);

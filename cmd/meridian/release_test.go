@@ -40,7 +40,7 @@ func TestReleaseSnapshot(t *testing.T) {
 	}
 	dist := filepath.Join(t.TempDir(), "dist")
 	one := strings.NewReplacer(
-		"goos: [linux, darwin]", "goos: [linux]",
+		"goos: [linux, darwin, windows]", "goos: [linux]",
 		"goarch: [amd64, arm64]", "goarch: ["+runtime.GOARCH+"]",
 	).Replace(string(config)) + "\ndist: " + dist + "\n"
 	if one == string(config)+"\ndist: "+dist+"\n" {

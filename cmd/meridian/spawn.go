@@ -73,7 +73,7 @@ child's report; run with -C DIR, commands only look and never record anything as
 	f.BoolVar(&c.wait, "wait", false, "block until the child finishes and print its report")
 
 	cmd.AddCommand(sc.listCommand(), sc.showCommand(), sc.statusCommand(), sc.reportCommand(), sc.logCommand(),
-		sc.waitCommand(), sc.cancelCommand(), sc.collectCommand(), sc.ackCommand(), sc.workerCommand())
+		sc.waitCommand(), sc.cancelCommand(), sc.collectCommand(), sc.ackCommand(), sc.clearCommand(), sc.workerCommand())
 	return cmd
 }
 
@@ -132,7 +132,11 @@ func (sc *spawnContext) listCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return sc.printRows(cmd, rows, nil)
+				seen, err := l.Seen(ctx)
+				if err != nil {
+					return err
+				}
+				return sc.printRows(cmd, rows, nil, seen)
 			})
 		},
 	}
@@ -181,7 +185,7 @@ func (sc *spawnContext) statusCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return sc.printRows(cmd, rows, reports) // reports are empty without --full
+				return sc.printRows(cmd, rows, reports, nil) // reports are empty without --full
 			})
 		},
 	}
@@ -244,19 +248,58 @@ func (sc *spawnContext) logCommand() *cobra.Command {
 }
 
 func (sc *spawnContext) ackCommand() *cobra.Command {
-	return &cobra.Command{
+	var receipt string
+	cmd := &cobra.Command{
 		Use:   "ack ID…",
 		Short: "Record that the caller has seen these spawns' results (idempotent)",
-		Args:  cobra.MinimumNArgs(1),
+		Long: `ack records that the caller has seen these spawns' results, so that collect and wait
+never deliver them again. With --receipt, the ack is a client's delivery receipt: the
+client admitted a delivery (the Pi extension acks when Pi starts the message that
+carries it), and the receipt names that delivery.`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return sc.withLead(cmd, func(ctx context.Context, l *lead.Lead) error {
-				if err := l.Ack(ctx, args); err != nil {
+				if err := l.Ack(ctx, args, receipt); err != nil {
 					return err
 				}
 				if sc.json {
-					return printJSON(cmd, map[string]any{"acked": args})
+					out := map[string]any{"acked": args}
+					if receipt != "" {
+						out["receipt"] = receipt
+					}
+					return printJSON(cmd, out)
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "acknowledged %s\n", strings.Join(args, " "))
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&receipt, "receipt", "", "the delivery this ack is the receipt of (letters, digits, '-' and '_', at most 64)")
+	return cmd
+}
+
+func (sc *spawnContext) clearCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "clear [ID…]",
+		Short: "Dismiss finished children's results unread (all owed children without ids); they are never delivered",
+		Long: `clear dismisses the results of finished children without showing them: they count as
+seen, so collect and wait never deliver them. Without ids it clears every child owed to
+the caller now; with ids, those children, which must be the caller's own and finished.
+Their reports stay readable with spawn show.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return sc.withLead(cmd, func(ctx context.Context, l *lead.Lead) error {
+				cleared, err := l.Clear(ctx, args)
+				if err != nil {
+					return err
+				}
+				if sc.json {
+					return printJSON(cmd, map[string]any{"cleared": cleared})
+				}
+				if len(cleared) == 0 {
+					fmt.Fprintln(cmd.OutOrStdout(), "nothing to clear: no finished child is owed to you")
+					return nil
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "cleared %s\n", strings.Join(cleared, " "))
 				return nil
 			})
 		},

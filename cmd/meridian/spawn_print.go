@@ -46,6 +46,10 @@ type spawnView struct {
 	Dir          string     `json:"dir"`
 	Lookup       string     `json:"lookup"`
 	Report       *string    `json:"report,omitempty"`
+	// Seen says how the caller consumed a child's result (ack, receipt,
+	// clear, show, status, wait, cancel); empty while it is owed or for
+	// spawns that are not the caller's children. Only list fills it.
+	Seen string `json:"seen,omitempty"`
 }
 
 func viewOf(r registry.Row, report string) spawnView {
@@ -74,7 +78,7 @@ func printJSON(cmd *cobra.Command, v any) error {
 }
 
 // printRows prints summaries, with report bodies when reports is given.
-func (sc *spawnContext) printRows(cmd *cobra.Command, rows []registry.Row, reports []string) error {
+func (sc *spawnContext) printRows(cmd *cobra.Command, rows []registry.Row, reports []string, seen map[string]string) error {
 	report := func(i int) string {
 		if reports == nil {
 			return ""
@@ -85,6 +89,7 @@ func (sc *spawnContext) printRows(cmd *cobra.Command, rows []registry.Row, repor
 		views := make([]spawnView, len(rows))
 		for i, r := range rows {
 			views[i] = viewOf(r, report(i))
+			views[i].Seen = seen[r.ID]
 		}
 		return printJSON(cmd, map[string]any{"spawns": views})
 	}

@@ -34,6 +34,12 @@ var openCodePlugin []byte
 //go:embed integrations/pi-meridian.ts
 var piExtension []byte
 
+// piSpawnWatch tells a Pi session which of its spawns finished, and acks
+// each delivery when Pi admits it (see the file).
+//
+//go:embed integrations/pi-spawn-watch.ts
+var piSpawnWatch []byte
+
 // placeholderKey is what a client that insists on a key gets from a
 // Meridian that needs none.
 const placeholderKey = "meridian"
@@ -236,6 +242,7 @@ func pi(t Target, l locator) ([]fileEdit, []string) {
 	files := []fileEdit{
 		{path: filepath.Join(dir, "models.json"), format: jsonc, secret: t.Key != "", edits: []confedit.Edit{{Path: path("providers", "meridian"), Value: provider}}},
 		{path: filepath.Join(dir, "extensions", "meridian.ts"), format: verbatim, content: piExtension},
+		{path: filepath.Join(dir, "extensions", "meridian-spawn-watch.ts"), format: verbatim, content: piSpawnWatch},
 	}
 	notes := []string{"Pi: run `pi --model meridian/" + t.defaultModel() + "`"}
 	if t.SetDefault {

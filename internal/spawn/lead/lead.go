@@ -221,21 +221,6 @@ func exitFor(s spawn.Status) int {
 	return 1
 }
 
-// consume records that the caller saw children's terminal results, if the
-// caller may consume: it is their lead, it observes, it is not -C.
-func (l *Lead) consume(ctx context.Context, how string, observe bool, rows ...registry.Row) error {
-	if l.ReadOnly || !observe {
-		return nil
-	}
-	var ids []string
-	for _, r := range rows {
-		if r.ParentID == l.ID && r.Status.Terminal() {
-			ids = append(ids, r.ID)
-		}
-	}
-	return l.Registry.Consume(ctx, l.Project, l.ID, how, ids...)
-}
-
 // Get returns a spawn after reaping.
 func (l *Lead) Get(ctx context.Context, id string) (registry.Row, error) {
 	if _, err := spawn.ParseID(id); err != nil {
@@ -349,26 +334,6 @@ func (l *Lead) Search(ctx context.Context, query string) ([]Match, error) {
 		}
 	}
 	return out, nil
-}
-
-// Ack records that the caller has seen spawns' results. It is idempotent;
-// -C may not ack, as consumption belongs to the caller's own identity.
-func (l *Lead) Ack(ctx context.Context, ids []string) error {
-	if l.ReadOnly {
-		return errors.New("ack records what this caller has seen and cannot be run with -C")
-	}
-	if len(ids) == 0 {
-		return errors.New("ack needs at least one spawn id")
-	}
-	for _, id := range ids {
-		if _, err := spawn.ParseID(id); err != nil {
-			return err
-		}
-		if _, err := l.Registry.Get(ctx, l.Project, id); err != nil {
-			return err
-		}
-	}
-	return l.Registry.Consume(ctx, l.Project, l.ID, "ack", ids...)
 }
 
 // owed returns the caller's children it has not been told about, and its

@@ -132,7 +132,7 @@ func TestConsumption(t *testing.T) {
 	if _, _, err := ro.Status(ctx, nil, true, true); err != nil {
 		t.Fatal(err)
 	}
-	if err := ro.Ack(ctx, []string{a.ID}); err == nil {
+	if err := ro.Ack(ctx, []string{a.ID}, ""); err == nil {
 		t.Fatal("ack with -C was accepted")
 	}
 	w.expectOwed("after reads", "p1", "p2", "p3")
@@ -146,12 +146,12 @@ func TestConsumption(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.expectOwed("after status --full", "p3")
-	if err := w.lead.Ack(ctx, []string{c.ID, c.ID}); err != nil {
+	if err := w.lead.Ack(ctx, []string{c.ID, c.ID}, ""); err != nil {
 		t.Fatal(err)
 	}
 	w.expectOwed("after ack")
 	for _, bad := range [][]string{{"p9"}, {"x"}, {}} {
-		if err := w.lead.Ack(ctx, bad); err == nil {
+		if err := w.lead.Ack(ctx, bad, ""); err == nil {
 			t.Fatalf("ack %v accepted", bad)
 		}
 	}

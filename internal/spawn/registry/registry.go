@@ -287,35 +287,58 @@ func (r *Registry) Finalize(ctx context.Context, project, id string, f Final) (b
 	return wins, tx.Commit()
 }
 
-// Consume records that a lead has seen spawns' results. It is a set union:
-// consuming twice changes nothing.
+// Consume records that a lead has seen spawns' results, all of them or
+// none. It is a set union: consuming twice changes nothing, and the first
+// way a result was consumed is the one kept.
 func (r *Registry) Consume(ctx context.Context, project, lead, how string, ids ...string) error {
+	tx, err := r.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("record consumption: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	at := r.now().UnixMilli()
 	for _, id := range ids {
-		_, err := r.db.ExecContext(ctx, `INSERT INTO spawn_consumed (project, lead, spawn_id, how, at) VALUES (?, ?, ?, ?, ?)
-			ON CONFLICT DO NOTHING`, project, lead, id, how, r.now().UnixMilli())
-		if err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO spawn_consumed (project, lead, spawn_id, how, at) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT DO NOTHING`, project, lead, id, how, at); err != nil {
 			return fmt.Errorf("record consumption: %w", err)
 		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("record consumption: %w", err)
 	}
 	return nil
 }
 
+// ConsumedHow returns how each of a lead's consumed spawns was consumed
+// (ack, clear, receipt, show, status, wait, cancel).
+func (r *Registry) ConsumedHow(ctx context.Context, project, lead string) (map[string]string, error) {
+	rows, err := r.db.QueryContext(ctx, `SELECT spawn_id, how FROM spawn_consumed WHERE project = ? AND lead = ?`, project, lead)
+	if err != nil {
+		return nil, fmt.Errorf("read consumption: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var id, how string
+		if err := rows.Scan(&id, &how); err != nil {
+			return nil, fmt.Errorf("read consumption: %w", err)
+		}
+		out[id] = how
+	}
+	return out, rows.Err()
+}
+
 // Consumed returns the spawns a lead has consumed.
 func (r *Registry) Consumed(ctx context.Context, project, lead string) (map[string]bool, error) {
-	rows, err := r.db.QueryContext(ctx, `SELECT spawn_id FROM spawn_consumed WHERE project = ? AND lead = ?`, project, lead)
+	how, err := r.ConsumedHow(ctx, project, lead)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	out := map[string]bool{}
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
+	out := make(map[string]bool, len(how))
+	for id := range how {
 		out[id] = true
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // Lease marks spawns as being waited for by a running wait (its process

@@ -252,6 +252,7 @@ func bindServeFlags(fs *pflag.FlagSet, cfg *serve.Config, env map[string]string)
 	str(&cfg.OTLPEndpoint, "otlp-endpoint", "MERIDIAN_OTLP_ENDPOINT", "", "an OpenTelemetry collector's OTLP/HTTP URL (http://127.0.0.1:4318): each model request's trace goes there; empty: the OTEL_EXPORTER_OTLP_* variables', or none")
 	cfg.ConfigPath = config.Path(env)
 	duration(&cfg.TranscriptGrace, "transcript-grace", "MERIDIAN_TRANSCRIPT_GRACE", transcripts.DefaultGrace, "delete the claude transcripts no conversation needs once unused this long")
+	duration(&cfg.ProfileCopyGrace, "profile-copy-grace", "MERIDIAN_PROFILE_COPY_GRACE", 0, "forget a conversation's copy under a profile it moved away from once unused this long (e.g. 24h), freeing its transcript; it then replays there instead of resuming (0: keep copies)")
 	duration(&cfg.PingInterval, "ping-interval", "MERIDIAN_PING_INTERVAL", httpapi.DefaultPingInterval, "how often a quiet stream gets a ping; a host relaying another's stream takes that host for stopped once it is silent longer (use the same on every host)")
 	duration(&cfg.DrainTimeout, "drain-timeout", "MERIDIAN_DRAIN_TIMEOUT", httpapi.DefaultDrainTimeout, "on SIGTERM or SIGINT, how long running requests may finish before they are cancelled (a second signal cancels them at once)")
 

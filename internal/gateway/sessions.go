@@ -68,12 +68,16 @@ func (g *Gateway) info(m session.Mapping) SessionInfo {
 // LiveProcesses reports live claude processes in all and idle.
 func (g *Gateway) LiveProcesses() (live, idle int) { return g.pool.Stats() }
 
+// LiveSessionIDs lists the CLI sessions this gateway's live processes
+// hold.
+func (g *Gateway) LiveSessionIDs() []string { return g.pool.SessionIDs() }
+
 // TranscriptsInUse lists the backend sessions whose transcripts are still
 // needed: those stored conversations continue from, and those of live
 // processes (idle or running a turn).
 func (g *Gateway) TranscriptsInUse(ctx context.Context) (map[string]bool, error) {
 	used := map[string]bool{}
-	for _, id := range g.pool.SessionIDs() {
+	for _, id := range g.LiveSessionIDs() {
 		used[id] = true
 	}
 	if g.cfg.Sessions != nil {

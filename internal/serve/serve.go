@@ -116,6 +116,9 @@ type Config struct {
 	// TranscriptGrace keeps a CLI transcript nothing needs this long after
 	// its last write before it is deleted.
 	TranscriptGrace time.Duration
+	// ProfileCopyGrace, when above 0, prunes a conversation's copy under a
+	// profile it moved away from once unused this long (see profileCopies).
+	ProfileCopyGrace time.Duration
 	// DrainTimeout bounds the drain when ctx ends; Hurry ends it at once.
 	DrainTimeout time.Duration
 	Hurry        <-chan struct{}
@@ -551,6 +554,10 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 		Dirs:  profiles.transcriptDirs(workspace),
 		InUse: profiles.transcriptsInUse, Grace: cfg.TranscriptGrace, MaxPerPass: transcripts.DefaultMaxPerPass,
 		Now: time.Now, Log: log.With("component", "transcripts"),
+	}
+	if cfg.ProfileCopyGrace > 0 {
+		cleaner.Unpin = profileCopies{conversations: db.Conversations, grace: cfg.ProfileCopyGrace,
+			live: profiles.liveSessions, now: time.Now}.prune
 	}
 	cleanCtx, stopCleaning := context.WithCancel(ctx)
 	var cleaning sync.WaitGroup

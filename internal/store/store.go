@@ -141,6 +141,20 @@ type Conversations interface {
 	// Transcript returns the conversation's shared transcript and the
 	// session it is of; ok is false when none is kept.
 	Transcript(ctx context.Context, profile, key string) (sessionID string, data []byte, ok bool, err error)
+	// PruneSuperseded deletes copies of conversations under a profile
+	// that another profile has answered since (see PruneCopies): the
+	// mapping, its shared transcript and its delivered tool results. It
+	// returns the CLI sessions of the copies deleted, oldest first.
+	PruneSuperseded(ctx context.Context, p PruneCopies) ([]string, error)
+}
+
+// PruneCopies says which superseded copies PruneSuperseded deletes: those
+// unused since Before, at most Limit, except one whose turn lease is held
+// at Now or whose CLI session Keep names (a live process's).
+type PruneCopies struct {
+	Before, Now time.Time
+	Limit       int
+	Keep        func(sessionID string) bool
 }
 
 // LeaseClaim asks for a conversation's turn lease.

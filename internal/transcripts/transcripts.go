@@ -74,14 +74,27 @@ type Cleaner struct {
 	// says: a turn of another meridian on the same data dir may be using it.
 	Grace      time.Duration
 	MaxPerPass int
-	Now        func() time.Time
-	Log        *slog.Logger
+	// Unpin, if set, runs first in each pass: the mappings it removes
+	// (copies of conversations that moved to another profile) stop
+	// pinning their transcripts, which the pass may then delete. It
+	// reports how many it removed.
+	Unpin func(context.Context) (int, error)
+	Now   func() time.Time
+	Log   *slog.Logger
 }
 
 // Pass deletes up to MaxPerPass transcripts that are not in use and were
 // last written before the grace period (a session's <id>.jsonl and its
 // <id>/ folder of attachments alike), and reports how many it deleted.
 func (c *Cleaner) Pass(ctx context.Context) (int, error) {
+	if c.Unpin != nil {
+		switch n, err := c.Unpin(ctx); {
+		case err != nil && ctx.Err() == nil:
+			c.Log.Warn("could not prune conversations' copies under other profiles", "err", err)
+		case n > 0:
+			c.Log.Info("pruned conversations' copies under profiles they left", "count", n)
+		}
+	}
 	inUse, err := c.InUse(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("transcripts in use: %w", err)

@@ -2,7 +2,9 @@ package transcripts
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -74,5 +76,47 @@ func TestPass(t *testing.T) {
 	}
 	if !slices.Equal(left, []string{"fresh.jsonl", "kept.jsonl", "live.jsonl", "notes.txt"}) {
 		t.Fatalf("left %v", left)
+	}
+}
+
+// Unpin runs before the pass reads what is in use: a transcript it
+// unpins goes in the same pass. A failing Unpin stops nothing.
+func TestUnpinComesFirst(t *testing.T) {
+	dir := t.TempDir()
+	old := time.Now().Add(-2 * time.Hour)
+	for _, id := range []string{"copy", "current"} {
+		p := filepath.Join(dir, id+".jsonl")
+		if err := os.WriteFile(p, []byte("{}\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pinned := map[string]bool{"copy": true, "current": true}
+	fail := true
+	c := &Cleaner{
+		Dirs: func() []string { return []string{dir} },
+		InUse: func(context.Context) (map[string]bool, error) {
+			return maps.Clone(pinned), nil
+		},
+		Unpin: func(context.Context) (int, error) {
+			if fail {
+				return 0, errors.New("the store is away")
+			}
+			delete(pinned, "copy")
+			return 1, nil
+		},
+		Grace: time.Hour, MaxPerPass: 10, Now: time.Now, Log: slog.New(slog.DiscardHandler),
+	}
+	if n, err := c.Pass(context.Background()); err != nil || n != 0 {
+		t.Fatalf("with Unpin failing: %d %v", n, err)
+	}
+	fail = false
+	if n, err := c.Pass(context.Background()); err != nil || n != 1 {
+		t.Fatalf("after Unpin: %d %v", n, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "current.jsonl")); err != nil {
+		t.Fatal("the pinned transcript went")
 	}
 }

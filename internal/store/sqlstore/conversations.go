@@ -156,6 +156,60 @@ func (c conversations) Publish(ctx context.Context, conv store.Conversation, p s
 	return p.Prev + 1, nil
 }
 
+// PruneSuperseded picks the copies in one statement and deletes them, and
+// their delivered tool results, in the same transaction: a turn that
+// publishes a copy meanwhile makes it newer than before, and the delete,
+// which checks again, leaves it.
+func (c conversations) PruneSuperseded(ctx context.Context, p store.PruneCopies) ([]string, error) {
+	ctx, cancel := c.s.call(ctx)
+	defer cancel()
+	const superseded = `c.updated_at < ?
+		AND EXISTS (SELECT 1 FROM conversations n WHERE n.key = c.key AND n.profile <> c.profile AND n.updated_at > c.updated_at)
+		AND NOT EXISTS (SELECT 1 FROM turn_leases l WHERE l.profile = c.profile AND l.key = c.key AND l.expires_at > ?)`
+	var sessions []string
+	err := c.s.tx(ctx, 0, func(tx *Tx) error {
+		sessions = sessions[:0]
+		rows, err := tx.query(`SELECT c.profile, c.key, c.cli_session_id FROM conversations c WHERE `+superseded+`
+			ORDER BY c.updated_at ASC LIMIT ?`, ms(p.Before), ms(p.Now), p.Limit)
+		if err != nil {
+			return err
+		}
+		type copyKey struct{ profile, key string }
+		var picked []copyKey
+		for rows.Next() {
+			var k copyKey
+			var session string
+			if err := rows.Scan(&k.profile, &k.key, &session); err != nil {
+				rows.Close()
+				return err
+			}
+			if p.Keep != nil && p.Keep(session) {
+				continue
+			}
+			picked = append(picked, k)
+			sessions = append(sessions, session)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, k := range picked {
+			if _, err := tx.exec(`DELETE FROM conversations AS c WHERE c.profile = ? AND c.key = ? AND `+superseded,
+				k.profile, k.key, ms(p.Before), ms(p.Now)); err != nil {
+				return err
+			}
+			if _, err := tx.exec(`DELETE FROM consumed_tool_results WHERE profile = ? AND conversation = ?`, k.profile, k.key); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrap("prune superseded conversations", err)
+	}
+	return sessions, nil
+}
+
 // prune deletes a table's oldest rows (by the column at) once it holds
 // more than max, down to a twentieth below it, so a table at its bound
 // pays for a delete (and its commit) once in many publishes, not at each.

@@ -186,3 +186,89 @@ func testConsumedBound(t *testing.T, e Engine) {
 		t.Fatalf("kept %v, want the 4 newest", done)
 	}
 }
+
+// A conversation answered under profile a and then b leaves a's copy
+// superseded: pruned once unused for the grace, with what it pinned,
+// unless a turn holds it or it is newer than b's.
+func testPruneSuperseded(t *testing.T, e Engine) {
+	s, c := open(t, e), ctx(t)
+	publish := func(profile, key string, when time.Duration, consumed ...string) {
+		t.Helper()
+		conv := conversation(profile, key)
+		conv.SessionID = "sess-" + profile + "-" + key
+		prev := int64(0)
+		if got, ok, err := s.Conversations.Load(c, profile, key); err != nil {
+			t.Fatal(err)
+		} else if ok {
+			prev = got.Version
+		}
+		_, err := s.Conversations.Publish(c, conv, store.Publish{Prev: prev, Now: at(when), Consumed: consumed})
+		must(t, err)
+	}
+	publish("a", "moved", 1*time.Second, "t1") // answered by a, then b: a's copy is superseded
+	publish("b", "moved", 2*time.Second)       //
+	publish("a", "back", 1*time.Second)        // a, then b, then a again: b's copy is
+	publish("b", "back", 2*time.Second)        //
+	publish("a", "back", 3*time.Second)        //
+	publish("a", "alone", 1*time.Second)       // one profile: never superseded
+	publish("a", "leased", 1*time.Second)      // superseded, but a turn holds it
+	publish("b", "leased", 2*time.Second)      //
+	publish("a", "recent", 50*time.Second)     // superseded within the grace
+	publish("b", "recent", 60*time.Second)     //
+	g, err := s.Leases.Acquire(c, store.LeaseClaim{Profile: "a", Key: "leased", Token: "t", Owner: owner("a"), Now: at(9 * time.Second), TTL: 10 * time.Second})
+	must(t, err)
+	if !g.Taken {
+		t.Fatal("a free lease was not taken")
+	}
+	if ok, err := s.Conversations.ShareTranscript(c, "a", "moved", "sess-a-moved", []byte("transcript")); err != nil || !ok {
+		t.Fatalf("share: %v %v", ok, err)
+	}
+
+	// Nothing is unused for long enough before 1 s.
+	got, err := s.Conversations.PruneSuperseded(c, store.PruneCopies{Before: at(time.Second), Now: at(10 * time.Second), Limit: 100})
+	must(t, err)
+	if len(got) != 0 {
+		t.Fatalf("pruned within the grace: %v", got)
+	}
+	// A limit of one takes the oldest.
+	got, err = s.Conversations.PruneSuperseded(c, store.PruneCopies{Before: at(10 * time.Second), Now: at(10 * time.Second), Limit: 1})
+	must(t, err)
+	if !slices.Equal(got, []string{"sess-a-moved"}) {
+		t.Fatalf("pruned %v, want a's copy of moved", got)
+	}
+	if _, ok, _ := s.Conversations.Load(c, "a", "moved"); ok {
+		t.Fatal("the pruned copy still loads")
+	}
+	if _, _, ok, _ := s.Conversations.Transcript(c, "a", "moved"); ok {
+		t.Fatal("the pruned copy's transcript is kept")
+	}
+	if done, _ := s.Conversations.Consumed(c, "a", "moved", []string{"t1"}); len(done) != 0 {
+		t.Fatal("the pruned copy's delivered tool results are kept")
+	}
+	if l, ok, _ := s.Conversations.Latest(c, "moved"); !ok || l.Profile != "b" {
+		t.Fatalf("the copy that answered last: %+v %v", l, ok)
+	}
+	got, err = s.Conversations.PruneSuperseded(c, store.PruneCopies{Before: at(10 * time.Second), Now: at(10 * time.Second), Limit: 100})
+	must(t, err)
+	if !slices.Equal(got, []string{"sess-b-back"}) {
+		t.Fatalf("pruned %v, want b's copy of back", got)
+	}
+	for _, k := range [][2]string{{"a", "back"}, {"a", "alone"}, {"a", "leased"}, {"b", "leased"}, {"a", "recent"}, {"b", "recent"}} {
+		if _, ok, err := s.Conversations.Load(c, k[0], k[1]); err != nil || !ok {
+			t.Fatalf("%s's copy of %s was pruned: %v", k[0], k[1], err)
+		}
+	}
+	// Once the lease has expired, the held copy goes too, unless a live
+	// process holds its session.
+	live := func(id string) bool { return id == "sess-a-leased" }
+	got, err = s.Conversations.PruneSuperseded(c, store.PruneCopies{Before: at(10 * time.Second), Now: at(30 * time.Second), Limit: 100, Keep: live})
+	must(t, err)
+	if len(got) != 0 {
+		t.Fatalf("pruned a live process's copy: %v", got)
+	}
+	got, err = s.Conversations.PruneSuperseded(c, store.PruneCopies{Before: at(10 * time.Second), Now: at(30 * time.Second), Limit: 100})
+	must(t, err)
+	if !slices.Equal(got, []string{"sess-a-leased"}) {
+		t.Fatalf("after the lease expired: pruned %v", got)
+	}
+}

@@ -36,6 +36,7 @@ func Run(t *testing.T, e Engine) {
 		{"PublishConflict", testPublishConflict},
 		{"PublishFenced", testPublishFenced},
 		{"ConsumedBound", testConsumedBound},
+		{"PruneSuperseded", testPruneSuperseded},
 		{"Leases", testLeases},
 		{"LeaseTakeOver", testLeaseTakeOver},
 		{"LeaseGrantVersion", testLeaseGrantVersion},

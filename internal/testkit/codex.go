@@ -19,11 +19,7 @@ import (
 // under CI, where that fails the run.
 func CodexPath(t testing.TB) string {
 	t.Helper()
-	if p := os.Getenv("MERIDIAN_TEST_CODEX"); p != "" {
-		return p
-	}
-	Missing(t, "MERIDIAN_TEST_CODEX is not set (./scripts/install-codex prints the pinned codex's path)", "codex tests")
-	return ""
+	return pinned(t, "MERIDIAN_TEST_CODEX", "./scripts/install-codex", "codex")
 }
 
 // CodexHome writes a CODEX_HOME whose only provider is the fake Responses

@@ -1,6 +1,7 @@
 package testkit
 
 import (
+	"fmt"
 	"os"
 	"testing"
 )
@@ -10,9 +11,16 @@ import (
 // under CI, where that fails the run.
 func PiPath(t testing.TB) string {
 	t.Helper()
-	if p := os.Getenv("MERIDIAN_TEST_PI"); p != "" {
+	return pinned(t, "MERIDIAN_TEST_PI", "./scripts/install-pi", "Pi")
+}
+
+// pinned is the path a pinned tool's install script printed into the
+// variable named env.
+func pinned(t testing.TB, env, script, what string) string {
+	t.Helper()
+	if p := os.Getenv(env); p != "" {
 		return p
 	}
-	Missing(t, "MERIDIAN_TEST_PI is not set (./scripts/install-pi prints the pinned Pi's path)", "Pi tests")
+	Missing(t, fmt.Sprintf("%s is not set (%s prints the pinned %s's path)", env, script, what), what+" tests")
 	return ""
 }

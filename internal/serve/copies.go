@@ -2,10 +2,27 @@ package serve
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/meridian-gw/meridian/internal/store"
+	"github.com/meridian-gw/meridian/internal/transcripts"
 )
+
+// transcriptCleaner deletes the CLI transcripts nothing needs; with
+// --profile-copy-grace it first prunes superseded profile copies.
+func transcriptCleaner(cfg Config, profiles *servedProfiles, conversations store.Conversations, workspace string, log *slog.Logger) *transcripts.Cleaner {
+	c := &transcripts.Cleaner{
+		Dirs:  profiles.transcriptDirs(workspace),
+		InUse: profiles.transcriptsInUse, Grace: cfg.TranscriptGrace, MaxPerPass: transcripts.DefaultMaxPerPass,
+		Now: time.Now, Log: log.With("component", "transcripts"),
+	}
+	if cfg.ProfileCopyGrace > 0 {
+		c.Unpin = profileCopies{conversations: conversations, grace: cfg.ProfileCopyGrace,
+			live: profiles.liveSessions, now: time.Now}.prune
+	}
+	return c
+}
 
 // maxCopiesPerPass bounds one pass of copy pruning, so a large backlog is
 // worked off over several passes rather than in one long transaction.

@@ -550,15 +550,7 @@ func Run(ctx context.Context, cfg Config, environ []string, logTo io.Writer) err
 	}
 	// Transcripts of forked-away sessions are deleted in the background,
 	// joined before Run returns.
-	cleaner := &transcripts.Cleaner{
-		Dirs:  profiles.transcriptDirs(workspace),
-		InUse: profiles.transcriptsInUse, Grace: cfg.TranscriptGrace, MaxPerPass: transcripts.DefaultMaxPerPass,
-		Now: time.Now, Log: log.With("component", "transcripts"),
-	}
-	if cfg.ProfileCopyGrace > 0 {
-		cleaner.Unpin = profileCopies{conversations: db.Conversations, grace: cfg.ProfileCopyGrace,
-			live: profiles.liveSessions, now: time.Now}.prune
-	}
+	cleaner := transcriptCleaner(cfg, profiles, db.Conversations, workspace, log)
 	cleanCtx, stopCleaning := context.WithCancel(ctx)
 	var cleaning sync.WaitGroup
 	cleaning.Go(func() { cleaner.Run(cleanCtx, transcripts.DefaultEvery) })

@@ -42,6 +42,7 @@ func (p *Pool) overBounds() []*Live {
 	take := func(l *Live) {
 		delete(p.idle, l.Key)
 		p.stopTimer(l)
+		p.retire(l)
 		p.count--
 		victims = append(victims, l)
 	}

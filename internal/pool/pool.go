@@ -57,10 +57,11 @@ type Live struct {
 	// idleSince counts the times it went idle: a timer armed for an
 	// earlier idle time does nothing.
 	idleSince int
-	memory    int64       // bytes, measured when it last became idle
-	frozen    bool        // stopped while idle: it costs no CPU
-	forTurns  bool        // frozen while turns need every core, not for its idle time: it wakes with them
-	freeze    *time.Timer // freezes it once idle a while
+	memory    int64         // bytes, measured when it last became idle
+	frozen    bool          // stopped while idle: it costs no CPU
+	forTurns  bool          // frozen while turns need every core, not for its idle time: it wakes with them
+	freeze    *time.Timer   // freezes it once idle a while
+	gone      chan struct{} // closed once it exits, when retired (leaving.go)
 }
 
 // Config bounds a pool.
@@ -106,6 +107,9 @@ type Pool struct {
 	closers    sync.WaitGroup
 	reclaiming int
 	exiting    int64
+	// leaving are the conversations whose idle processes are closing
+	// off a turn's path, by conversation (leaving.go).
+	leaving map[string]*Live
 
 	spares  *spareWorker // nil: no spares
 	dropped dropped
@@ -211,6 +215,7 @@ func (p *Pool) Put(l *Live) {
 	if old := p.idle[l.Key]; old != nil && old != l {
 		// Cannot happen while turns of a conversation are serialised; if
 		// it does, the newer session wins and the older is closed.
+		p.retire(old)
 		victims = append(victims, old)
 		p.count--
 	}
@@ -248,7 +253,8 @@ const maxReclaiming = 16
 // fewer than maxReclaiming do and what it held (its last measured PSS)
 // still fits --live-memory beside the idle ones, and is counted there
 // until it is gone (Close joins it); otherwise it is joined before
-// Reserve returns. If none is idle it returns ErrFull. The place is the
+// Reserve returns. Either way its own conversation's next process waits
+// for it to be gone (Obtain). If none is idle it returns ErrFull. The place is the
 // caller's: Put the session started in it, or Release it.
 func (p *Pool) Reserve(ctx context.Context) error {
 	p.mu.Lock()
@@ -264,6 +270,7 @@ func (p *Pool) Reserve(ctx context.Context) error {
 	}
 	delete(p.idle, victim.Key)
 	p.stopTimer(victim)
+	p.retire(victim)
 	behind := p.reclaiming < maxReclaiming && (p.cfg.Memory <= 0 || p.heldLocked()+victim.memory <= p.cfg.Memory)
 	if behind {
 		p.reclaiming++
@@ -410,6 +417,7 @@ func (p *Pool) reap() {
 		for k, l := range p.idle {
 			if p.now().Sub(l.lastUsed) >= p.ttlOf(l) {
 				p.stopTimer(l)
+				p.retire(l)
 				expired = append(expired, l)
 				delete(p.idle, k)
 			}
@@ -436,4 +444,5 @@ func (p *Pool) close(l *Live) {
 	if err := l.Session.Close(); err != nil {
 		p.log.Warn("closing a live session", "conversation", l.Key, "err", err)
 	}
+	p.left(l)
 }

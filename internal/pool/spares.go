@@ -136,6 +136,7 @@ func (p *Pool) MakeRoom(size int64, idleFor time.Duration) bool {
 		}
 		delete(p.idle, lru.Key)
 		p.stopTimer(lru)
+		p.retire(lru)
 		p.count--
 		p.mu.Unlock()
 		p.log.Info("closing the least recently used idle CLI process to make room for a spare", "conversation", lru.Key)

@@ -80,6 +80,10 @@ func (p *Pool) Obtain(ctx context.Context, w Want) (*Live, Source, error) {
 			return l, Spare, nil
 		}
 	}
+	// A process of the conversation's that is still closing goes first.
+	if err := p.awaitGone(ctx, w.Key); err != nil {
+		return nil, Started, err
+	}
 	if err := p.Reserve(ctx); err != nil {
 		return nil, Started, err
 	}

@@ -102,14 +102,19 @@ func (d *Dispatcher) heard(name string, err error) {
 // figures are a profile's plan windows: what its gateway here last saw,
 // or what any host kept in the store when that is newer.
 func (d *Dispatcher) figures(v *sharedView, name string, a Answerer) []headroom.Window {
+	return windows(newestFigures(v, name, a))
+}
+
+// newestFigures are a profile's figures as figures chooses them.
+func newestFigures(v *sharedView, name string, a Answerer) store.PlanFigures {
 	local := Figures(a.RateWindows())
 	if v == nil {
-		return windows(local)
+		return local
 	}
 	if kept, ok := v.figures[name]; ok && kept.ObservedAt.After(local.ObservedAt) {
-		return windows(kept)
+		return kept
 	}
-	return windows(local)
+	return local
 }
 
 // publish keeps a profile's figures for every host after its turn, when

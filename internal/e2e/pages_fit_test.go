@@ -60,16 +60,29 @@ func TestPagesFitWithLongNames(t *testing.T) {
 			_, _ = w.Write(b.Bytes())
 		}
 	}
-	version := "v1.12.3-rc.1+20261204.abcdef123456"
-	mux.Handle("GET /cluster", page(func(b *bytes.Buffer) error { return pages.RenderCluster(b, version, cluster) }))
-	mux.Handle("GET /requests", page(func(b *bytes.Buffer) error { return pages.RenderDashboard(b, version, dash) }))
+	// The header's bar with as many profiles as a team keeps, each with
+	// every window the CLI reports.
+	ch := web.Chrome{Version: "v1.12.3-rc.1+20261204.abcdef123456"}
+	var profiles web.ProfilesPage
+	for i, name := range []string{"work-team-enterprise-primary", "personal-max-20x", "backup-api-key-billing", "ci-token-long-lived-2026", "design-review-seat"} {
+		bar := web.PlanBar{Profile: name, Default: i == 0, State: []string{"open", "benched", "spent", "open", "open"}[i], Until: now.Add(3 * time.Hour)}
+		for j, w := range []string{"five_hour", "seven_day", "seven_day_opus", "seven_day_sonnet"} {
+			bar.Windows = append(bar.Windows, web.PlanWindow{Type: w, Name: w, Utilization: float64(j+i) / 8, ResetsAt: now.Add(time.Duration(j+1) * 5 * time.Hour)})
+		}
+		ch.Plans = append(ch.Plans, bar)
+		profiles.Profiles = append(profiles.Profiles, web.ProfileCard{PlanBar: bar, Backend: "claude", Login: "logged in · claude.ai · firstParty", ObservedAt: now, Live: 12, Running: 3})
+	}
+	profiles.Accounts, profiles.MoveAt, profiles.CSRF = "headroom", 0.95, strings.Repeat("ab", 32)
+	mux.Handle("GET /cluster", page(func(b *bytes.Buffer) error { return pages.RenderCluster(b, ch, cluster) }))
+	mux.Handle("GET /requests", page(func(b *bytes.Buffer) error { return pages.RenderDashboard(b, ch, dash) }))
+	mux.Handle("GET /profiles", page(func(b *bytes.Buffer) error { return pages.RenderProfiles(b, ch, profiles) }))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 
 	b := newBrowser(t)
-	b.fits(t, 1280, srv.URL+"/cluster", srv.URL+"/requests")
+	b.fits(t, 1280, srv.URL+"/cluster", srv.URL+"/requests", srv.URL+"/profiles")
 	b.do(t, chromedp.EmulateViewport(1280, 1000))
-	for _, name := range []string{"cluster", "requests"} {
+	for _, name := range []string{"cluster", "requests", "profiles"} {
 		b.do(t, chromedp.Navigate(srv.URL+"/"+name))
 		b.screenshot(t, "long-"+name)
 	}

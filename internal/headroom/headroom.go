@@ -96,7 +96,9 @@ type Policy struct {
 	MoveAt float64 // 0 means DefaultMoveAt
 }
 
-func (p Policy) moveAt() float64 {
+// Threshold is the share of a window past which an account takes no new
+// conversations while another has room, and its running ones move.
+func (p Policy) Threshold() float64 {
 	if p.MoveAt <= 0 {
 		return DefaultMoveAt
 	}
@@ -127,7 +129,7 @@ func (p Policy) Place(accounts []Account, model string, now time.Time) Choice {
 func (p Policy) Continue(accounts []Account, current int, model string, now time.Time) Choice {
 	here := p.standing(accounts, current, model, now)
 	others := p.rank(accounts, current, model, now)
-	leave := accounts[current].Benched || (here.tier != tierNoFigures && here.tightest.Used >= p.moveAt())
+	leave := accounts[current].Benched || (here.tier != tierNoFigures && here.tightest.Used >= p.Threshold())
 	if leave && len(others) > 0 && (accounts[current].Benched || others[0].before(here)) {
 		c := Choice{Order: make([]int, 0, len(others)+1), Reason: Reason{Kind: Moved}}
 		if !accounts[current].Benched {
@@ -223,7 +225,7 @@ func (p Policy) standing(accounts []Account, i int, model string, now time.Time)
 		s.tier = tierNoFigures
 	case w.Used >= 1:
 		s.tier = tierSpent
-	case w.Used >= p.moveAt():
+	case w.Used >= p.Threshold():
 		s.tier = tierFull
 	}
 	return s

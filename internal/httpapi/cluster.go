@@ -30,6 +30,7 @@ type clusterRoutes struct {
 	storeAt  string  // where it is (never a password)
 	cluster  Cluster // nil: this host alone
 	version  string
+	chrome   func(context.Context) web.Chrome
 	pages    *web.Pages
 	log      *slog.Logger
 	load     func() gateway.BackendLoad // this host's processes now
@@ -131,7 +132,7 @@ func (c *clusterRoutes) hosts(w http.ResponseWriter, r *http.Request) {
 		page.Hosts = append(page.Hosts, web.ClusterHost{Host: h.Host, Addr: h.Addr, Version: h.Version, State: h.State,
 			Live: h.Live, Running: h.Running, Started: h.Started, Heartbeat: h.Heartbeat, Self: h.Self})
 	}
-	renderPage(c.log, w, r, http.StatusOK, func(b *bytes.Buffer) error { return c.pages.RenderCluster(b, c.version, page) })
+	renderPage(c.log, w, r, http.StatusOK, func(b *bytes.Buffer) error { return c.pages.RenderCluster(b, c.chrome(r.Context()), page) })
 }
 
 // storeHealth is the store's part of GET /health and /inflight: its

@@ -111,7 +111,7 @@ func (c *consoleRoutes) render(w http.ResponseWriter, r *http.Request, status in
 	for _, a := range aliases {
 		p.Aliases = append(p.Aliases, web.ConsoleAlias{Name: a.Name, Model: a.Model, Effort: a.Effort})
 	}
-	c.site.page(w, r, status, func(b *bytes.Buffer) error { return c.site.pages.RenderConsole(b, c.site.version, p) })
+	c.site.page(w, r, status, func(b *bytes.Buffer) error { return c.site.pages.RenderConsole(b, c.site.chrome(r.Context()), p) })
 }
 
 func scopeText(k apikeys.View) string {
@@ -125,8 +125,8 @@ func scopeText(k apikeys.View) string {
 	return scope + "; models: any"
 }
 
-// after answers a change: back to the console, saying what was done or
-// what went wrong.
+// after answers a change: back to the console (or the profile page, whose
+// forms say so), saying what was done or what went wrong.
 func (c *consoleRoutes) after(w http.ResponseWriter, r *http.Request, done string, err error) {
 	q := url.Values{}
 	if err != nil {
@@ -138,7 +138,11 @@ func (c *consoleRoutes) after(w http.ResponseWriter, r *http.Request, done strin
 	} else {
 		q.Set("done", done)
 	}
-	http.Redirect(w, r, "/admin?"+q.Encode(), http.StatusSeeOther)
+	back := "/admin"
+	if r.PostForm.Get("back") == "/profiles" {
+		back = "/profiles" // the profile page's forms go back there
+	}
+	http.Redirect(w, r, back+"?"+q.Encode(), http.StatusSeeOther)
 }
 
 // shown answers a change that made a secret: the console with the secret
@@ -353,7 +357,7 @@ func (c *consoleRoutes) login(w http.ResponseWriter, r *http.Request) {
 	if h.remote() {
 		p.Host = h.id
 	}
-	c.site.page(w, r, http.StatusOK, func(b *bytes.Buffer) error { return c.site.pages.RenderLogin(b, c.site.version, p) })
+	c.site.page(w, r, http.StatusOK, func(b *bytes.Buffer) error { return c.site.pages.RenderLogin(b, c.site.chrome(r.Context()), p) })
 }
 
 func (c *consoleRoutes) loginCode(w http.ResponseWriter, r *http.Request) {

@@ -83,7 +83,7 @@ func (s *inspectorRoutes) list(w http.ResponseWriter, r *http.Request) {
 		q.Set("before", strconv.FormatInt(entries[len(entries)-1].ID, 10))
 		p.Older = "/inspector?" + q.Encode()
 	}
-	s.site.page(w, r, http.StatusOK, func(b *bytes.Buffer) error { return s.site.pages.RenderInspector(b, s.site.version, p) })
+	s.site.page(w, r, http.StatusOK, func(b *bytes.Buffer) error { return s.site.pages.RenderInspector(b, s.site.chrome(r.Context()), p) })
 }
 
 // one serves GET /inspector/{id} (a page) and GET /inspector/requests/{id}
@@ -111,7 +111,9 @@ func (s *inspectorRoutes) one(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, e)
 		return
 	}
-	s.site.page(w, r, http.StatusOK, func(b *bytes.Buffer) error { return s.site.pages.RenderCapture(b, s.site.version, capturePage(e)) })
+	s.site.page(w, r, http.StatusOK, func(b *bytes.Buffer) error {
+		return s.site.pages.RenderCapture(b, s.site.chrome(r.Context()), capturePage(e))
+	})
 }
 
 // span says a bound's age in the largest whole unit.

@@ -67,7 +67,7 @@ func (s *pageRoutes) signIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.page(w, r, http.StatusUnauthorized, func(b *bytes.Buffer) error {
-		return s.pages.RenderSignIn(b, s.version, s.signInForm(r, next, true))
+		return s.pages.RenderSignIn(b, s.bare(), s.signInForm(r, next, true))
 	})
 }
 
@@ -130,7 +130,7 @@ func (s *pageRoutes) signInPage(w http.ResponseWriter, r *http.Request) {
 	q.Del("key")
 	next := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
 	s.page(w, r, http.StatusUnauthorized, func(b *bytes.Buffer) error {
-		return s.pages.RenderSignIn(b, s.version, s.signInForm(r, next.String(), false))
+		return s.pages.RenderSignIn(b, s.bare(), s.signInForm(r, next.String(), false))
 	})
 }
 
@@ -149,7 +149,7 @@ func landingBackend(id, prefix string, cli gateway.CLI, h gateway.CLIHealth) web
 // landing is GET / for a browser.
 func (s *pageRoutes) landing(w http.ResponseWriter, r *http.Request) {
 	l := s.landingData(r)
-	s.page(w, r, http.StatusOK, func(b *bytes.Buffer) error { return s.pages.RenderLanding(b, s.version, l) })
+	s.page(w, r, http.StatusOK, func(b *bytes.Buffer) error { return s.pages.RenderLanding(b, s.chrome(r.Context()), l) })
 }
 
 // landingData is what the landing page shows, in either form.
@@ -216,7 +216,7 @@ func (s *pageRoutes) providersStatus(w http.ResponseWriter, r *http.Request) {
 // providersPage is GET /providers.
 func (s *pageRoutes) providersPage(w http.ResponseWriter, r *http.Request) {
 	page := web.ProvidersPage{Providers: s.backends.providers(r.Context()), Alerts: s.recentAlerts(r.Context())}
-	s.page(w, r, http.StatusOK, func(b *bytes.Buffer) error { return s.pages.RenderProviders(b, s.version, page) })
+	s.page(w, r, http.StatusOK, func(b *bytes.Buffer) error { return s.pages.RenderProviders(b, s.chrome(r.Context()), page) })
 }
 
 // AlertLog lists the alerts sent (package alerts).
@@ -354,5 +354,5 @@ func (s *pageRoutes) dashboard(w http.ResponseWriter, r *http.Request) {
 			d.Logs = s.logs.Lines()
 		}
 	}
-	s.page(w, r, http.StatusOK, func(b *bytes.Buffer) error { return s.pages.RenderDashboard(b, s.version, d) })
+	s.page(w, r, http.StatusOK, func(b *bytes.Buffer) error { return s.pages.RenderDashboard(b, s.chrome(r.Context()), d) })
 }

@@ -36,7 +36,7 @@ func (s *Server) panel(w http.ResponseWriter, r *http.Request) {
 		pp := web.PanelProfile{Name: pr.Profile, Backend: pr.Backend, Status: pr.Status,
 			Live: pr.Processes.Live - pr.Processes.Spares, Running: pr.Processes.Running}
 		for _, rw := range pr.RateLimits {
-			pp.Windows = append(pp.Windows, web.PanelWindow{Type: rw.Type, Name: windowTitle(rw.Type), Utilization: rw.Utilization, ResetsAt: rw.ResetsAt})
+			pp.Windows = append(pp.Windows, web.PlanWindow{Type: rw.Type, Name: windowTitle(rw.Type), Utilization: rw.Utilization, ResetsAt: rw.ResetsAt})
 		}
 		p.Profiles = append(p.Profiles, pp)
 	}
@@ -50,7 +50,7 @@ func (s *Server) panel(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	p.Builder = builder(r)
-	s.site.page(w, r, http.StatusOK, func(b *bytes.Buffer) error { return s.pages.RenderPanel(b, s.site.version, p) })
+	s.site.page(w, r, http.StatusOK, func(b *bytes.Buffer) error { return s.pages.RenderPanel(b, s.site.bare(), p) })
 }
 
 // builder is the setup builder as the panel's form left it.
@@ -80,7 +80,7 @@ func (s *Server) panelCopy(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, gateway.InvalidRequest("text: at most 1 KiB"))
 		return
 	}
-	s.site.page(w, r, http.StatusOK, func(b *bytes.Buffer) error { return s.pages.RenderCopy(b, s.site.version, text) })
+	s.site.page(w, r, http.StatusOK, func(b *bytes.Buffer) error { return s.pages.RenderCopy(b, s.site.bare(), text) })
 }
 
 // windowTitle names a CLI's window type for a person.

@@ -279,7 +279,7 @@ func New(cfg Config) (*Server, error) {
 	s.aliases = cfg.Models.Aliases
 	s.forwarder = forward.New(h.Key, h.Host, h.Peers, l.PingInterval, cfg.Logger)
 	s.telemetry = telemetryRoutes{history: tel.History, metrics: tel.Metrics, logs: tel.Logs, log: cfg.Logger, load: s.backends.load}
-	s.cluster = clusterRoutes{host: h.Host, store: h.StoreEngine, storeAt: h.StoreAt, cluster: h.Cluster, version: l.Version,
+	s.cluster = clusterRoutes{host: h.Host, store: h.StoreEngine, storeAt: h.StoreAt, cluster: h.Cluster, version: l.Version, chrome: s.site.chrome,
 		pages: pages, log: cfg.Logger, load: s.backends.load, draining: s.gate.isClosed, paused: s.paused.on.Load}
 	s.bodies = bodies{max: l.MaxBodyBytes, timeout: l.BodyTimeout}
 	r := cfg.Responses
@@ -374,6 +374,7 @@ func (s *Server) table() []route {
 		route{"GET /telemetry/logs", s.telemetry.lines},
 		route{"GET /telemetry", s.site.dashboard},
 		route{"GET /providers", s.site.providersPage},
+		route{"GET /profiles", s.console.profilesPage(&s.backends)},
 		route{"GET /panel", s.panel},
 		route{"GET /panel/copy", s.panelCopy},
 		route{"GET /admin", s.console.page},

@@ -204,7 +204,7 @@ func (s *usageRoutes) keyPage(w http.ResponseWriter, r *http.Request) {
 	}
 	if k == nil || s.keys == nil {
 		s.site.page(w, r, http.StatusUnauthorized, func(b *bytes.Buffer) error {
-			return s.site.pages.RenderSignIn(b, s.site.version, s.site.signInForm(r, "/key", false))
+			return s.site.pages.RenderSignIn(b, s.site.bare(), s.site.signInForm(r, "/key", false))
 		})
 		return
 	}
@@ -226,7 +226,7 @@ func (s *usageRoutes) keyPage(w http.ResponseWriter, r *http.Request) {
 	if f.Usage.LastUsed != nil {
 		p.LastUsed = f.Usage.LastUsed.Format(time.DateTime + " UTC")
 	}
-	s.site.page(w, r, http.StatusOK, func(b *bytes.Buffer) error { return s.site.pages.RenderKey(b, s.site.version, p) })
+	s.site.page(w, r, http.StatusOK, func(b *bytes.Buffer) error { return s.site.pages.RenderKey(b, s.site.bare(), p) })
 }
 
 // profileQuota is one profile's part of GET /v1/usage/quota.

@@ -136,7 +136,7 @@ func USD(f float64) string {
 // Parse reads the embedded templates.
 func Parse() (*Pages, error) {
 	p := &Pages{sets: map[string]*template.Template{}}
-	for _, name := range []string{"landing", "telemetry", "providers", "cluster", "signin", "key", "inspector", "capture", "console", "login", "panel", "copy"} {
+	for _, name := range []string{"landing", "telemetry", "providers", "cluster", "signin", "key", "inspector", "capture", "console", "login", "panel", "copy", "profiles"} {
 		t, err := template.New(name).Funcs(funcMap()).ParseFS(files, "templates/layout.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("web: %s: %w", name, err)
@@ -148,12 +148,13 @@ func Parse() (*Pages, error) {
 
 // frame is what the layout shows around a page.
 type frame struct {
-	Title, Version, Nav string
-	Body                any
+	Chrome
+	Title, Nav string
+	Body       any
 }
 
-func (p *Pages) render(w io.Writer, page, title, version, nav string, body any) error {
-	return p.sets[page].ExecuteTemplate(w, "layout", frame{Title: title, Version: version, Nav: nav, Body: body})
+func (p *Pages) render(w io.Writer, page, title string, ch Chrome, nav string, body any) error {
+	return p.sets[page].ExecuteTemplate(w, "layout", frame{Chrome: ch, Title: title, Nav: nav, Body: body})
 }
 
 // Hint tells how to point one client at Meridian.
@@ -199,8 +200,8 @@ func (l Landing) BackendNames() string {
 }
 
 // RenderLanding writes the landing page.
-func (p *Pages) RenderLanding(w io.Writer, version string, l Landing) error {
-	return p.render(w, "landing", "Overview", version, "home", l)
+func (p *Pages) RenderLanding(w io.Writer, ch Chrome, l Landing) error {
+	return p.render(w, "landing", "Overview", ch, "home", l)
 }
 
 // ProvidersPage is the providers page: each backend and profile, and the
@@ -220,8 +221,8 @@ type Alert struct {
 }
 
 // RenderProviders writes the providers page.
-func (p *Pages) RenderProviders(w io.Writer, version string, page ProvidersPage) error {
-	return p.render(w, "providers", "Providers", version, "providers", page)
+func (p *Pages) RenderProviders(w io.Writer, ch Chrome, page ProvidersPage) error {
+	return p.render(w, "providers", "Providers", ch, "providers", page)
 }
 
 // ClusterPage is the cluster page: the hosts sharing the store.
@@ -239,8 +240,8 @@ type ClusterHost struct {
 }
 
 // RenderCluster writes the cluster page.
-func (p *Pages) RenderCluster(w io.Writer, version string, c ClusterPage) error {
-	return p.render(w, "cluster", "Cluster", version, "cluster", c)
+func (p *Pages) RenderCluster(w io.Writer, ch Chrome, c ClusterPage) error {
+	return p.render(w, "cluster", "Cluster", ch, "cluster", c)
 }
 
 // SignIn is the sign-in form: the page to go on to, whether a wrong key
@@ -271,18 +272,18 @@ type KeyPage struct {
 }
 
 // RenderKey writes one key's own page.
-func (p *Pages) RenderKey(w io.Writer, version string, k KeyPage) error {
-	return p.render(w, "key", "Key "+k.Name, version, "key", k)
+func (p *Pages) RenderKey(w io.Writer, ch Chrome, k KeyPage) error {
+	return p.render(w, "key", "Key "+k.Name, ch, "key", k)
 }
 
 // RenderSignIn writes the sign-in form, which posts the admin key or a
 // key of `meridian key add`.
-func (p *Pages) RenderSignIn(w io.Writer, version string, s SignIn) error {
+func (p *Pages) RenderSignIn(w io.Writer, ch Chrome, s SignIn) error {
 	nav := ""
 	if s.ForKey {
 		nav = "key"
 	}
-	return p.render(w, "signin", "Sign in", version, nav, s)
+	return p.render(w, "signin", "Sign in", ch, nav, s)
 }
 
 // Link is a tab or a window choice.
@@ -321,11 +322,11 @@ type Dashboard struct {
 
 // RenderDashboard writes the telemetry dashboard, drawing its charts from
 // the summary.
-func (p *Pages) RenderDashboard(w io.Writer, version string, d Dashboard) error {
+func (p *Pages) RenderDashboard(w io.Writer, ch Chrome, d Dashboard) error {
 	if d.Tab == "overview" {
 		d.Charts = chartsOf(d.S)
 	}
-	return p.render(w, "telemetry", "Telemetry", version, "telemetry", d)
+	return p.render(w, "telemetry", "Telemetry", ch, "telemetry", d)
 }
 
 func chartsOf(s telemetry.Summary) Charts {
@@ -396,8 +397,8 @@ type InspectorPage struct {
 }
 
 // RenderInspector writes the request inspector's list.
-func (p *Pages) RenderInspector(w io.Writer, version string, page InspectorPage) error {
-	return p.render(w, "inspector", "Request inspector", version, "inspector", page)
+func (p *Pages) RenderInspector(w io.Writer, ch Chrome, page InspectorPage) error {
+	return p.render(w, "inspector", "Request inspector", ch, "inspector", page)
 }
 
 // CapturePage is one captured request whole; the parts are shown as
@@ -418,8 +419,8 @@ type CapturePage struct {
 }
 
 // RenderCapture writes one captured request.
-func (p *Pages) RenderCapture(w io.Writer, version string, c CapturePage) error {
-	return p.render(w, "capture", fmt.Sprintf("Request %d", c.ID), version, "inspector", c)
+func (p *Pages) RenderCapture(w io.Writer, ch Chrome, c CapturePage) error {
+	return p.render(w, "capture", fmt.Sprintf("Request %d", c.ID), ch, "inspector", c)
 }
 
 // ConsoleKey is one API key as the console lists it.
@@ -468,8 +469,8 @@ type ConsolePage struct {
 }
 
 // RenderConsole writes the operator's console.
-func (p *Pages) RenderConsole(w io.Writer, version string, c ConsolePage) error {
-	return p.render(w, "console", "Console", version, "console", c)
+func (p *Pages) RenderConsole(w io.Writer, ch Chrome, c ConsolePage) error {
+	return p.render(w, "console", "Console", ch, "console", c)
 }
 
 // LoginPage is a login profile's login relayed to the page.
@@ -480,8 +481,8 @@ type LoginPage struct {
 }
 
 // RenderLogin writes a login's page.
-func (p *Pages) RenderLogin(w io.Writer, version string, l LoginPage) error {
-	return p.render(w, "login", "Log in "+l.Profile, version, "console", l)
+func (p *Pages) RenderLogin(w io.Writer, ch Chrome, l LoginPage) error {
+	return p.render(w, "login", "Log in "+l.Profile, ch, "console", l)
 }
 
 // Panel is the desktop companion's panel: a compact page for a small
@@ -503,19 +504,9 @@ type Panel struct {
 // PanelProfile is one profile's plan windows and conversations.
 type PanelProfile struct {
 	Name, Backend, Status string
-	Windows               []PanelWindow
+	Windows               []PlanWindow
 	Live, Running         int
 }
-
-// PanelWindow is one plan window as a bar.
-type PanelWindow struct {
-	Type, Name  string
-	Utilization float64
-	ResetsAt    time.Time
-}
-
-// Percent is the bar's value.
-func (w PanelWindow) Percent() int { return int(min(max(w.Utilization, 0), 1)*100 + 0.5) }
 
 // Builder is the setup command builder: the clients (Client is the
 // name, Setting the title), the choice, and the command it built.
@@ -527,12 +518,12 @@ type Builder struct {
 }
 
 // RenderPanel writes the panel.
-func (p *Pages) RenderPanel(w io.Writer, version string, panel Panel) error {
-	return p.render(w, "panel", "Panel", version, "panel", panel)
+func (p *Pages) RenderPanel(w io.Writer, ch Chrome, panel Panel) error {
+	return p.render(w, "panel", "Panel", ch, "panel", panel)
 }
 
 // RenderCopy writes the page a browser gets for the panel's copy link:
 // the text, to copy by hand (the companion's window copies it itself).
-func (p *Pages) RenderCopy(w io.Writer, version, text string) error {
-	return p.render(w, "copy", "Copy", version, "panel", text)
+func (p *Pages) RenderCopy(w io.Writer, ch Chrome, text string) error {
+	return p.render(w, "copy", "Copy", ch, "panel", text)
 }

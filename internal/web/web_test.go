@@ -27,7 +27,7 @@ func TestPagesEscapeWhatClientsSent(t *testing.T) {
 	s := telemetry.Summarize([]telemetry.Record{rec}, now.Add(-time.Hour), now, 12, time.UTC)
 	for _, tab := range []string{"overview", "requests"} {
 		var b bytes.Buffer
-		if err := p.RenderDashboard(&b, "test", Dashboard{Tab: tab, S: s, Rows: []telemetry.Record{rec}}); err != nil {
+		if err := p.RenderDashboard(&b, Chrome{Version: "test"}, Dashboard{Tab: tab, S: s, Rows: []telemetry.Record{rec}}); err != nil {
 			t.Fatal(err)
 		}
 		if strings.Contains(b.String(), "<script>") {
@@ -53,7 +53,7 @@ func TestDashboardNamesHostsWhenSeveral(t *testing.T) {
 	render := func(tab string, recs ...telemetry.Record) string {
 		var out bytes.Buffer
 		s := telemetry.Summarize(recs, now.Add(-time.Hour), now, 12, time.UTC)
-		if err := p.RenderDashboard(&out, "test", Dashboard{Tab: tab, S: s, Rows: recs}); err != nil {
+		if err := p.RenderDashboard(&out, Chrome{Version: "test"}, Dashboard{Tab: tab, S: s, Rows: recs}); err != nil {
 			t.Fatal(err)
 		}
 		return out.String()
@@ -93,7 +93,7 @@ func TestLandingNamesANewerRelease(t *testing.T) {
 	}
 	for newer, want := range map[string]bool{"v9.1.0": true, "": false} {
 		var b bytes.Buffer
-		if err := p.RenderLanding(&b, "v1.0.0", Landing{Status: "ok", NewerRelease: newer}); err != nil {
+		if err := p.RenderLanding(&b, Chrome{Version: "v1.0.0"}, Landing{Status: "ok", NewerRelease: newer}); err != nil {
 			t.Fatal(err)
 		}
 		if got := strings.Contains(b.String(), `id="newer-release">A newer release is out: v9.1.0.`); got != want {

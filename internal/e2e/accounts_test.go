@@ -135,7 +135,7 @@ func (p *plans) tokenProfiles(t *testing.T, g *gatewayProc, flags ...string) (wr
 
 // Three subscription profiles at 20 %, 70 % and 96 % of their 5-hour
 // windows, as the upstream's rate-limit headers say and the CLI reports
-// them: thirty new conversations each go to the profile with the most
+// them: sixteen new conversations each go to the profile with the most
 // room as the figures move, the answers saying why; their next turns stay
 // on their profiles' live processes; the 96 % one gets none; and when one
 // reaches 100 %, its conversations move with no error a client sees.
@@ -144,8 +144,8 @@ func TestAccountsByHeadroom(t *testing.T) {
 	g := newGateway(t)
 	now := time.Now()
 	accounts := &plans{by: map[string]*plan{
-		"fresh": {token: "sk-ant-oat-fresh-SECRET", used: 0.2, step: 0.02, reset: now.Add(3 * time.Hour), reported: -1},
-		"half":  {token: "sk-ant-oat-half-SECRET", used: 0.7, step: 0.02, reset: now.Add(2 * time.Hour), reported: -1},
+		"fresh": {token: "sk-ant-oat-fresh-SECRET", used: 0.2, step: 0.05, reset: now.Add(3 * time.Hour), reported: -1},
+		"half":  {token: "sk-ant-oat-half-SECRET", used: 0.7, step: 0.05, reset: now.Add(2 * time.Hour), reported: -1},
 		"full":  {token: "sk-ant-oat-full-SECRET", used: 0.96, step: 0, reset: now.Add(time.Hour), reported: -1},
 	}}
 	g.up.Respond(accounts.respond)
@@ -178,7 +178,8 @@ func TestAccountsByHeadroom(t *testing.T) {
 	histories := map[string][]sdk.MessageParam{}
 	on := map[string]string{} // conversation → profile
 	counts := map[string]int{}
-	for i := range 30 {
+	const conversations = 16
+	for i := range conversations {
 		conv := fmt.Sprintf("conv-%02d", i)
 		wantProfile, used := accounts.best()
 		want := answer{wantProfile, fmt.Sprintf("headroom five_hour %d%%", int(math.Round(used*100)))}
@@ -235,7 +236,7 @@ func TestAccountsByHeadroom(t *testing.T) {
 			Status  int    `json:"status"`
 		} `json:"requests"`
 	}
-	total := 3 + 30 + 30 + 1 + moved
+	total := 3 + 2*conversations + 1 + moved
 	if err := testkit.WaitFor(10*time.Second, func() error {
 		g.getJSON("/telemetry/requests?limit=200", &page)
 		if len(page.Requests) < total {
@@ -253,7 +254,7 @@ func TestAccountsByHeadroom(t *testing.T) {
 			t.Errorf("record %+v", r)
 		}
 	}
-	if routes["headroom"] != 30 || routes["sticky"] != 31 || routes["moved:"] != moved || routes["named"] != 3 {
+	if routes["headroom"] != conversations || routes["sticky"] != conversations+1 || routes["moved:"] != moved || routes["named"] != 3 {
 		t.Fatalf("records by route: %v", routes)
 	}
 	if !g.logShows(`route="moved: five_hour 100%"`) {

@@ -38,7 +38,7 @@ func transcriptCount(t *testing.T, c *transcripts.Cleaner) int {
 	return n
 }
 
-// Every resume forks a transcript: 60 turns that each resume (no live
+// Every resume forks a transcript: 24 turns that each resume (no live
 // processes) leave about as many; a clean-up pass leaves one per
 // conversation, the one its next turn resumes, and that turn still works.
 func TestTranscriptsOfResumedTurnsAreCleanedUp(t *testing.T) {
@@ -47,7 +47,7 @@ func TestTranscriptsOfResumedTurnsAreCleanedUp(t *testing.T) {
 	s.Upstream.Respond(func(r testkit.Request) testkit.Reply {
 		return testkit.Reply{Text: fmt.Sprintf("answer %d", len(r.AllText()))}
 	})
-	const conversations, turns = 4, 15
+	const conversations, turns = 3, 8
 	histories := make([][]sdk.MessageParam, conversations)
 	var wg sync.WaitGroup
 	for c := range conversations {

@@ -1,6 +1,14 @@
 package main
 
 import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	intoto "github.com/meridian-gw/meridian/internal/provenance"
 	"github.com/meridian-gw/meridian/internal/testkit"
 )
 
@@ -15,7 +24,9 @@ import (
 // (scripts/release builds the whole matrix): a snapshot with archives and
 // packages. The .deb lists the binary, man pages and completions, and
 // unpacked into a temporary root its binary runs, names the snapshot's
-// version and commit, and its man page renders.
+// version and commit, and its man page renders. Signed with a throwaway
+// key, the release's provenance names every archive and package by its
+// digest and the commit, and its signature verifies with openssl too.
 func TestReleaseSnapshot(t *testing.T) {
 	t.Parallel()
 	goreleaser := os.Getenv("MERIDIAN_TEST_GORELEASER")
@@ -54,9 +65,20 @@ func TestReleaseSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(goreleaser, "release", "--snapshot", "--clean", "--skip=publish,sign", "--config", cfg)
+	full, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, key, _ := ed25519.GenerateKey(rand.Reader)
+	der, _ := x509.MarshalPKCS8PrivateKey(key)
+	keyFile := filepath.Join(t.TempDir(), "release.key")
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(goreleaser, "release", "--snapshot", "--clean", "--skip=publish", "--config", cfg)
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "MERIDIAN_COMMIT="+strings.TrimSpace(string(commit)))
+	cmd.Env = append(os.Environ(), "MERIDIAN_COMMIT="+strings.TrimSpace(string(commit)), "MERIDIAN_FULL_COMMIT="+strings.TrimSpace(string(full)),
+		"MERIDIAN_SIGNING_KEY="+keyFile, "MERIDIAN_GORELEASER_VERSION="+filepath.Base(filepath.Dir(goreleaser)))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("goreleaser: %v\n%s", err, out)
 	}
@@ -105,5 +127,62 @@ func TestReleaseSnapshot(t *testing.T) {
 	tarList, err := exec.Command("tar", "-tzf", archives[0]).Output()
 	if err != nil || !strings.Contains(string(tarList), "man/meridian.1.gz") || !strings.Contains(string(tarList), "completions/meridian.bash") {
 		t.Fatalf("the archive: %v\n%s", err, tarList)
+	}
+	checkProvenance(t, dist, pub, strings.TrimSpace(string(full)), append(append(debs, rpms...), archives...))
+}
+
+// checkProvenance opens the release's signed statement with the key's
+// public half and finds each artifact in it with its digest; openssl,
+// given the envelope's encoding and signature, verifies it as well.
+func checkProvenance(t *testing.T, dist string, pub ed25519.PublicKey, commit string, artifacts []string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dist, "checksums.txt.intoto.json"))
+	if err != nil {
+		t.Fatalf("no provenance beside checksums.txt: %v", err)
+	}
+	var env intoto.Envelope
+	if err := json.Unmarshal(data, &env); err != nil {
+		t.Fatal(err)
+	}
+	st, err := intoto.Open(env, pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := st.Predicate.BuildDefinition; d.ExternalParameters["commit"] != commit || !strings.HasSuffix(d.ExternalParameters["version"], "-snapshot") ||
+		!strings.HasPrefix(d.InternalParameters["goreleaser"], "v2.") || d.InternalParameters["go"] == "" {
+		t.Fatalf("the statement's build: %+v, want commit %s", d, commit)
+	}
+	for _, a := range artifacts {
+		body, err := os.ReadFile(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(body)
+		if !st.Names(filepath.Base(a), hex.EncodeToString(sum[:])) {
+			t.Errorf("the provenance does not name %s with its digest", filepath.Base(a))
+		}
+	}
+	dir := t.TempDir()
+	payload, _ := base64.StdEncoding.DecodeString(env.Payload)
+	sig, _ := base64.StdEncoding.DecodeString(env.Signatures[0].Sig)
+	pubDER, _ := x509.MarshalPKIXPublicKey(pub)
+	for name, b := range map[string][]byte{"pae": intoto.PAE(env.PayloadType, payload), "sig": sig,
+		"pub.pem": pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER})} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	verify := exec.Command("openssl", "pkeyutl", "-verify", "-pubin", "-inkey", "pub.pem", "-rawin", "-in", "pae", "-sigfile", "sig")
+	verify.Dir = dir
+	if out, err := verify.CombinedOutput(); err != nil || !strings.Contains(string(out), "Signature Verified Successfully") {
+		t.Fatalf("openssl does not verify the provenance's signature: %v %s", err, out)
+	}
+	// The tool's own check, as a user runs it on a downloaded artifact.
+	tool := exec.Command("go", "run", "./cmd/meridian-provenance", "verify", "-pub", filepath.Join(dir, "pub.pem"),
+		"-envelope", filepath.Join(dist, "checksums.txt.intoto.json"), artifacts[0])
+	tool.Dir = testkit.RepoRoot(t)
+	out, err := tool.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "an artifact of release") {
+		t.Fatalf("meridian-provenance verify: %v %s", err, out)
 	}
 }

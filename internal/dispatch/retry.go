@@ -24,7 +24,16 @@ type Retry struct {
 	Named bool
 	// Results are the tool results the request delivers.
 	Results []string
+	// CacheOnly: the client asks for the saved answer only (Cache-Control:
+	// only-if-cached, a client recovering an answer whose delivery broke
+	// off); without one nothing runs and the answer is ErrNotCached.
+	CacheOnly bool
 }
+
+// ErrNotCached answers a cache-only request without a saved answer, as
+// HTTP answers only-if-cached without a stored response: 504.
+var ErrNotCached = &gateway.Error{Status: http.StatusGatewayTimeout, Type: anthropic.ErrTimeout,
+	Message: "no saved answer of this request (Cache-Control: only-if-cached), so nothing was run: send it without only-if-cached to run it"}
 
 // Run is the one run of a retriable request; Save its answer when it has
 // one, then call Done exactly once.
@@ -42,9 +51,14 @@ type Run struct {
 // *gateway.Error: too many identical requests waiting, a request whose
 // outcome a crash left unknown, an identical one running elsewhere. A
 // request that begins to run retires the saved answers its tool results
-// answer: the request that asked for them is no longer a retry.
+// answer: the request that asked for them is no longer a retry. A
+// cache-only request gets the saved answer (waiting for an identical
+// request still running here) or ErrNotCached, and never runs.
 func (d *Dispatcher) Once(ctx context.Context, r Retry) (*answers.Answer, *Run, error) {
 	run := &Run{d: d, r: r}
+	if r.CacheOnly && d.cfg.Answers == nil {
+		return nil, nil, ErrNotCached
+	}
 	if d.cfg.Answers != nil {
 		saved, ar, err := d.cfg.Answers.Begin(ctx, r.Scope, r.Key)
 		switch {
@@ -58,6 +72,9 @@ func (d *Dispatcher) Once(ctx context.Context, r Retry) (*answers.Answer, *Run, 
 			return nil, nil, gateway.StoreUnavailable("look up the request's saved answer")
 		case saved != nil:
 			return saved, nil, nil
+		case r.CacheOnly:
+			ar.Done() // nothing runs, nothing is journaled or retired
+			return nil, nil, ErrNotCached
 		}
 		run.saved = ar
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/meridian-gw/meridian/internal/answers"
 	"github.com/meridian-gw/meridian/internal/anthropic"
@@ -43,8 +44,14 @@ func (s *Server) once(w http.ResponseWriter, r *http.Request, raw []byte, req *a
 		writeError(w, r, gateway.InvalidRequest("the request id (Idempotency-Key) is longer than 256 bytes"))
 		return
 	}
-	retry := dispatch.Retry{Scope: credentialScope(r), Named: id != "", Results: resultIDs(req)}
+	retry := dispatch.Retry{Scope: credentialScope(r), Named: id != "", Results: resultIDs(req), CacheOnly: onlyIfCached(r.Header)}
 	if id == "" && len(retry.Results) == 0 {
+		if retry.CacheOnly {
+			ge := *dispatch.ErrNotCached
+			ge.Message = "only-if-cached needs the request's id (X-Meridian-Request-Id or Idempotency-Key): no answer of a request without one is saved"
+			writeError(w, r, &ge)
+			return
+		}
 		serve(w)
 		return
 	}
@@ -69,6 +76,19 @@ func (s *Server) once(w http.ResponseWriter, r *http.Request, raw []byte, req *a
 	}
 	defer run.Done()
 	serve(&recorder{ResponseWriter: w, limit: s.cfg.Models.AnswerBytes, save: run.Save})
+}
+
+// onlyIfCached reports whether the request's Cache-Control asks for a
+// saved answer only (RFC 9111's only-if-cached directive).
+func onlyIfCached(h http.Header) bool {
+	for _, v := range h.Values("Cache-Control") {
+		for d := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(d), "only-if-cached") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // requestKey names a request exactly: its route as the client sent it

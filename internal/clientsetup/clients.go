@@ -44,6 +44,10 @@ var piSpawnWatch []byte
 // Meridian that needs none.
 const placeholderKey = "meridian"
 
+// storedAuth is what OpenCode's credential store holds for the Meridian
+// provider: a marker, never a key.
+const storedAuth = "unused: opencode.json's provider.meridian.options.apiKey is sent"
+
 // format is how a configuration file is written.
 type format int
 
@@ -186,7 +190,13 @@ func openCode(t Target, l locator) ([]fileEdit, []string) {
 	}
 	// The plugin, where OpenCode loads plugins of the user's own.
 	plugin := fileEdit{path: filepath.Join(l.xdgConfig(), "opencode", "plugin", "meridian.ts"), format: verbatim, content: openCodePlugin}
-	return []fileEdit{f, plugin}, append(notes, keyNote(t)...)
+	// OpenCode hands a plugin's provider its fetch (the plugin's stream
+	// recovery) only when the provider has a stored credential. The
+	// config's apiKey comes first, so this one only has to exist: it
+	// holds no key (the file's other entries are secrets: it stays 0600).
+	auth := fileEdit{path: filepath.Join(l.dir("XDG_DATA_HOME", ".local", "share"), "opencode", "auth.json"), format: jsonc, secret: true,
+		edits: []confedit.Edit{{Path: path("meridian"), Value: confedit.Obj{{Key: "type", Value: "api"}, {Key: "key", Value: storedAuth}}}}}
+	return []fileEdit{f, plugin, auth}, append(notes, keyNote(t)...)
 }
 
 // codex: a model provider on the Responses API. Codex reads a profile

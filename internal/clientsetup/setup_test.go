@@ -175,7 +175,7 @@ func TestSetupHonoursTheClientsOwnLocations(t *testing.T) {
 	home, elsewhere := t.TempDir(), t.TempDir()
 	for name, env := range map[string]map[string]string{
 		"claude-code": {"CLAUDE_CONFIG_DIR": elsewhere},
-		"opencode":    {"XDG_CONFIG_HOME": elsewhere},
+		"opencode":    {"XDG_CONFIG_HOME": elsewhere, "XDG_DATA_HOME": elsewhere},
 		"codex":       {"CODEX_HOME": elsewhere},
 		"pi":          {"PI_CODING_AGENT_DIR": elsewhere},
 		"crush":       {"XDG_CONFIG_HOME": elsewhere},
@@ -194,7 +194,9 @@ func TestSetupHonoursTheClientsOwnLocations(t *testing.T) {
 }
 
 // OPENCODE_CONFIG names the config file; the plugin still goes where
-// OpenCode loads the user's own plugins.
+// OpenCode loads the user's own plugins, and the provider's stored
+// credential (which lets the plugin give it its fetch) where OpenCode
+// keeps credentials, readable by its owner only.
 func TestSetupOpenCodeConfigFileAndPlugin(t *testing.T) {
 	home, elsewhere := t.TempDir(), t.TempDir()
 	file := filepath.Join(elsewhere, "oc.json")
@@ -202,7 +204,8 @@ func TestSetupOpenCodeConfigFileAndPlugin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Changes) != 2 || p.Changes[0].Path != file || p.Changes[1].Path != filepath.Join(home, ".config", "opencode", "plugin", "meridian.ts") {
+	if len(p.Changes) != 3 || p.Changes[0].Path != file || p.Changes[1].Path != filepath.Join(home, ".config", "opencode", "plugin", "meridian.ts") ||
+		p.Changes[2].Path != filepath.Join(home, ".local", "share", "opencode", "auth.json") || !p.Changes[2].Private {
 		t.Fatalf("changes: %+v", p.Changes)
 	}
 	if !strings.Contains(string(p.Changes[1].After), `"chat.headers"`) {

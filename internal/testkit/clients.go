@@ -25,7 +25,7 @@ func ClientResponder(r Request) Reply {
 		return Reply{Search: &Search{Query: r.LastUserText(), Results: []SearchResult{{Title: "Fake search result", URL: "https://search.example/result"}}},
 			Text: "The search found one page.", Usage: usage}
 	}
-	if lastIsToolResult(r) {
+	if LastIsToolResult(r) {
 		if strings.Contains(r.AllText(), "Fake search result") {
 			return Reply{Text: "Found: Fake search result (https://search.example/result)", Usage: usage}
 		}
@@ -61,7 +61,9 @@ func ClientResponder(r Request) Reply {
 	return Reply{Text: "No tool to use.", Usage: usage}
 }
 
-func lastIsToolResult(r Request) bool {
+// LastIsToolResult reports whether the request's last user message holds a
+// tool result: the client answers a tool call.
+func LastIsToolResult(r Request) bool {
 	msgs := r.Messages()
 	for i := len(msgs) - 1; i >= 0; i-- {
 		m, _ := msgs[i].(map[string]any)

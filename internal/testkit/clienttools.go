@@ -24,3 +24,10 @@ func pinned(t testing.TB, env, script, what string) string {
 	Missing(t, fmt.Sprintf("%s is not set (%s prints the pinned %s's path)", env, script, what), what+" tests")
 	return ""
 }
+
+// OpenCodePath is the pinned OpenCode's CLI (MERIDIAN_TEST_OPENCODE, which
+// ./scripts/install-opencode prints), skipped or failed as PiPath is.
+func OpenCodePath(t testing.TB) string {
+	t.Helper()
+	return pinned(t, "MERIDIAN_TEST_OPENCODE", "./scripts/install-opencode", "OpenCode")
+}

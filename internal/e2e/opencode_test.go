@@ -97,7 +97,7 @@ func TestOpenCodeRecoversABrokenStream(t *testing.T) {
 		if cut == nil {
 			t.Fatalf("%s: the hop did not break a stream part way", marker)
 		}
-		again := regexp.MustCompile(`passed POST /v1/messages id="` + regexp.QuoteMeta(cut[1]) + `" cache="([^"]*)"`).FindAllStringSubmatch(proxyLog.String(), -1)
+		again := regexp.MustCompile(`passed POST /v1/messages id="`+regexp.QuoteMeta(cut[1])+`" cache="([^"]*)"`).FindAllStringSubmatch(proxyLog.String(), -1)
 		if len(again) != 1 || again[0][1] != "only-if-cached" {
 			t.Fatalf("%s: after the break the request was sent again %d times (%v), want once, only-if-cached", marker, len(again), again)
 		}

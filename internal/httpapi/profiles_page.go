@@ -9,7 +9,6 @@ import (
 
 	"github.com/meridian-gw/meridian/internal/backend"
 	"github.com/meridian-gw/meridian/internal/dispatch"
-	"github.com/meridian-gw/meridian/internal/store"
 	"github.com/meridian-gw/meridian/internal/web"
 )
 
@@ -41,7 +40,7 @@ func planBar(st dispatch.Standing) web.PlanBar {
 		b.State, b.Until = "benched", st.BenchedUntil
 	}
 	for _, w := range st.Windows {
-		b.Windows = append(b.Windows, planWindow(w))
+		b.Windows = append(b.Windows, web.PlanWindow{Type: w.Name, Name: windowTitle(w.Name), Utilization: w.Used, ResetsAt: w.ResetsAt})
 	}
 	// The fullest first: the bar leads with what limits the profile.
 	slices.SortStableFunc(b.Windows, func(x, y web.PlanWindow) int {
@@ -54,10 +53,6 @@ func planBar(st dispatch.Standing) web.PlanBar {
 		return 0
 	})
 	return b
-}
-
-func planWindow(w store.PlanWindow) web.PlanWindow {
-	return web.PlanWindow{Type: w.Name, Name: windowTitle(w.Name), Utilization: w.Used, ResetsAt: w.ResetsAt}
 }
 
 // profilesPage is GET /profiles: each profile as requests are placed on

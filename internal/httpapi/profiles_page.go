@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"net/http"
 	"slices"
@@ -16,11 +17,16 @@ import (
 // each profile's plan windows as dispatch sees them (no CLI is asked: the
 // figures are the last reported, the store read at most once a second).
 func (s *pageRoutes) chrome(ctx context.Context) web.Chrome {
-	ch := s.bare()
 	if s.backends == nil || s.backends.dispatch == nil {
-		return ch
+		return s.bare()
 	}
-	for _, st := range s.backends.dispatch.Standings(ctx) {
+	return s.chromeOf(s.backends.dispatch.Standings(ctx))
+}
+
+// chromeOf is the frame with standings already read.
+func (s *pageRoutes) chromeOf(standings []dispatch.Standing) web.Chrome {
+	ch := s.bare()
+	for _, st := range standings {
 		ch.Plans = append(ch.Plans, planBar(st))
 	}
 	return ch
@@ -43,15 +49,7 @@ func planBar(st dispatch.Standing) web.PlanBar {
 		b.Windows = append(b.Windows, web.PlanWindow{Type: w.Name, Name: windowTitle(w.Name), Utilization: w.Used, ResetsAt: w.ResetsAt})
 	}
 	// The fullest first: the bar leads with what limits the profile.
-	slices.SortStableFunc(b.Windows, func(x, y web.PlanWindow) int {
-		switch {
-		case x.Utilization > y.Utilization:
-			return -1
-		case x.Utilization < y.Utilization:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(b.Windows, func(x, y web.PlanWindow) int { return cmp.Compare(y.Utilization, x.Utilization) })
 	return b
 }
 
@@ -68,7 +66,8 @@ func (c *consoleRoutes) profilesPage(b *backends) http.HandlerFunc {
 		if c.admin.console != nil {
 			page.CSRF = c.token()
 		}
-		for _, st := range b.dispatch.Standings(ctx) {
+		standings := b.dispatch.Standings(ctx)
+		for _, st := range standings {
 			card := web.ProfileCard{PlanBar: planBar(st), Fallback: st.Fallback, PlanOnly: st.PlanOnly, ObservedAt: st.ObservedAt}
 			if st.Gateway != nil {
 				if ps := st.Gateway.Providers(ctx); len(ps) > 0 {
@@ -81,7 +80,7 @@ func (c *consoleRoutes) profilesPage(b *backends) http.HandlerFunc {
 			page.Profiles = append(page.Profiles, card)
 		}
 		c.site.page(w, r, http.StatusOK, func(buf *bytes.Buffer) error {
-			return c.site.pages.RenderProfiles(buf, c.site.chrome(ctx), page)
+			return c.site.pages.RenderProfiles(buf, c.site.chromeOf(standings), page)
 		})
 	}
 }
